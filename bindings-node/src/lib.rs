@@ -1,0 +1,1 @@
+//! Node binding (napi-rs): filled in by the Node binding work.

@@ -1,0 +1,1 @@
+//! Python binding (pyo3): filled in by the Python binding work.

@@ -1,0 +1,82 @@
+//! Every string a reclaim emits, in one place, so all drivers and bindings
+//! print exactly what the reference prints.
+
+use crate::model::ReclaimOutcome;
+
+/// Warned when the instance record names another provider.
+pub const PROVIDER_MISMATCH: &str =
+    "reclaim: instance record belongs to a different provider; refusing to destroy";
+
+/// Warned when the provider's destroy failed, before the record is deleted anyway.
+pub const DESTROY_FAILED_DELETING_ANYWAY: &str =
+    "reclaim: provider destroy failed; deleting the record anyway";
+
+/// Logged at `errors` level by the reclaimer on `destroy-failed`.
+pub const RECLAIMER_DESTROY_FAILED: &str = "reclaim: destroy failed; sandbox may still be running";
+
+/// The reclaimer's `sandbox`-level line for every outcome but `destroy-failed`:
+/// `reclaim: <outcome>`. Static strings, so the hot path allocates nothing.
+pub fn reclaimer_outcome_line(outcome: ReclaimOutcome) -> &'static str {
+    match outcome {
+        ReclaimOutcome::NoSandboxKey => "reclaim: no-sandbox-key",
+        ReclaimOutcome::NotFound => "reclaim: not-found",
+        ReclaimOutcome::ProviderMismatch => "reclaim: provider-mismatch",
+        ReclaimOutcome::Destroyed => "reclaim: destroyed",
+        ReclaimOutcome::DestroyFailed => "reclaim: destroy-failed",
+    }
+}
+
+/// The message of `SandboxReclaimFailedError`, character for character as the
+/// reference builds it. Every binding calls this one function.
+pub fn reclaim_failed_message(run_id: &str, sandbox_key: Option<&str>) -> String {
+    let for_key = match sandbox_key {
+        Some(key) => format!(" for \"{key}\""),
+        None => String::new(),
+    };
+    format!(
+        "Reclaiming the sandbox for run \"{run_id}\" failed: the provider's destroy rejected and \
+         the instance record{for_key} was deleted anyway, so the sandbox may still be running and \
+         is no longer reachable from the instance store."
+    )
+}
+
+/// Name of the error class/exception in every binding.
+pub const RECLAIM_FAILED_ERROR_NAME: &str = "SandboxReclaimFailedError";
+
+/// Meta keys, in the order the reference writes them.
+pub mod meta_keys {
+    pub const RUN_ID: &str = "runId";
+    pub const SANDBOX_KEY: &str = "sandboxKey";
+    pub const RECORD_PROVIDER: &str = "recordProvider";
+    pub const RECLAIMER_PROVIDER: &str = "reclaimerProvider";
+    pub const PROVIDER_SANDBOX_ID: &str = "providerSandboxId";
+    pub const ERROR: &str = "error";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_message_matches_reference_with_and_without_key() {
+        assert_eq!(
+            reclaim_failed_message("r1", Some("k1")),
+            "Reclaiming the sandbox for run \"r1\" failed: the provider's destroy rejected and the \
+             instance record for \"k1\" was deleted anyway, so the sandbox may still be running and \
+             is no longer reachable from the instance store."
+        );
+        assert_eq!(
+            reclaim_failed_message("r1", None),
+            "Reclaiming the sandbox for run \"r1\" failed: the provider's destroy rejected and the \
+             instance record was deleted anyway, so the sandbox may still be running and is no \
+             longer reachable from the instance store."
+        );
+    }
+
+    #[test]
+    fn outcome_lines_embed_the_outcome_string() {
+        for outcome in ReclaimOutcome::ALL {
+            assert_eq!(reclaimer_outcome_line(outcome), format!("reclaim: {outcome}"));
+        }
+    }
+}
