@@ -8,7 +8,7 @@
 # <dir> gets containers.conf, podman.sock, podman.log, podman.pid and env (the
 # export lines). Only the export lines go to stdout; diagnostics go to stderr.
 # `start` reuses a service that is already answering for <dir>.
-set -euo pipefail
+set -Eeuo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
 IMAGE=sandbox-reclaim/busybox:latest
@@ -16,6 +16,8 @@ IMAGE=sandbox-reclaim/busybox:latest
 log() { echo "podman.sh: $*" >&2; }
 die() { log "error: $*"; exit 1; }
 usage() { echo "usage: $0 {start|stop} <dir>" >&2; exit 2; }
+# Name the failing command when `set -e` aborts on something unexpected.
+trap 'log "error: line $LINENO: \"$BASH_COMMAND\" failed"' ERR
 
 installed() { [[ $(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) == "install ok installed" ]]; }
 

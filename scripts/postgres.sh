@@ -8,7 +8,7 @@
 # <dir>/postgres.log; the URL is also written to <dir>/url. Only the URL goes to
 # stdout (so `DATABASE_URL=$(scripts/postgres.sh start DIR)` works); everything
 # else goes to stderr. `start` on a running cluster just prints its URL again.
-set -euo pipefail
+set -Eeuo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
 DB=sandbox_reclaim
@@ -17,6 +17,8 @@ FIRST_PORT=54329
 log() { echo "postgres.sh: $*" >&2; }
 die() { log "error: $*"; exit 1; }
 usage() { echo "usage: $0 {start|stop} <dir>" >&2; exit 2; }
+# Name the failing command when `set -e` aborts on something unexpected.
+trap 'log "error: line $LINENO: \"$BASH_COMMAND\" failed"' ERR
 
 # Run a command as root (we normally are; sudo covers a non-root CI user).
 as_root() { if [[ $EUID -eq 0 ]]; then "$@"; else sudo -n "$@"; fi; }
@@ -33,7 +35,7 @@ pg_bindir() {
     dirname "$(readlink -f "$(command -v pg_ctl)")"
     return 0
   fi
-  for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -rV); do
+  for d in $(printf '%s\n' /usr/lib/postgresql/*/bin | sort -rV); do
     [[ -x $d/initdb && -x $d/pg_ctl ]] && { echo "$d"; return 0; }
   done
   return 1

@@ -1,0 +1,33 @@
+# Two commands do all set-up on a fresh machine:
+#   make demo   run the main job on embedded defaults
+#   make test   build everything and run every suite (Rust, Node, Python, parity)
+# Each suite's script installs what it needs (npm packages locally, a Python
+# venv in .venv, Debian packages via apt-get) and starts/stops its services.
+
+.PHONY: test demo bench lint test-rust test-node test-python test-reference
+
+test:
+	bash scripts/test.sh
+
+demo:
+	bash scripts/demo.sh
+
+bench:
+	bash scripts/bench.sh
+
+# The pieces scripts/test.sh runs (inside the services it starts).
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+
+test-rust:
+	cargo test --workspace
+
+test-reference:
+	node --test tests/node/reference.test.mjs
+
+test-node:
+	bash scripts/test-node.sh
+
+test-python:
+	bash scripts/test-python.sh
