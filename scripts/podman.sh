@@ -10,6 +10,9 @@
 # `start` reuses a service that is already answering for <dir>.
 set -Eeuo pipefail
 export DEBIAN_FRONTEND=noninteractive
+# Wait for the dpkg lock instead of failing when another apt run (e.g. the
+# other service script started in parallel) holds it.
+APT=(apt-get -o DPkg::Lock::Timeout=300)
 
 IMAGE=sandbox-reclaim/busybox:latest
 
@@ -27,8 +30,8 @@ ensure_packages() {
   for p in podman runc busybox-static curl; do installed "$p" || missing+=("$p"); done
   [[ ${#missing[@]} -eq 0 ]] && return 0
   log "installing ${missing[*]} from apt"
-  apt-get update -qq >&2 || die "apt-get update failed"
-  apt-get install -y -qq "${missing[@]}" >&2 || die "apt-get install ${missing[*]} failed"
+  "${APT[@]}" update -qq >&2 || die "apt-get update failed"
+  "${APT[@]}" install -y -qq "${missing[@]}" >&2 || die "apt-get install ${missing[*]} failed"
 }
 
 write_conf() {
@@ -99,8 +102,9 @@ start() {
     ping_ok || { tail -n 30 "$DIR/podman.log" >&2; die "podman service did not answer /_ping on $SOCK"; }
   fi
 
-  # Smoke test: a real container (no network, like the tests) must run.
-  out=$(podman run --rm --network none "$IMAGE" echo ok 2>&1) \
+  # Smoke test through the service's socket: a real container (no network,
+  # like the tests) must run.
+  out=$(podman --url "unix://$SOCK" run --rm --network none "$IMAGE" echo ok 2>&1) \
     && [[ $out == ok ]] || die "smoke test 'podman run $IMAGE echo ok' failed: $out"
 
   {
@@ -115,8 +119,8 @@ stop_service() {
   if pid=$(service_pid); then
     log "stopping podman service (pid $pid)"
     kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do service_pid >/dev/null || break 2>/dev/null || break; sleep 0.2; done
-    kill -KILL "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do service_pid >/dev/null || break; sleep 0.2; done
+    if service_pid >/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
   fi
   rm -f "$DIR/podman.pid" "$SOCK"
 }

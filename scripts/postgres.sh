@@ -10,6 +10,9 @@
 # else goes to stderr. `start` on a running cluster just prints its URL again.
 set -Eeuo pipefail
 export DEBIAN_FRONTEND=noninteractive
+# Wait for the dpkg lock instead of failing when another apt run (e.g. the
+# other service script started in parallel) holds it.
+APT=(apt-get -o DPkg::Lock::Timeout=300)
 
 DB=sandbox_reclaim
 FIRST_PORT=54329
@@ -44,8 +47,8 @@ pg_bindir() {
 ensure_postgres() {
   BIN=$(pg_bindir) && return 0
   log "initdb/pg_ctl not found; installing postgresql from apt"
-  as_root apt-get update -qq >&2 || die "apt-get update failed"
-  as_root apt-get install -y -qq postgresql >&2 || die "apt-get install postgresql failed"
+  as_root "${APT[@]}" update -qq >&2 || die "apt-get update failed"
+  as_root "${APT[@]}" install -y -qq postgresql >&2 || die "apt-get install postgresql failed"
   BIN=$(pg_bindir) || die "postgresql installed but initdb/pg_ctl still not found"
 }
 
@@ -54,6 +57,8 @@ port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # Port of a running cluster: 4th line of postmaster.pid.
 running_port() { sed -n 4p "$PGDATA/postmaster.pid" 2>/dev/null; }
+
+ready() { [[ -n $1 ]] && "$BIN/pg_isready" -q -h 127.0.0.1 -p "$1"; }
 
 is_running() { [[ -f $PGDATA/postmaster.pid ]] && as_pg "$BIN/pg_ctl" status -D "$PGDATA" >/dev/null 2>&1; }
 
@@ -88,10 +93,16 @@ EOF
 
 start() {
   ensure_postgres
-  if is_running; then
+  # A registered postmaster may still be starting up, or may have just died and
+  # not been reaped yet (the pid stays "alive" as a zombie): give it a moment.
+  for _ in $(seq 20); do
+    if is_running && ! ready "$(running_port)"; then sleep 0.5; else break; fi
+  done
+  if is_running && ready "$(running_port)"; then
     PORT=$(running_port)
     log "already running on port $PORT"
   else
+    is_running && die "a postmaster is registered in $PGDATA but does not answer; see $DIR/postgres.log"
     [[ -f $PGDATA/PG_VERSION && -f $PGDATA/postgresql.conf ]] || init_cluster
     # Unix socket paths are limited to ~107 bytes.
     (( ${#DIR} + 20 < 108 )) || die "path too long for a unix socket: $DIR"
@@ -112,11 +123,8 @@ start() {
   fi
 
   # pg_ctl -w already waited; pg_isready double-checks the TCP listener the URL uses.
-  for _ in $(seq 60); do
-    "$BIN/pg_isready" -q -h 127.0.0.1 -p "$PORT" && break
-    sleep 0.5
-  done
-  "$BIN/pg_isready" -q -h 127.0.0.1 -p "$PORT" || die "PostgreSQL not accepting connections on 127.0.0.1:$PORT"
+  for _ in $(seq 60); do ready "$PORT" && break; sleep 0.5; done
+  ready "$PORT" || die "PostgreSQL not accepting connections on 127.0.0.1:$PORT"
 
   psql=("$BIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PORT" -U postgres)
   if [[ -z $("${psql[@]}" -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$DB'") ]]; then

@@ -73,10 +73,7 @@ pub struct ReclaimOptions<'a> {
 ///
 /// See [`crate::machine`] for the rules and why their order matters. A store
 /// error from `get` or `delete` is returned unchanged.
-pub async fn reclaim_sandbox(
-    record: &RunRecord,
-    options: ReclaimOptions<'_>,
-) -> Result<ReclaimOutcome, StoreError> {
+pub async fn reclaim_sandbox(record: &RunRecord, options: ReclaimOptions<'_>) -> Result<ReclaimOutcome, StoreError> {
     let mut machine = Reclaim::new(
         record.run_id.clone(),
         record.sandbox_key.clone(),

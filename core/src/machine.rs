@@ -140,7 +140,9 @@ enum Phase {
     Ready,
     AwaitingInstance,
     AwaitingDestroy,
-    AwaitingDelete { destroy_failed: bool },
+    AwaitingDelete {
+        destroy_failed: bool,
+    },
     Finished,
 }
 
@@ -299,11 +301,7 @@ impl Reclaim {
         let Phase::AwaitingDelete { destroy_failed } = self.phase else {
             return Err(Misuse("instance_deleted without a delete step"));
         };
-        self.finish(if destroy_failed {
-            ReclaimOutcome::DestroyFailed
-        } else {
-            ReclaimOutcome::Destroyed
-        });
+        self.finish(if destroy_failed { ReclaimOutcome::DestroyFailed } else { ReclaimOutcome::Destroyed });
         Ok(())
     }
 
@@ -394,10 +392,8 @@ impl Reclaimer {
             meta.push((meta_keys::SANDBOX_KEY, MetaValue::Text(key.clone())));
         }
         let (line, last) = if outcome == ReclaimOutcome::DestroyFailed {
-            let failure = SandboxReclaimFailed {
-                run_id: self.inner.run_id.clone(),
-                sandbox_key: self.inner.sandbox_key.clone(),
-            };
+            let failure =
+                SandboxReclaimFailed { run_id: self.inner.run_id.clone(), sandbox_key: self.inner.sandbox_key.clone() };
             let line = LogLine { level: LogLevel::Errors, message: messages::RECLAIMER_DESTROY_FAILED, meta };
             (line, Step::Fail(failure))
         } else {

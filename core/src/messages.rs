@@ -4,12 +4,10 @@
 use crate::model::ReclaimOutcome;
 
 /// Warned when the instance record names another provider.
-pub const PROVIDER_MISMATCH: &str =
-    "reclaim: instance record belongs to a different provider; refusing to destroy";
+pub const PROVIDER_MISMATCH: &str = "reclaim: instance record belongs to a different provider; refusing to destroy";
 
 /// Warned when the provider's destroy failed, before the record is deleted anyway.
-pub const DESTROY_FAILED_DELETING_ANYWAY: &str =
-    "reclaim: provider destroy failed; deleting the record anyway";
+pub const DESTROY_FAILED_DELETING_ANYWAY: &str = "reclaim: provider destroy failed; deleting the record anyway";
 
 /// Logged at `errors` level by the reclaimer on `destroy-failed`.
 pub const RECLAIMER_DESTROY_FAILED: &str = "reclaim: destroy failed; sandbox may still be running";

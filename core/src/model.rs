@@ -123,11 +123,8 @@ impl SandboxInstanceRecord {
     /// Checks the invariants every store enforces before writing, so a bad
     /// record is refused with a field name instead of being half-written.
     pub fn validate(&self) -> Result<(), InvalidRecord> {
-        let non_empty = [
-            ("key", &self.key),
-            ("provider", &self.provider),
-            ("providerSandboxId", &self.provider_sandbox_id),
-        ];
+        let non_empty =
+            [("key", &self.key), ("provider", &self.provider), ("providerSandboxId", &self.provider_sandbox_id)];
         for (field, value) in non_empty {
             if value.is_empty() {
                 return Err(InvalidRecord { field, reason: "must be a non-empty string" });
@@ -147,10 +144,7 @@ impl SandboxInstanceRecord {
             }
         }
         if self.updated_at > MAX_SAFE_INTEGER {
-            return Err(InvalidRecord {
-                field: "updatedAt",
-                reason: "must be a whole number between 0 and 2^53-1",
-            });
+            return Err(InvalidRecord { field: "updatedAt", reason: "must be a whole number between 0 and 2^53-1" });
         }
         Ok(())
     }
@@ -188,13 +182,8 @@ pub enum ReclaimOutcome {
 
 impl ReclaimOutcome {
     /// All outcomes, in the order the reference documents them.
-    pub const ALL: [ReclaimOutcome; 5] = [
-        Self::NoSandboxKey,
-        Self::NotFound,
-        Self::ProviderMismatch,
-        Self::Destroyed,
-        Self::DestroyFailed,
-    ];
+    pub const ALL: [ReclaimOutcome; 5] =
+        [Self::NoSandboxKey, Self::NotFound, Self::ProviderMismatch, Self::Destroyed, Self::DestroyFailed];
 
     /// The reference's string form.
     pub fn as_str(self) -> &'static str {

@@ -25,9 +25,7 @@ fn fault(behaviour: Option<&Value>, source_method: &'static str) -> Option<Fault
     let behaviour = behaviour?;
     match behaviour["mode"].as_str()? {
         // Rust has no sync/async distinction: throw and reject are both `Err`.
-        "throw" | "reject" => {
-            Some(Fault { source_method, message: behaviour["message"].as_str().unwrap().to_owned() })
-        }
+        "throw" | "reject" => Some(Fault { source_method, message: behaviour["message"].as_str().unwrap().to_owned() }),
         _ => None,
     }
 }
