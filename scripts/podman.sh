@@ -37,12 +37,16 @@ ensure_packages() {
 write_conf() {
   # runc: crun fails on this kernel's hybrid cgroup v1/v2 layout.
   # ulimits: podman's default raises nofile/nproc, which is not permitted here.
+  # exit_command_delay: every finished API exec keeps two conmon processes
+  # (~3 MB) alive this long so it can still be inspected; the default of 300 s
+  # piles them up in exec-heavy test runs.
   cat >"$DIR/containers.conf" <<'EOF'
 [containers]
 default_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]
 
 [engine]
 runtime = "runc"
+exit_command_delay = 30
 EOF
   export CONTAINERS_CONF=$DIR/containers.conf
 }

@@ -62,15 +62,26 @@ ready() { [[ -n $1 ]] && "$BIN/pg_isready" -q -h 127.0.0.1 -p "$1"; }
 
 is_running() { [[ -f $PGDATA/postmaster.pid ]] && as_pg "$BIN/pg_ctl" status -D "$PGDATA" >/dev/null 2>&1; }
 
+# As root, the cluster belongs to `postgres`, which must own <dir> and be able
+# to reach it. `mktemp -d` makes 0700 directories, so grant search (x, not
+# read) permission on any ancestor that blocks the way.
+let_postgres_in() {
+  [[ $EUID -eq 0 ]] || return 0
+  id postgres >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin postgres \
+    || die "could not create the postgres system user"
+  chown postgres: "$DIR"
+  local d='' part parts
+  IFS=/ read -ra parts <<<"${DIR#/}"
+  for part in "${parts[@]}"; do
+    d+=/$part
+    runuser -u postgres -- test -x "$d" && continue
+    log "granting o+x on $d so user postgres can reach $DIR"
+    chmod o+x "$d"
+  done
+  runuser -u postgres -- test -w "$DIR" || die "user postgres cannot write $DIR"
+}
+
 init_cluster() {
-  if [[ $EUID -eq 0 ]]; then
-    id postgres >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin postgres \
-      || die "could not create the postgres system user"
-    chown postgres: "$DIR"
-    # Every parent of <dir> must be searchable by `postgres` (e.g. not under /root).
-    runuser -u postgres -- test -w "$DIR" \
-      || die "user postgres cannot write $DIR (is a parent directory private, like /root?); use e.g. /tmp/..."
-  fi
   log "initdb $PGDATA"
   rm -rf "$PGDATA"  # a half-made cluster from an interrupted run is useless
   # -U postgres: superuser name in the URL regardless of the OS user.
@@ -93,6 +104,7 @@ EOF
 
 start() {
   ensure_postgres
+  let_postgres_in
   # A registered postmaster may still be starting up, or may have just died and
   # not been reaped yet (the pid stays "alive" as a zombie): give it a moment.
   for _ in $(seq 20); do
