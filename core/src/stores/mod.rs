@@ -1,0 +1,166 @@
+//! Durable instance stores with a [leak ledger](crate::ledger), behind cargo
+//! features so the core stays lean:
+//!
+//! - `sqlite`: [`SqliteSandboxInstanceStore`], the embedded default — one
+//!   file in WAL mode, shared safely by several processes on one machine;
+//! - `postgres`: [`PostgresSandboxInstanceStore`], for fleets of hosts — a
+//!   connection pool, configurable schema and table names.
+//!
+//! Both run on sqlx (tokio runtime) with plain bound queries, apply their
+//! versioned migrations (`stores/migrations/`) when opened, and honour the
+//! exact contract of [`SandboxInstanceStore`](crate::SandboxInstanceStore).
+//! Keys that no store can hold (empty, or containing NUL) are never stored, so
+//! `get` of one is `None` and `delete` of one a no-op, as in memory.
+
+#[cfg(feature = "postgres")]
+pub mod postgres;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
+
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresOptions, PostgresSandboxInstanceStore};
+#[cfg(feature = "sqlite")]
+pub use sqlite::{SqliteOptions, SqliteSandboxInstanceStore};
+
+use crate::errors::StoreError;
+use crate::ledger::{LeakEntry, NewLeak};
+use crate::model::SandboxInstanceRecord;
+
+/// Why a store could not be opened or connected.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreOpenError {
+    /// An option was refused before anything was touched; `field` is its wire
+    /// (camelCase) name so every binding reports the same one.
+    #[error("invalid store option `{field}`: {reason}")]
+    InvalidOption { field: &'static str, reason: String },
+    /// The database could not be reached or opened.
+    #[error("could not open the instance store: {0}")]
+    Connect(#[source] sqlx::Error),
+    /// Applying the embedded migrations failed.
+    #[error("instance store migration failed: {0}")]
+    Migrate(#[source] sqlx::Error),
+    /// The database was migrated by a newer version of this library.
+    #[error("instance store schema is at version {found}, newer than the {supported} this library knows")]
+    SchemaTooNew { found: i64, supported: i64 },
+}
+
+/// One embedded migration: its version and its SQL (statements separated by
+/// `;` at line ends; no statement contains one elsewhere).
+pub(crate) struct Migration {
+    pub version: i64,
+    pub sql: &'static str,
+}
+
+impl Migration {
+    /// The migration's statements, with `{name}` placeholders filled in.
+    pub(crate) fn statements(&self, names: &[(&str, &str)]) -> Vec<String> {
+        let mut sql = self.sql.to_owned();
+        for (placeholder, value) in names {
+            sql = sql.replace(placeholder, value);
+        }
+        sql.split(";\n").map(strip_comments).filter(|statement| !statement.is_empty()).collect()
+    }
+}
+
+fn strip_comments(statement: &str) -> String {
+    let lines = statement.lines().filter(|line| !line.trim_start().starts_with("--"));
+    lines.collect::<Vec<_>>().join("\n").trim().to_owned()
+}
+
+/// Whether `key` could be stored at all; if not, no record has it.
+pub(crate) fn storable_key(key: &str) -> bool {
+    crate::memory::validate_key(key).is_ok()
+}
+
+/// A backend error as the store contract's error.
+pub(crate) fn backend(error: sqlx::Error) -> StoreError {
+    StoreError::backend(error)
+}
+
+/// Text a ledger must keep even though it came from a provider's error or a
+/// run record: PostgreSQL cannot store NUL in `TEXT`, and a leak must never be
+/// lost over one character, so NUL becomes U+FFFD in both SQL stores.
+pub(crate) fn ledger_text(text: &str) -> String {
+    text.replace('\0', "\u{FFFD}")
+}
+
+/// The columns of a [`SandboxInstanceRecord`] as SQL reads them back.
+pub(crate) struct RecordRow {
+    pub key: String,
+    pub provider: String,
+    pub provider_sandbox_id: String,
+    pub latest_snapshot_id: Option<String>,
+    pub thread_id: String,
+    pub latest_run_id: Option<String>,
+    pub updated_at: i64,
+}
+
+impl RecordRow {
+    pub(crate) fn into_record(self) -> Result<SandboxInstanceRecord, StoreError> {
+        Ok(SandboxInstanceRecord {
+            key: self.key,
+            provider: self.provider,
+            provider_sandbox_id: self.provider_sandbox_id,
+            latest_snapshot_id: self.latest_snapshot_id,
+            thread_id: self.thread_id,
+            latest_run_id: self.latest_run_id,
+            updated_at: non_negative("updated_at", self.updated_at)?,
+        })
+    }
+}
+
+/// The columns of a [`LeakEntry`] as SQL reads them back.
+pub(crate) struct LeakRow {
+    pub key: String,
+    pub provider: String,
+    pub provider_sandbox_id: String,
+    pub run_id: String,
+    pub last_error: String,
+    pub failed_at: i64,
+    pub attempts: i64,
+}
+
+impl LeakRow {
+    pub(crate) fn into_entry(self) -> Result<LeakEntry, StoreError> {
+        let attempts = non_negative("attempts", self.attempts)?;
+        Ok(LeakEntry {
+            key: self.key,
+            provider: self.provider,
+            provider_sandbox_id: self.provider_sandbox_id,
+            run_id: self.run_id,
+            last_error: self.last_error,
+            failed_at: non_negative("failed_at", self.failed_at)?,
+            attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+        })
+    }
+}
+
+/// A column the schema's CHECK keeps non-negative, unless someone wrote the
+/// table by hand.
+fn non_negative(column: &'static str, value: i64) -> Result<u64, StoreError> {
+    u64::try_from(value).map_err(|_| StoreError::backend(format!("column `{column}` holds a negative value: {value}")))
+}
+
+/// A `u64` the store contract caps at 2^53−1 (validated), as SQL's `BIGINT`.
+pub(crate) fn sql_int(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// A claim's lease in milliseconds, capped (at ~35,000 years) so adding it to
+/// a timestamp cannot overflow `BIGINT`.
+pub(crate) fn lease_millis(lease: std::time::Duration) -> i64 {
+    i64::try_from(lease.as_millis()).unwrap_or(i64::MAX).min(1 << 50)
+}
+
+/// Checks what a ledger write needs before anything is written: the key and
+/// the sandbox identity must be storable.
+pub(crate) fn validate_leak(key: &str, leak: &NewLeak) -> Result<(), StoreError> {
+    crate::memory::validate_key(key)?;
+    crate::memory::validate_key(&leak.key)?;
+    for (field, value) in [("provider", &leak.provider), ("providerSandboxId", &leak.provider_sandbox_id)] {
+        if value.is_empty() || value.contains('\0') {
+            return Err(crate::model::InvalidRecord { field, reason: "must be a non-empty string without NUL" }.into());
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,348 @@
+//! [`SqliteSandboxInstanceStore`]: the embedded default, one SQLite file that
+//! several processes (Rust, Node, Python) on one machine share.
+//!
+//! WAL mode lets readers run beside the one writer; the busy timeout makes a
+//! writer wait for the lock instead of failing; every multi-statement write
+//! starts with `BEGIN IMMEDIATE`, so it takes the write lock up front and can
+//! never hit the busy-upgrade deadlock of a deferred transaction.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqlitePool, SqlitePoolOptions, SqliteRow};
+use sqlx::{ConnectOptions, Connection, Row};
+
+use super::{
+    backend, ledger_text, sql_int, storable_key, validate_leak, LeakRow, Migration, RecordRow, StoreOpenError,
+};
+use crate::driver::{now_millis, SandboxInstanceStore};
+use crate::errors::StoreError;
+use crate::ledger::{LeakEntry, LeakLedger, NewLeak};
+use crate::model::SandboxInstanceRecord;
+
+/// Table of instance records.
+pub const INSTANCES_TABLE: &str = "sandbox_instances";
+/// Table of the leak ledger.
+pub const LEAKS_TABLE: &str = "sandbox_leaks";
+/// Table of applied migration versions.
+pub const SCHEMA_VERSION_TABLE: &str = "sandbox_reclaim_schema_version";
+
+const MIGRATIONS: &[Migration] =
+    &[Migration { version: 1, sql: include_str!("migrations/sqlite/0001_instances_and_leaks.sql") }];
+
+const RECORD_COLUMNS: &str =
+    "sandbox_key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, latest_run_id, updated_at";
+const LEAK_COLUMNS: &str = "id, sandbox_key, provider, provider_sandbox_id, run_id, last_error, failed_at, attempts";
+
+/// How [`SqliteSandboxInstanceStore::open_with`] opens the file.
+#[derive(Debug, Clone, Copy)]
+pub struct SqliteOptions {
+    /// How long a write waits for another process's write lock before failing.
+    pub busy_timeout: Duration,
+    /// Connections in this handle's pool (readers run in parallel in WAL mode).
+    pub max_connections: u32,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        Self { busy_timeout: Duration::from_secs(30), max_connections: 4 }
+    }
+}
+
+/// An instance store with a [`LeakLedger`] in one SQLite file (WAL mode).
+///
+/// Open the same file from as many processes as needed; each handle keeps
+/// its own small connection pool.
+#[derive(Debug, Clone)]
+pub struct SqliteSandboxInstanceStore {
+    pool: SqlitePool,
+    path: PathBuf,
+}
+
+impl SqliteSandboxInstanceStore {
+    /// Opens (creating if missing) the store file at `path` with default
+    /// options, switches it to WAL mode and applies pending migrations.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreOpenError> {
+        Self::open_with(path, SqliteOptions::default()).await
+    }
+
+    /// [`open`](Self::open) with explicit options.
+    pub async fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, StoreOpenError> {
+        let path = path.as_ref();
+        if path.as_os_str().is_empty() {
+            return Err(invalid("path", "must be a non-empty file path"));
+        }
+        if path.as_os_str() == ":memory:" {
+            return Err(invalid("path", "must be a file: an in-memory SQLite database is not shared"));
+        }
+        if options.max_connections == 0 {
+            return Err(invalid("maxConnections", "must be at least 1"));
+        }
+        let connect =
+            SqliteConnectOptions::new().filename(path).create_if_missing(true).busy_timeout(options.busy_timeout);
+
+        // One bootstrap connection switches to WAL and migrates before the
+        // pool opens, so pool connections always find a ready schema.
+        let mut bootstrap = connect.connect().await.map_err(StoreOpenError::Connect)?;
+        enable_wal(&mut bootstrap, options.busy_timeout).await?;
+        migrate(&mut bootstrap).await?;
+        bootstrap.close().await.map_err(StoreOpenError::Connect)?;
+
+        let pool = SqlitePoolOptions::new()
+            .max_connections(options.max_connections)
+            .acquire_timeout(options.busy_timeout.max(Duration::from_secs(30)))
+            .connect_with(connect)
+            .await
+            .map_err(StoreOpenError::Connect)?;
+        Ok(Self { pool, path: path.to_owned() })
+    }
+
+    /// The file this store lives in.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Closes every pooled connection; later calls fail.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+fn invalid(field: &'static str, reason: &str) -> StoreOpenError {
+    StoreOpenError::InvalidOption { field, reason: reason.to_owned() }
+}
+
+/// Whether SQLite answered "busy" (any extended form of `SQLITE_BUSY`).
+fn is_busy(error: &sqlx::Error) -> bool {
+    let code = error.as_database_error().and_then(|database| database.code());
+    code.and_then(|code| code.parse::<i32>().ok()).is_some_and(|code| code & 0xff == 5)
+}
+
+/// Switching to WAL needs an exclusive lock that SQLite's busy handler does
+/// not wait for, so two processes creating the file at once retry here.
+async fn enable_wal(connection: &mut SqliteConnection, timeout: Duration) -> Result<(), StoreOpenError> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match sqlx::query_scalar::<_, String>("PRAGMA journal_mode = WAL").fetch_one(&mut *connection).await {
+            Ok(mode) if mode.eq_ignore_ascii_case("wal") => return Ok(()),
+            Ok(mode) => {
+                return Err(StoreOpenError::InvalidOption {
+                    field: "path",
+                    reason: format!("SQLite cannot use WAL mode for this file (journal mode `{mode}`)"),
+                })
+            }
+            Err(error) if is_busy(&error) && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(error) => return Err(StoreOpenError::Connect(error)),
+        }
+    }
+}
+
+/// Applies pending migrations under `BEGIN IMMEDIATE`: a second process
+/// opening at the same moment waits, then finds nothing left to do.
+async fn migrate(connection: &mut SqliteConnection) -> Result<(), StoreOpenError> {
+    let names = [("{instances}", INSTANCES_TABLE), ("{leaks}", LEAKS_TABLE)];
+    let mut tx = connection.begin_with("BEGIN IMMEDIATE").await.map_err(StoreOpenError::Migrate)?;
+    let create_versions = format!(
+        "CREATE TABLE IF NOT EXISTS {SCHEMA_VERSION_TABLE} \
+         (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT"
+    );
+    sqlx::query(&create_versions).execute(&mut *tx).await.map_err(StoreOpenError::Migrate)?;
+    let current: i64 = sqlx::query_scalar(&format!("SELECT COALESCE(MAX(version), 0) FROM {SCHEMA_VERSION_TABLE}"))
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(StoreOpenError::Migrate)?;
+    let supported = MIGRATIONS.last().map_or(0, |migration| migration.version);
+    if current > supported {
+        return Err(StoreOpenError::SchemaTooNew { found: current, supported });
+    }
+    for migration in MIGRATIONS.iter().filter(|migration| migration.version > current) {
+        for statement in migration.statements(&names) {
+            sqlx::query(&statement).execute(&mut *tx).await.map_err(StoreOpenError::Migrate)?;
+        }
+        sqlx::query(&format!("INSERT INTO {SCHEMA_VERSION_TABLE} (version, applied_at) VALUES (?1, ?2)"))
+            .bind(migration.version)
+            .bind(sql_int(now_millis()))
+            .execute(&mut *tx)
+            .await
+            .map_err(StoreOpenError::Migrate)?;
+    }
+    tx.commit().await.map_err(StoreOpenError::Migrate)
+}
+
+fn record_from_row(row: &SqliteRow) -> Result<SandboxInstanceRecord, StoreError> {
+    let read = || -> Result<RecordRow, sqlx::Error> {
+        Ok(RecordRow {
+            key: row.try_get("sandbox_key")?,
+            provider: row.try_get("provider")?,
+            provider_sandbox_id: row.try_get("provider_sandbox_id")?,
+            latest_snapshot_id: row.try_get("latest_snapshot_id")?,
+            thread_id: row.try_get("thread_id")?,
+            latest_run_id: row.try_get("latest_run_id")?,
+            updated_at: row.try_get("updated_at")?,
+        })
+    };
+    read().map_err(backend)?.into_record()
+}
+
+fn leak_from_row(row: &SqliteRow) -> Result<(i64, LeakEntry), StoreError> {
+    let read = || -> Result<(i64, LeakRow), sqlx::Error> {
+        let leak = LeakRow {
+            key: row.try_get("sandbox_key")?,
+            provider: row.try_get("provider")?,
+            provider_sandbox_id: row.try_get("provider_sandbox_id")?,
+            run_id: row.try_get("run_id")?,
+            last_error: row.try_get("last_error")?,
+            failed_at: row.try_get("failed_at")?,
+            attempts: row.try_get("attempts")?,
+        };
+        Ok((row.try_get("id")?, leak))
+    };
+    let (id, leak) = read().map_err(backend)?;
+    Ok((id, leak.into_entry()?))
+}
+
+#[async_trait]
+impl SandboxInstanceStore for SqliteSandboxInstanceStore {
+    async fn get(&self, key: &str) -> Result<Option<SandboxInstanceRecord>, StoreError> {
+        if !storable_key(key) {
+            return Ok(None);
+        }
+        let sql = format!("SELECT {RECORD_COLUMNS} FROM {INSTANCES_TABLE} WHERE sandbox_key = ?1");
+        let row = sqlx::query(&sql).bind(key).fetch_optional(&self.pool).await.map_err(backend)?;
+        row.as_ref().map(record_from_row).transpose()
+    }
+
+    async fn upsert(&self, record: &SandboxInstanceRecord) -> Result<(), StoreError> {
+        record.validate()?;
+        // Every column is set, so omitted optionals overwrite with NULL: a
+        // full replace, as the contract demands.
+        let sql = format!(
+            "INSERT INTO {INSTANCES_TABLE} ({RECORD_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+             ON CONFLICT (sandbox_key) DO UPDATE SET provider = excluded.provider, \
+             provider_sandbox_id = excluded.provider_sandbox_id, latest_snapshot_id = excluded.latest_snapshot_id, \
+             thread_id = excluded.thread_id, latest_run_id = excluded.latest_run_id, updated_at = excluded.updated_at"
+        );
+        sqlx::query(&sql)
+            .bind(&record.key)
+            .bind(&record.provider)
+            .bind(&record.provider_sandbox_id)
+            .bind(&record.latest_snapshot_id)
+            .bind(&record.thread_id)
+            .bind(&record.latest_run_id)
+            .bind(sql_int(record.updated_at))
+            .execute(&self.pool)
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        if !storable_key(key) {
+            return Ok(());
+        }
+        let sql = format!("DELETE FROM {INSTANCES_TABLE} WHERE sandbox_key = ?1");
+        sqlx::query(&sql).bind(key).execute(&self.pool).await.map_err(backend)?;
+        Ok(())
+    }
+
+    fn leak_ledger(&self) -> Option<&dyn LeakLedger> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl LeakLedger for SqliteSandboxInstanceStore {
+    async fn delete_recording_leak(&self, key: &str, leak: NewLeak) -> Result<(), StoreError> {
+        validate_leak(key, &leak)?;
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
+        let delete = format!("DELETE FROM {INSTANCES_TABLE} WHERE sandbox_key = ?1");
+        sqlx::query(&delete).bind(key).execute(&mut *tx).await.map_err(backend)?;
+        let record = format!(
+            "INSERT INTO {LEAKS_TABLE} \
+             (provider, provider_sandbox_id, sandbox_key, run_id, last_error, failed_at, attempts) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1) \
+             ON CONFLICT (provider, provider_sandbox_id) DO UPDATE SET attempts = attempts + 1, \
+             sandbox_key = excluded.sandbox_key, run_id = excluded.run_id, last_error = excluded.last_error, \
+             failed_at = excluded.failed_at"
+        );
+        sqlx::query(&record)
+            .bind(&leak.provider)
+            .bind(&leak.provider_sandbox_id)
+            .bind(&leak.key)
+            .bind(ledger_text(&leak.run_id))
+            .bind(ledger_text(&leak.error_message))
+            .bind(sql_int(leak.failed_at))
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        tx.commit().await.map_err(backend)
+    }
+
+    async fn list_leaks(&self, provider: Option<&str>) -> Result<Vec<LeakEntry>, StoreError> {
+        let sql = format!("SELECT {LEAK_COLUMNS} FROM {LEAKS_TABLE} WHERE ?1 IS NULL OR provider = ?1 ORDER BY id");
+        let rows = sqlx::query(&sql).bind(provider).fetch_all(&self.pool).await.map_err(backend)?;
+        rows.iter().map(|row| leak_from_row(row).map(|(_, entry)| entry)).collect()
+    }
+
+    async fn count_leaks(&self, provider: Option<&str>) -> Result<u64, StoreError> {
+        let sql = format!("SELECT COUNT(*) FROM {LEAKS_TABLE} WHERE ?1 IS NULL OR provider = ?1");
+        let count: i64 = sqlx::query_scalar(&sql).bind(provider).fetch_one(&self.pool).await.map_err(backend)?;
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+
+    async fn claim_leaks(&self, provider: &str, limit: usize, lease: Duration) -> Result<Vec<LeakEntry>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let now = sql_int(now_millis());
+        let until = now.saturating_add(super::lease_millis(lease));
+        // One statement, so one write transaction: two processes claiming at
+        // once are serialised by SQLite's write lock.
+        let sql = format!(
+            "UPDATE {LEAKS_TABLE} SET claimed_until = ?1 WHERE id IN (SELECT id FROM {LEAKS_TABLE} \
+             WHERE provider = ?2 AND (claimed_until IS NULL OR claimed_until <= ?3) ORDER BY id LIMIT ?4) \
+             RETURNING {LEAK_COLUMNS}"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(until)
+            .bind(provider)
+            .bind(now)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?;
+        let mut claimed = rows.iter().map(leak_from_row).collect::<Result<Vec<_>, _>>()?;
+        claimed.sort_by_key(|(id, _)| *id);
+        Ok(claimed.into_iter().map(|(_, entry)| entry).collect())
+    }
+
+    async fn resolve_leak(&self, entry: &LeakEntry) -> Result<(), StoreError> {
+        let sql = format!("DELETE FROM {LEAKS_TABLE} WHERE provider = ?1 AND provider_sandbox_id = ?2");
+        sqlx::query(&sql)
+            .bind(&entry.provider)
+            .bind(&entry.provider_sandbox_id)
+            .execute(&self.pool)
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn record_retry_failure(&self, entry: &LeakEntry, message: &str, failed_at: u64) -> Result<(), StoreError> {
+        let sql = format!(
+            "UPDATE {LEAKS_TABLE} SET attempts = attempts + 1, last_error = ?1, failed_at = ?2, claimed_until = NULL \
+             WHERE provider = ?3 AND provider_sandbox_id = ?4"
+        );
+        sqlx::query(&sql)
+            .bind(ledger_text(message))
+            .bind(sql_int(failed_at))
+            .bind(&entry.provider)
+            .bind(&entry.provider_sandbox_id)
+            .execute(&self.pool)
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+}
