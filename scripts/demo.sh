@@ -4,4 +4,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 ensure_toolchain
-cargo run --quiet -p sandbox-reclaim --example toy_demo
+cargo run --quiet --release -p sandbox-reclaim --features local,sqlite --example demo
