@@ -1,0 +1,11 @@
+// ESM entry point: the same objects as the CommonJS entry (one native addon,
+// one SandboxReclaimFailedError class).
+import binding from './index.cjs';
+
+export const {
+  reclaimSandbox,
+  sandboxReclaimer,
+  SandboxReclaimFailedError,
+  InMemorySandboxInstanceStore,
+  defineSandboxInstanceStore,
+} = binding;

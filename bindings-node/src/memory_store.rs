@@ -1,0 +1,262 @@
+//! `InMemorySandboxInstanceStore`'s native half: the core's in-memory store.
+//! The JS facade class wraps it (for promise-returning methods); reclaims
+//! recognise it and answer its steps natively.
+
+use std::sync::Arc;
+
+use napi::{Error, Result, Status};
+use napi_derive::napi;
+use sandbox_reclaim::ledger::{LeakEntry, LeakLedger, NewLeak};
+use sandbox_reclaim::{InMemorySandboxInstanceStore, SandboxInstanceRecord, SandboxInstanceStore, StoreError};
+
+use crate::ready::now_or_never;
+
+/// A `SandboxInstanceRecord` in its JavaScript (camelCase) form.
+#[napi(object)]
+pub struct InstanceRecord {
+    pub key: String,
+    pub provider: String,
+    pub provider_sandbox_id: String,
+    pub latest_snapshot_id: Option<String>,
+    pub thread_id: String,
+    pub latest_run_id: Option<String>,
+    /// Epoch milliseconds, a whole number in `0..=2^53-1`.
+    pub updated_at: f64,
+}
+
+impl From<SandboxInstanceRecord> for InstanceRecord {
+    fn from(record: SandboxInstanceRecord) -> Self {
+        Self {
+            key: record.key,
+            provider: record.provider,
+            provider_sandbox_id: record.provider_sandbox_id,
+            latest_snapshot_id: record.latest_snapshot_id,
+            thread_id: record.thread_id,
+            latest_run_id: record.latest_run_id,
+            updated_at: record.updated_at as f64,
+        }
+    }
+}
+
+impl TryFrom<InstanceRecord> for SandboxInstanceRecord {
+    type Error = Error;
+
+    fn try_from(record: InstanceRecord) -> Result<Self> {
+        let whole = record.updated_at.fract() == 0.0 && record.updated_at >= 0.0;
+        if !whole || record.updated_at > sandbox_reclaim::model::MAX_SAFE_INTEGER as f64 {
+            return Err(type_error("record.updatedAt must be a whole number between 0 and 2^53-1"));
+        }
+        Ok(Self {
+            key: record.key,
+            provider: record.provider,
+            provider_sandbox_id: record.provider_sandbox_id,
+            latest_snapshot_id: record.latest_snapshot_id,
+            thread_id: record.thread_id,
+            latest_run_id: record.latest_run_id,
+            updated_at: record.updated_at as u64,
+        })
+    }
+}
+
+/// A leak as `deleteRecordingLeak(key, leak)` receives it.
+#[napi(object)]
+pub struct LeakInput {
+    pub key: String,
+    pub provider: String,
+    pub provider_sandbox_id: String,
+    pub run_id: String,
+    pub error_message: String,
+    /// Epoch milliseconds.
+    pub failed_at: f64,
+}
+
+/// A pending leak-ledger entry.
+#[napi(object)]
+pub struct LeakRecord {
+    pub key: String,
+    pub provider: String,
+    pub provider_sandbox_id: String,
+    pub run_id: String,
+    pub last_error: String,
+    /// Epoch milliseconds of the latest failure.
+    pub failed_at: f64,
+    pub attempts: u32,
+}
+
+impl From<LeakEntry> for LeakRecord {
+    fn from(entry: LeakEntry) -> Self {
+        Self {
+            key: entry.key,
+            provider: entry.provider,
+            provider_sandbox_id: entry.provider_sandbox_id,
+            run_id: entry.run_id,
+            last_error: entry.last_error,
+            failed_at: entry.failed_at as f64,
+            attempts: entry.attempts,
+        }
+    }
+}
+
+fn type_error(message: impl Into<String>) -> Error {
+    Error::new(Status::InvalidArg, message.into())
+}
+
+fn store_error(error: StoreError) -> Error {
+    match error {
+        // A record the core refuses is bad input: the facade reports it as a TypeError.
+        StoreError::InvalidRecord(_) | StoreError::InvalidKey(_) => type_error(error.to_string()),
+        StoreError::Backend(_) => Error::new(Status::GenericFailure, error.to_string()),
+    }
+}
+
+fn ready<T>(future: impl std::future::Future<Output = std::result::Result<T, StoreError>>) -> Result<T> {
+    now_or_never(future).map_err(|error| Error::new(Status::GenericFailure, error.to_string()))?.map_err(store_error)
+}
+
+/// The native in-memory instance store (see the module docs).
+#[napi]
+pub struct MemoryStore {
+    inner: Arc<InMemorySandboxInstanceStore>,
+    /// Its number in this thread's [`registry`], which reclaims are given
+    /// instead of the object (a plain integer crosses napi for free).
+    id: u32,
+}
+
+impl Drop for MemoryStore {
+    fn drop(&mut self) {
+        registry::remove(self.id);
+    }
+}
+
+/// Native stores of this thread by number, for the reclaim hot path.
+pub mod registry {
+    use std::cell::RefCell;
+    use std::sync::Arc;
+
+    use sandbox_reclaim::SandboxInstanceStore;
+
+    #[derive(Default)]
+    struct Registry {
+        stores: Vec<Option<Arc<dyn SandboxInstanceStore>>>,
+        free: Vec<u32>,
+    }
+
+    thread_local! {
+        static REGISTRY: RefCell<Registry> = RefCell::default();
+    }
+
+    /// Registers `store`; returns its number.
+    pub fn add(store: Arc<dyn SandboxInstanceStore>) -> u32 {
+        REGISTRY.with_borrow_mut(|registry| match registry.free.pop() {
+            Some(id) => {
+                registry.stores[id as usize] = Some(store);
+                id
+            }
+            None => {
+                registry.stores.push(Some(store));
+                (registry.stores.len() - 1) as u32
+            }
+        })
+    }
+
+    /// The store numbered `id`, if it is still alive.
+    pub fn get(id: u32) -> Option<Arc<dyn SandboxInstanceStore>> {
+        REGISTRY.with_borrow(|registry| registry.stores.get(id as usize).cloned().flatten())
+    }
+
+    /// Forgets store `id` (its JS object was collected).
+    pub fn remove(id: u32) {
+        // `try_with`: a store finalized while the thread shuts down has nothing to remove from.
+        let _ = REGISTRY.try_with(|registry| {
+            let mut registry = registry.borrow_mut();
+            if let Some(slot) = registry.stores.get_mut(id as usize) {
+                if slot.take().is_some() {
+                    registry.free.push(id);
+                }
+            }
+        });
+    }
+}
+
+#[napi]
+impl MemoryStore {
+    /// An empty store; with `ledger` it also keeps a leak ledger.
+    #[napi(constructor)]
+    pub fn new(ledger: bool) -> Self {
+        let inner =
+            if ledger { InMemorySandboxInstanceStore::with_ledger() } else { InMemorySandboxInstanceStore::new() };
+        let inner = Arc::new(inner);
+        let id = registry::add(inner.clone());
+        Self { inner, id }
+    }
+
+    /// The store's number for `startWithNativeStore`.
+    #[napi(getter)]
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// Whether the store keeps a leak ledger.
+    #[napi(getter)]
+    pub fn has_ledger(&self) -> bool {
+        self.inner.leak_ledger().is_some()
+    }
+
+    /// A copy of the record under `key`, or `null`.
+    #[napi]
+    pub fn get(&self, key: String) -> Result<Option<InstanceRecord>> {
+        Ok(ready(self.inner.get(&key))?.map(InstanceRecord::from))
+    }
+
+    /// Stores a copy of `record`, replacing any record under its key.
+    #[napi]
+    pub fn upsert(&self, record: InstanceRecord) -> Result<()> {
+        let record = SandboxInstanceRecord::try_from(record)?;
+        ready(self.inner.upsert(&record))
+    }
+
+    /// Removes the record under `key`; a missing key is a no-op.
+    #[napi]
+    pub fn delete(&self, key: String) -> Result<()> {
+        ready(self.inner.delete(&key))
+    }
+
+    /// Every record, sorted by key.
+    #[napi]
+    pub fn records(&self) -> Vec<InstanceRecord> {
+        self.inner.records().into_iter().map(InstanceRecord::from).collect()
+    }
+
+    /// Deletes `key` and records `leak`, in one step (ledger stores only).
+    #[napi]
+    pub fn delete_recording_leak(&self, key: String, leak: LeakInput) -> Result<()> {
+        let ledger = self.ledger()?;
+        let failed_at = leak.failed_at;
+        if !(failed_at.fract() == 0.0
+            && failed_at >= 0.0
+            && failed_at <= sandbox_reclaim::model::MAX_SAFE_INTEGER as f64)
+        {
+            return Err(type_error("leak.failedAt must be epoch milliseconds (a whole number)"));
+        }
+        let leak = NewLeak {
+            key: leak.key,
+            provider: leak.provider,
+            provider_sandbox_id: leak.provider_sandbox_id,
+            run_id: leak.run_id,
+            error_message: leak.error_message,
+            failed_at: failed_at as u64,
+        };
+        ready(ledger.delete_recording_leak(&key, leak))
+    }
+
+    /// Pending leaks, oldest first, of one provider or of all.
+    #[napi]
+    pub fn list_leaks(&self, provider: Option<String>) -> Result<Vec<LeakRecord>> {
+        let entries = ready(self.ledger()?.list_leaks(provider.as_deref()))?;
+        Ok(entries.into_iter().map(LeakRecord::from).collect())
+    }
+
+    fn ledger(&self) -> Result<&dyn LeakLedger> {
+        self.inner.leak_ledger().ok_or_else(|| type_error("this store keeps no leak ledger"))
+    }
+}

@@ -1,0 +1,38 @@
+"""The package's exceptions."""
+
+from __future__ import annotations
+
+from . import _native
+
+
+class SandboxReclaimError(Exception):
+    """Base class of the errors this package raises itself.
+
+    Errors raised by a store's ``get``/``delete`` are never wrapped: they
+    propagate as the very exception object the store raised.
+    """
+
+
+class SandboxReclaimFailedError(SandboxReclaimError):
+    """Raised by a :func:`sandbox_reclaimer` callable when the outcome is
+    ``destroy-failed``: the provider's destroy failed and the instance record
+    was deleted anyway, so the sandbox may still be running.
+
+    It is an exception rather than a return value because a sweep (TanStack's
+    ``reapDetachedRuns``) only learns that a sandbox was not reclaimed from a
+    failure. Like the reference's error it carries no cause (``__cause__`` and
+    ``__context__`` are ``None``): the destroy's exception is on the ``warn``
+    log line, which has the same ``runId`` and ``sandboxKey``.
+    """
+
+    run_id: str
+    sandbox_key: str | None
+
+    def __init__(self, run_id: str, sandbox_key: str | None = None) -> None:
+        super().__init__(_native.reclaim_failed_message(run_id, sandbox_key))
+        self.run_id = run_id
+        self.sandbox_key = sandbox_key
+
+    def __reduce__(self) -> tuple[type[SandboxReclaimFailedError], tuple[str, str | None]]:
+        # The default would call cls(message): rebuild from the fields instead.
+        return (type(self), (self.run_id, self.sandbox_key))

@@ -1,0 +1,107 @@
+//! `InMemorySandboxInstanceStore` for Python: the core's in-memory store
+//! behind the same synchronous `get` / `upsert` / `delete` methods a Python
+//! store has, so it plugs into the interpreter like any host object, and is
+//! answered inside the machine's own native calls when passed as is.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use sandbox_reclaim::{InMemorySandboxInstanceStore, LeakLedger, SandboxInstanceStore};
+
+use crate::ready::ready;
+use crate::records::{instance_from_py, instance_to_py, leak_entry_to_py, new_leak_from_py};
+
+/// An instance store in memory. It copies records in and out: mutating
+/// nothing a caller holds can change what it stores.
+#[pyclass(name = "InMemorySandboxInstanceStore", module = "sandbox_reclaim._native", subclass, frozen)]
+pub struct MemoryStore {
+    pub(crate) inner: Arc<InMemorySandboxInstanceStore>,
+}
+
+#[pymethods]
+impl MemoryStore {
+    /// A store without a leak ledger, like the reference's.
+    #[new]
+    fn new() -> Self {
+        Self { inner: Arc::new(InMemorySandboxInstanceStore::new()) }
+    }
+
+    /// A store that also keeps a leak ledger (`InMemoryLeakLedgerStore`).
+    #[staticmethod]
+    fn with_ledger(py: Python<'_>) -> PyResult<Py<MemoryLedgerStore>> {
+        Py::new(py, MemoryLedgerStore::new())
+    }
+
+    /// The record stored under `key`, or `None`.
+    fn get<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+        match ready(self.inner.get(key))?.map_err(store_error)? {
+            Some(record) => Ok(Some(instance_to_py(py, &record)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Stores a copy of `record`, replacing any under the same key. A record
+    /// breaking the store contract is refused before anything is written.
+    fn upsert(&self, record: &Bound<'_, PyAny>) -> PyResult<()> {
+        let record = instance_from_py(record)?;
+        ready(self.inner.upsert(&record))?.map_err(store_error)
+    }
+
+    /// Deletes the record under `key`; a missing key is a no-op.
+    fn delete(&self, key: &str) -> PyResult<()> {
+        ready(self.inner.delete(key))?.map_err(store_error)
+    }
+
+    /// Every record, sorted by key.
+    fn records<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        self.inner.records().iter().map(|record| instance_to_py(py, record)).collect()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.records().len()
+    }
+
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let class = slf.get_type().name()?;
+        Ok(format!("<{class} with {} record(s)>", slf.get().inner.records().len()))
+    }
+}
+
+/// An in-memory store that also keeps a leak ledger: a failed destroy's
+/// record removal and the leak entry happen under one lock.
+#[pyclass(name = "InMemoryLeakLedgerStore", module = "sandbox_reclaim._native", extends = MemoryStore, frozen)]
+pub struct MemoryLedgerStore;
+
+#[pymethods]
+impl MemoryLedgerStore {
+    #[new]
+    fn new() -> PyClassInitializer<Self> {
+        PyClassInitializer::from(MemoryStore { inner: Arc::new(InMemorySandboxInstanceStore::with_ledger()) })
+            .add_subclass(MemoryLedgerStore)
+    }
+
+    /// Deletes the record `key` and records `leak` (a `NewLeak`) in one step.
+    fn delete_recording_leak(slf: PyRef<'_, Self>, key: &str, leak: &Bound<'_, PyAny>) -> PyResult<()> {
+        let leak = new_leak_from_py(leak)?;
+        ready(slf.as_super().inner.delete_recording_leak(key, leak))?.map_err(store_error)
+    }
+
+    /// Pending leak entries (`LeakEntry`), oldest first, of one provider or all.
+    #[pyo3(signature = (provider=None))]
+    fn list_leaks<'py>(slf: PyRef<'py, Self>, provider: Option<&str>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let py = slf.py();
+        let entries = ready(slf.as_super().inner.list_leaks(provider))?.map_err(store_error)?;
+        entries.iter().map(|entry| leak_entry_to_py(py, entry)).collect()
+    }
+}
+
+/// The in-memory store only fails on a record it refuses; anything else
+/// would be a bug, reported rather than hidden.
+pub(crate) fn store_error(error: sandbox_reclaim::StoreError) -> PyErr {
+    match error {
+        sandbox_reclaim::StoreError::InvalidRecord(_) | sandbox_reclaim::StoreError::InvalidKey(_) => {
+            pyo3::exceptions::PyValueError::new_err(error.to_string())
+        }
+        other => pyo3::exceptions::PyRuntimeError::new_err(other.to_string()),
+    }
+}

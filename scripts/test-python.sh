@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# make test-python: builds the Python binding into .venv, runs its tests and
+# mypy --strict, then builds the abi3 wheel and runs the same tests against it
+# in a fresh virtualenv (so the shipped wheel, py.typed and stubs are tested).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+venv=$root/.venv
+
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install --quiet --upgrade pip
+"$venv/bin/python" -m pip install --quiet "maturin>=1.16,<1.17" pytest mypy
+
+echo "== build and install sandbox_reclaim into .venv (maturin develop --release)"
+(cd bindings-python && VIRTUAL_ENV=$venv PATH=$venv/bin:$PATH maturin develop --release --quiet)
+
+# Caches go under .venv (gitignored), not into the source tree.
+export MYPY_CACHE_DIR=$venv/.mypy_cache
+echo "== pytest tests/python"
+"$venv/bin/python" -m pytest tests/python -q -p no:cacheprovider
+
+echo "== mypy --strict (package, examples, tests, bench)"
+(cd bindings-python/python && "$venv/bin/mypy" --strict -p sandbox_reclaim)
+"$venv/bin/mypy" --strict examples/python tests/python bench/python
+
+echo "== wheel: maturin build --release, installed into a fresh venv"
+work=$(mktemp -d /tmp/sandbox-reclaim-wheel.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+(cd bindings-python && "$venv/bin/maturin" build --release --quiet --out "$work/dist")
+wheel=$(ls "$work"/dist/sandbox_reclaim-*-abi3-*.whl)
+echo "built $(basename "$wheel")"
+python3 -m venv "$work/venv"
+"$work/venv/bin/python" -m pip install --quiet "$wheel" pytest mypy
+# Run from outside the repo so only the installed wheel can be imported.
+installed=$(cd "$work" && "$work/venv/bin/python" -c 'import sandbox_reclaim; print(sandbox_reclaim.__file__)')
+case $installed in
+  "$work/venv/"*) echo "testing the wheel installed at ${installed%/__init__.py}" ;;
+  *) echo "expected sandbox_reclaim from the fresh venv, got $installed" >&2; exit 1 ;;
+esac
+(cd "$work" && "$work/venv/bin/python" -m pytest "$root/tests/python" -q -p no:cacheprovider)
+(cd "$work" && MYPY_CACHE_DIR="$work/mypy-cache" "$work/venv/bin/mypy" --strict "$root/examples/python" "$root/tests/python")
+echo "test-python: every check passed"
