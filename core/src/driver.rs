@@ -8,7 +8,10 @@ use async_trait::async_trait;
 
 use crate::errors::{ProviderError, ReclaimerError, StoreError};
 use crate::ledger::{LeakLedger, NewLeak};
-use crate::machine::{DestroyResult, InstanceView, LogLevel, LogLine, MetaValue, Reclaim, Reclaimer, Step};
+use crate::machine::{
+    DestroyResult, InstanceView, LogLevel, LogLine, MetaValue, Misuse, Reclaim, Reclaimer, SandboxReclaimFailed, Step,
+    StepMachine,
+};
 use crate::model::{ReclaimOutcome, RunRecord, SandboxInstanceRecord};
 
 /// The provider side of a reclaim: a name and a `destroy`.
@@ -80,7 +83,7 @@ pub async fn reclaim_sandbox(record: &RunRecord, options: ReclaimOptions<'_>) ->
         options.provider.name(),
         options.instances.leak_ledger().is_some(),
     );
-    match drive(&mut Machine::Reclaim(&mut machine), options).await? {
+    match drive(&mut machine, options).await? {
         Ending::Finished(outcome) => Ok(outcome),
         Ending::Failed(_) => unreachable!("reclaimSandbox never fails with SandboxReclaimFailed"),
     }
@@ -96,55 +99,24 @@ pub async fn sandbox_reclaimer(record: &RunRecord, options: ReclaimOptions<'_>) 
         options.provider.name(),
         options.instances.leak_ledger().is_some(),
     );
-    match drive(&mut Machine::Reclaimer(&mut machine), options).await? {
+    match drive(&mut machine, options).await? {
         Ending::Finished(_) => Ok(()),
         Ending::Failed(failure) => Err(ReclaimerError::ReclaimFailed(failure)),
     }
 }
 
-enum Machine<'m> {
-    Reclaim(&'m mut Reclaim),
-    Reclaimer(&'m mut Reclaimer),
-}
-
+/// How a driven machine ended.
 enum Ending {
     Finished(ReclaimOutcome),
-    Failed(crate::machine::SandboxReclaimFailed),
+    Failed(SandboxReclaimFailed),
 }
 
-impl Machine<'_> {
-    fn poll(&mut self) -> Option<Step> {
-        match self {
-            Self::Reclaim(machine) => machine.poll(),
-            Self::Reclaimer(machine) => machine.poll(),
-        }
-    }
-    fn instance_loaded(&mut self, instance: Option<InstanceView<'_>>) -> Result<(), crate::machine::Misuse> {
-        match self {
-            Self::Reclaim(machine) => machine.instance_loaded(instance),
-            Self::Reclaimer(machine) => machine.instance_loaded(instance),
-        }
-    }
-    fn destroy_finished(&mut self, result: DestroyResult) -> Result<(), crate::machine::Misuse> {
-        match self {
-            Self::Reclaim(machine) => machine.destroy_finished(result),
-            Self::Reclaimer(machine) => machine.destroy_finished(result),
-        }
-    }
-    fn instance_deleted(&mut self) -> Result<(), crate::machine::Misuse> {
-        match self {
-            Self::Reclaim(machine) => machine.instance_deleted(),
-            Self::Reclaimer(machine) => machine.instance_deleted(),
-        }
-    }
-}
-
-async fn drive(machine: &mut Machine<'_>, options: ReclaimOptions<'_>) -> Result<Ending, StoreError> {
+async fn drive(machine: &mut impl StepMachine, options: ReclaimOptions<'_>) -> Result<Ending, StoreError> {
     // The destroy error lives here, not in the machine, so the warn line can
     // hand the logger the provider's own error value.
     let mut destroy_error: Option<ProviderError> = None;
     loop {
-        let step = machine.poll().ok_or(crate::machine::Misuse::stalled())?;
+        let step = machine.poll().ok_or(Misuse::stalled())?;
         match step {
             Step::Log(line) => log(options.logger, &line, destroy_error.as_ref()),
             Step::GetInstance { key } => {
@@ -171,7 +143,7 @@ async fn drive(machine: &mut Machine<'_>, options: ReclaimOptions<'_>) -> Result
                 machine.instance_deleted()?;
             }
             Step::DeleteInstanceRecordingLeak { key, leak } => {
-                let ledger = options.instances.leak_ledger().ok_or(crate::machine::Misuse::no_ledger())?;
+                let ledger = options.instances.leak_ledger().ok_or(Misuse::no_ledger())?;
                 let leak = NewLeak::from_draft(leak, now_millis());
                 ledger.delete_recording_leak(&key, leak).await?;
                 machine.instance_deleted()?;

@@ -21,6 +21,7 @@ pub mod machine;
 pub mod memory;
 pub mod messages;
 pub mod model;
+pub mod program;
 #[cfg(any(feature = "docker", feature = "local"))]
 pub mod providers;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
@@ -35,15 +36,15 @@ pub use ledger::{retry_leaks, LeakEntry, LeakLedger, NewLeak, RetryOptions, Retr
 pub use machine::SandboxReclaimFailed;
 pub use memory::InMemorySandboxInstanceStore;
 pub use model::{InvalidRecord, ReclaimOutcome, RunRecord, RunStatus, SandboxInstanceRecord};
-#[cfg(any(feature = "docker", feature = "local"))]
-pub use providers::{ExecOutput, InvalidInput, Labels, ManagedSandboxProvider, SandboxHandle};
 #[cfg(feature = "docker")]
 pub use providers::{DockerConfig, DockerProvider};
+#[cfg(any(feature = "docker", feature = "local"))]
+pub use providers::{ExecOutput, InvalidInput, Labels, ManagedSandboxProvider, SandboxHandle};
 #[cfg(feature = "local")]
 pub use providers::{Isolation, IsolationRequest, LocalConfig, LocalProvider};
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub use stores::StoreOpenError;
 #[cfg(feature = "postgres")]
 pub use stores::{PostgresOptions, PostgresSandboxInstanceStore};
 #[cfg(feature = "sqlite")]
 pub use stores::{SqliteOptions, SqliteSandboxInstanceStore};
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub use stores::StoreOpenError;

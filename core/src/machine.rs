@@ -180,8 +180,23 @@ pub enum DestroyResult {
     Failed { message: String },
 }
 
+/// What every reclaim machine offers a driver: steps out, answers in.
+///
+/// Implemented by [`Reclaim`] and [`Reclaimer`], so one driver loop (Rust's,
+/// or the [program compiler](crate::program)) serves both APIs.
+pub trait StepMachine {
+    /// The next step, or `None` while waiting for an answer or once finished.
+    fn poll(&mut self) -> Option<Step>;
+    /// Feeds the store's answer to [`Step::GetInstance`].
+    fn instance_loaded(&mut self, instance: Option<InstanceView<'_>>) -> Result<(), Misuse>;
+    /// Feeds the provider's answer to [`Step::Destroy`].
+    fn destroy_finished(&mut self, result: DestroyResult) -> Result<(), Misuse>;
+    /// Feeds the store's successful answer to a delete step.
+    fn instance_deleted(&mut self) -> Result<(), Misuse>;
+}
+
 /// `reclaimSandbox` as a state machine. See the [module docs](self).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Reclaim {
     run_id: String,
     sandbox_key: Option<String>,
@@ -335,7 +350,7 @@ impl Reclaim {
 /// It must fail rather than resolve on `destroy-failed`: a sweep (TanStack's
 /// `reapDetachedRuns`) only learns that a sandbox was *not* reclaimed from a
 /// rejection, and would otherwise count the leak as finalized.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Reclaimer {
     inner: Reclaim,
     done: bool,
@@ -402,5 +417,35 @@ impl Reclaimer {
         };
         self.inner.queue.push_back(last);
         Step::Log(line)
+    }
+}
+
+impl StepMachine for Reclaim {
+    fn poll(&mut self) -> Option<Step> {
+        Reclaim::poll(self)
+    }
+    fn instance_loaded(&mut self, instance: Option<InstanceView<'_>>) -> Result<(), Misuse> {
+        Reclaim::instance_loaded(self, instance)
+    }
+    fn destroy_finished(&mut self, result: DestroyResult) -> Result<(), Misuse> {
+        Reclaim::destroy_finished(self, result)
+    }
+    fn instance_deleted(&mut self) -> Result<(), Misuse> {
+        Reclaim::instance_deleted(self)
+    }
+}
+
+impl StepMachine for Reclaimer {
+    fn poll(&mut self) -> Option<Step> {
+        Reclaimer::poll(self)
+    }
+    fn instance_loaded(&mut self, instance: Option<InstanceView<'_>>) -> Result<(), Misuse> {
+        Reclaimer::instance_loaded(self, instance)
+    }
+    fn destroy_finished(&mut self, result: DestroyResult) -> Result<(), Misuse> {
+        Reclaimer::destroy_finished(self, result)
+    }
+    fn instance_deleted(&mut self) -> Result<(), Misuse> {
+        Reclaimer::instance_deleted(self)
     }
 }

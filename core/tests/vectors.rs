@@ -6,10 +6,12 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use sandbox_reclaim::machine::LogLevel;
+use sandbox_reclaim::program::{compile, Api, Instruction, Operand, Program};
 use sandbox_reclaim::{
     reclaim_sandbox, sandbox_reclaimer, LeakEntry, LeakLedger, LogMeta, LogValue, NewLeak, ProviderError,
-    ReclaimLogger, ReclaimOptions, ReclaimerError, RunRecord, SandboxInstanceRecord, SandboxInstanceStore,
-    SandboxProvider, StoreError,
+    ReclaimLogger, ReclaimOptions, ReclaimOutcome, ReclaimerError, RunRecord, SandboxInstanceRecord,
+    SandboxInstanceStore, SandboxProvider, SandboxReclaimFailed, StoreError,
 };
 use serde_json::{json, Value};
 
@@ -160,7 +162,100 @@ fn assert_host_error(error: &StoreError, expected: &Value, vector: &Value) {
     assert_eq!(fault.message, vector["store"][source]["message"].as_str().unwrap());
 }
 
-async fn run_vector(vector: &Value) {
+/// Walks a compiled [`Program`] the way the bindings do, against the same
+/// scripted host objects, and returns what `run_vector` would get from the
+/// driver. This proves the compiled programs, not just the machine.
+async fn walk_program(
+    program: &Program,
+    record: &RunRecord,
+    options: ReclaimOptions<'_>,
+) -> Result<Option<ReclaimOutcome>, ReclaimerError> {
+    let mut at = 0;
+    let mut instance: Option<SandboxInstanceRecord> = None;
+    let mut destroy_error: Option<ProviderError> = None;
+    let key = record.sandbox_key.clone().unwrap_or_default();
+    loop {
+        let text =
+            |operand: Operand, instance: &Option<SandboxInstanceRecord>, error: &Option<ProviderError>| match operand {
+                Operand::RunId => record.run_id.clone(),
+                Operand::SandboxKey => key.clone(),
+                Operand::ProviderName => options.provider.name().to_owned(),
+                Operand::InstanceProvider => instance.as_ref().unwrap().provider.clone(),
+                Operand::ProviderSandboxId => instance.as_ref().unwrap().provider_sandbox_id.clone(),
+                Operand::DestroyError | Operand::DestroyErrorMessage => error.as_ref().unwrap().to_string(),
+            };
+        let mut next = at + 1;
+        match &program.instructions[at] {
+            Instruction::IfNoSandboxKey { target } if record.sandbox_key.is_none() => next = *target,
+            Instruction::IfInstanceMissing { target } if instance.is_none() => next = *target,
+            Instruction::IfProviderDiffers { target }
+                if instance.as_ref().unwrap().provider != options.provider.name() =>
+            {
+                next = *target
+            }
+            Instruction::IfDestroyFailed { target } if destroy_error.is_some() => next = *target,
+            Instruction::IfNoSandboxKey { .. }
+            | Instruction::IfInstanceMissing { .. }
+            | Instruction::IfProviderDiffers { .. }
+            | Instruction::IfDestroyFailed { .. } => {}
+            Instruction::GetInstance => instance = options.instances.get(&key).await?,
+            Instruction::Destroy => {
+                let id = &instance.as_ref().unwrap().provider_sandbox_id;
+                destroy_error = options.provider.destroy(id).await.err();
+            }
+            Instruction::DeleteInstance => options.instances.delete(&key).await?,
+            Instruction::DeleteInstanceRecordingLeak { leak } => {
+                let value = |operand| text(operand, &instance, &destroy_error);
+                let leak = NewLeak {
+                    key: value(leak.key),
+                    provider: value(leak.provider),
+                    provider_sandbox_id: value(leak.provider_sandbox_id),
+                    run_id: value(leak.run_id),
+                    error_message: value(leak.error_message),
+                    failed_at: sandbox_reclaim::driver::now_millis(),
+                };
+                options.instances.leak_ledger().unwrap().delete_recording_leak(&key, leak).await?;
+            }
+            Instruction::Log { level, message, meta } => {
+                if let Some(logger) = options.logger {
+                    let texts: Vec<String> =
+                        meta.iter().map(|(_, operand)| text(*operand, &instance, &destroy_error)).collect();
+                    let meta: Vec<(&'static str, LogValue<'_>)> = meta
+                        .iter()
+                        .zip(&texts)
+                        .map(|((name, operand), text)| match operand {
+                            Operand::DestroyError => (*name, LogValue::Error(destroy_error.as_ref().unwrap())),
+                            _ => (*name, LogValue::Text(text)),
+                        })
+                        .collect();
+                    match level {
+                        LogLevel::Warn => logger.warn(message, &meta),
+                        LogLevel::Errors => logger.errors(message, &meta),
+                        LogLevel::Sandbox => logger.sandbox(message, &meta),
+                    }
+                }
+            }
+            Instruction::Finish { outcome } => return Ok(Some(*outcome)),
+            Instruction::FailReclaim => {
+                let failure =
+                    SandboxReclaimFailed { run_id: record.run_id.clone(), sandbox_key: record.sandbox_key.clone() };
+                return Err(ReclaimerError::ReclaimFailed(failure));
+            }
+        }
+        at = next;
+    }
+}
+
+/// Which engine runs a vector.
+#[derive(Clone, Copy, Debug)]
+enum Engine {
+    /// The async driver over the state machine.
+    Driver,
+    /// The compiled program, walked like the bindings walk it.
+    Program,
+}
+
+async fn run_vector(vector: &Value, engine: Engine) {
     let calls = Mutex::new(Vec::new());
     let instances: Vec<SandboxInstanceRecord> = serde_json::from_value(vector["store"]["instances"].clone()).unwrap();
     let store = ScriptedStore {
@@ -179,7 +274,19 @@ async fn run_vector(vector: &Value) {
     };
     let expected = &vector["expect"];
 
-    if vector["api"] == "reclaimSandbox" {
+    let api = if vector["api"] == "reclaimSandbox" { Api::ReclaimSandbox } else { Api::SandboxReclaimer };
+    if let Engine::Program = engine {
+        let program = compile(api, store.leak_ledger().is_some());
+        match (walk_program(&program, &record, options).await, expected.get("error")) {
+            (Ok(outcome), None) if api == Api::ReclaimSandbox => assert_eq!(json!(outcome), expected["result"]),
+            (Ok(_), None) => assert_eq!(expected["result"], Value::Null),
+            (Err(ReclaimerError::Store(error)), Some(want)) => assert_host_error(&error, want, vector),
+            (Err(ReclaimerError::ReclaimFailed(failure)), Some(want)) => {
+                assert_eq!(failure.to_string(), want["message"].as_str().unwrap())
+            }
+            (got, _) => panic!("unexpected result {got:?}"),
+        }
+    } else if api == Api::ReclaimSandbox {
         match (reclaim_sandbox(&record, options).await, expected.get("error")) {
             (Ok(outcome), None) => assert_eq!(json!(outcome), expected["result"]),
             (Err(error), Some(want)) => assert_host_error(&error, want, vector),
@@ -215,7 +322,7 @@ async fn run_vector(vector: &Value) {
 }
 
 #[tokio::test]
-async fn every_vector_passes_through_the_async_driver() {
+async fn every_vector_passes_through_the_driver_and_the_compiled_program() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/vectors");
     let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|entry| entry.unwrap().path()).collect();
     files.retain(|path| path.extension().is_some_and(|ext| ext == "json"));
@@ -226,9 +333,11 @@ async fn every_vector_passes_through_the_async_driver() {
         for vector in document["cases"].as_array().unwrap() {
             let name = vector["name"].as_str().unwrap().to_owned();
             // Run each case in its own task so a failing one names itself.
-            let vector = vector.clone();
-            let outcome = tokio::spawn(async move { run_vector(&vector).await }).await;
-            assert!(outcome.is_ok(), "vector `{name}` failed");
+            for engine in [Engine::Driver, Engine::Program] {
+                let vector = vector.clone();
+                let outcome = tokio::spawn(async move { run_vector(&vector, engine).await }).await;
+                assert!(outcome.is_ok(), "vector `{name}` failed through the {engine:?}");
+            }
             count += 1;
         }
     }
