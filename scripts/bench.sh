@@ -1,12 +1,27 @@
 #!/usr/bin/env bash
-# make bench: every benchmark, each printing side-by-side ratios from one run.
+# make bench: every benchmark, each printing ratios measured side by side in
+# one process. Builds what it needs (release), starts PostgreSQL for the store
+# throughput bench and stops it again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 ensure_toolchain
-echo "== Node binding vs reference =="
-bash scripts/test-node.sh --build-only
+
+echo "== build the Node addon (release)"
+(cd bindings-node && npm ci --no-audit --no-fund --silent && npm run build --silent)
+echo "== build the Python package into .venv (release)"
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install --quiet "maturin>=1.16,<1.17"
+(cd bindings-python && VIRTUAL_ENV=$PWD/../.venv PATH=$PWD/../.venv/bin:$PATH maturin develop --release --quiet)
+
+echo; echo "== Node: reference vs binding (JS host objects) vs binding (native store)"
 node bench/node/bench.mjs
-echo "== Python binding vs pure-Python asyncio =="
-bash scripts/test-python.sh --build-only
+echo; echo "== Python: pure-Python asyncio vs binding (Python host objects) vs binding (native store)"
 .venv/bin/python bench/python/bench.py
+
+work=$(mktemp -d /tmp/sandbox-reclaim-bench.XXXXXX)
+trap 'bash scripts/postgres.sh stop "$work/pg" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+SANDBOX_RECLAIM_PG_URL=$(bash scripts/postgres.sh start "$work/pg")
+export SANDBOX_RECLAIM_PG_URL
+echo; echo "== Rust: store throughput (in-memory, SQLite, PostgreSQL)"
+cargo run --quiet --release -p sandbox-reclaim --features sqlite,postgres --example store_bench
