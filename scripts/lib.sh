@@ -1,28 +1,27 @@
 # Shared helpers for the make scripts. Sourced, not run.
 
-# Installs what the build needs and is missing: a C toolchain, Node and Python
-# come with the machine; rustfmt/clippy come with rustup.
+# rustfmt and clippy come with rustup; everything else each suite's script
+# installs itself (npm packages, the venv, Debian packages).
 ensure_toolchain() {
   rustup component add rustfmt clippy >/dev/null 2>&1 || true
 }
 
-# Starts PostgreSQL and the podman Docker-API service in "$1", exporting
-# SANDBOX_RECLAIM_PG_URL, DOCKER_HOST and friends for the suites.
+# Starts PostgreSQL and podman's Docker-API service under "$1" and exports
+# what the suites read: SANDBOX_RECLAIM_PG_URL, DOCKER_HOST, CONTAINERS_CONF,
+# SANDBOX_RECLAIM_TEST_IMAGE. Any failure aborts the run (set -e): a missing
+# service must fail the tests, never skip them.
 start_services() {
   local dir=$1
-  if [ -x scripts/postgres.sh ] || [ -f scripts/postgres.sh ]; then
-    SANDBOX_RECLAIM_PG_URL=$(bash scripts/postgres.sh start "$dir/pg")
-    export SANDBOX_RECLAIM_PG_URL
-  fi
-  if [ -f scripts/podman.sh ]; then
-    bash scripts/podman.sh start "$dir/podman" >/dev/null
-    # shellcheck disable=SC1091
-    source "$dir/podman/env"
-  fi
+  SANDBOX_RECLAIM_PG_URL=$(bash scripts/postgres.sh start "$dir/pg")
+  export SANDBOX_RECLAIM_PG_URL
+  bash scripts/podman.sh start "$dir/podman" >/dev/null
+  # shellcheck disable=SC1091
+  source "$dir/podman/env"
 }
 
+# Stops both services; safe to call when they never started.
 stop_services() {
   local dir=$1
-  [ -f scripts/postgres.sh ] && bash scripts/postgres.sh stop "$dir/pg" || true
-  [ -f scripts/podman.sh ] && bash scripts/podman.sh stop "$dir/podman" || true
+  bash scripts/postgres.sh stop "$dir/pg" || true
+  bash scripts/podman.sh stop "$dir/podman" || true
 }
