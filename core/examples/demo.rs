@@ -101,7 +101,11 @@ async fn main() -> DemoResult<()> {
         }
         runs.push(run);
     }
-    println!("\n{} sandboxes running, {} processes\n", provider.list().await?.len(), sandbox_processes(&base_dir).len());
+    println!(
+        "\n{} sandboxes running, {} processes\n",
+        provider.list().await?.len(),
+        sandbox_processes(&base_dir).len()
+    );
 
     // The runs finish: most complete, some fail or are aborted; one is still running.
     for (index, run) in runs.iter_mut().enumerate() {

@@ -85,7 +85,9 @@ pub(crate) fn ledger_text(text: &str) -> String {
 }
 
 /// The columns of a [`SandboxInstanceRecord`] as SQL reads them back.
+#[derive(sqlx::FromRow)]
 pub(crate) struct RecordRow {
+    #[sqlx(rename = "sandbox_key")]
     pub key: String,
     pub provider: String,
     pub provider_sandbox_id: String,
@@ -109,8 +111,11 @@ impl RecordRow {
     }
 }
 
-/// The columns of a [`LeakEntry`] as SQL reads them back.
+/// The columns of a [`LeakEntry`] (and its row id) as SQL reads them back.
+#[derive(sqlx::FromRow)]
 pub(crate) struct LeakRow {
+    pub id: i64,
+    #[sqlx(rename = "sandbox_key")]
     pub key: String,
     pub provider: String,
     pub provider_sandbox_id: String,
@@ -118,6 +123,23 @@ pub(crate) struct LeakRow {
     pub last_error: String,
     pub failed_at: i64,
     pub attempts: i64,
+}
+
+/// Reads an instance row of either database.
+pub(crate) fn record_from_row<'r, R: sqlx::Row>(row: &'r R) -> Result<SandboxInstanceRecord, StoreError>
+where
+    RecordRow: sqlx::FromRow<'r, R>,
+{
+    <RecordRow as sqlx::FromRow<R>>::from_row(row).map_err(backend)?.into_record()
+}
+
+/// Reads a leak row of either database, with its row id.
+pub(crate) fn leak_from_row<'r, R: sqlx::Row>(row: &'r R) -> Result<(i64, LeakEntry), StoreError>
+where
+    LeakRow: sqlx::FromRow<'r, R>,
+{
+    let leak = <LeakRow as sqlx::FromRow<R>>::from_row(row).map_err(backend)?;
+    Ok((leak.id, leak.into_entry()?))
 }
 
 impl LeakRow {

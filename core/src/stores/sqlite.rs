@@ -10,11 +10,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqlitePool, SqlitePoolOptions, SqliteRow};
-use sqlx::{ConnectOptions, Connection, Row};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqlitePool, SqlitePoolOptions};
+use sqlx::{ConnectOptions, Connection};
 
 use super::{
-    backend, ledger_text, sql_int, storable_key, validate_leak, LeakRow, Migration, RecordRow, StoreOpenError,
+    backend, leak_from_row, ledger_text, record_from_row, sql_int, storable_key, validate_leak, Migration,
+    StoreOpenError,
 };
 use crate::driver::{now_millis, SandboxInstanceStore};
 use crate::errors::StoreError;
@@ -170,38 +171,6 @@ async fn migrate(connection: &mut SqliteConnection) -> Result<(), StoreOpenError
             .map_err(StoreOpenError::Migrate)?;
     }
     tx.commit().await.map_err(StoreOpenError::Migrate)
-}
-
-fn record_from_row(row: &SqliteRow) -> Result<SandboxInstanceRecord, StoreError> {
-    let read = || -> Result<RecordRow, sqlx::Error> {
-        Ok(RecordRow {
-            key: row.try_get("sandbox_key")?,
-            provider: row.try_get("provider")?,
-            provider_sandbox_id: row.try_get("provider_sandbox_id")?,
-            latest_snapshot_id: row.try_get("latest_snapshot_id")?,
-            thread_id: row.try_get("thread_id")?,
-            latest_run_id: row.try_get("latest_run_id")?,
-            updated_at: row.try_get("updated_at")?,
-        })
-    };
-    read().map_err(backend)?.into_record()
-}
-
-fn leak_from_row(row: &SqliteRow) -> Result<(i64, LeakEntry), StoreError> {
-    let read = || -> Result<(i64, LeakRow), sqlx::Error> {
-        let leak = LeakRow {
-            key: row.try_get("sandbox_key")?,
-            provider: row.try_get("provider")?,
-            provider_sandbox_id: row.try_get("provider_sandbox_id")?,
-            run_id: row.try_get("run_id")?,
-            last_error: row.try_get("last_error")?,
-            failed_at: row.try_get("failed_at")?,
-            attempts: row.try_get("attempts")?,
-        };
-        Ok((row.try_get("id")?, leak))
-    };
-    let (id, leak) = read().map_err(backend)?;
-    Ok((id, leak.into_entry()?))
 }
 
 #[async_trait]
