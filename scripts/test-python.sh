@@ -18,12 +18,16 @@ echo "== build and install sandbox_reclaim into .venv (maturin develop --release
 
 # Caches go under .venv (gitignored), not into the source tree.
 export MYPY_CACHE_DIR=$venv/.mypy_cache
-echo "== pytest tests/python"
-"$venv/bin/python" -m pytest tests/python -q -p no:cacheprovider
+# The store and provider suites need SANDBOX_RECLAIM_PG_URL and DOCKER_HOST
+# (scripts/test.sh starts both); tests/cross also needs the Node binding
+# built (make test runs test-node first). With CI=true, anything missing fails.
+echo "== pytest tests/python tests/cross"
+"$venv/bin/python" -m pytest tests/python tests/cross -q -p no:cacheprovider
 
 echo "== mypy --strict (package, examples, tests, bench)"
 (cd bindings-python/python && "$venv/bin/mypy" --strict -p sandbox_reclaim)
 "$venv/bin/mypy" --strict examples/python tests/python bench/python
+MYPYPATH=tests/python "$venv/bin/mypy" --strict tests/cross
 
 echo "== wheel: maturin build --release, installed into a fresh venv"
 work=$(mktemp -d /tmp/sandbox-reclaim-wheel.XXXXXX)
@@ -39,6 +43,7 @@ case $installed in
   "$work/venv/"*) echo "testing the wheel installed at ${installed%/__init__.py}" ;;
   *) echo "expected sandbox_reclaim from the fresh venv, got $installed" >&2; exit 1 ;;
 esac
-(cd "$work" && "$work/venv/bin/python" -m pytest "$root/tests/python" -q -p no:cacheprovider)
+(cd "$work" && "$work/venv/bin/python" -m pytest "$root/tests/python" "$root/tests/cross" -q -p no:cacheprovider)
 (cd "$work" && MYPY_CACHE_DIR="$work/mypy-cache" "$work/venv/bin/mypy" --strict "$root/examples/python" "$root/tests/python")
+(cd "$work" && MYPYPATH="$root/tests/python" MYPY_CACHE_DIR="$work/mypy-cache" "$work/venv/bin/mypy" --strict "$root/tests/cross")
 echo "test-python: every check passed"

@@ -5,10 +5,10 @@
 //! (a later native record class, a user's own dataclass) works too.
 
 use pyo3::exceptions::{PyAttributeError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyDict, PyInt, PyString};
-use pyo3::{intern, PyTypeInfo};
+use pyo3::types::{PyBool, PyInt, PyString};
 use sandbox_reclaim::model::MAX_SAFE_INTEGER;
 use sandbox_reclaim::{InvalidRecord, LeakEntry, NewLeak, SandboxInstanceRecord};
 
@@ -96,47 +96,35 @@ pub fn new_leak_from_py(leak: &Bound<'_, PyAny>) -> PyResult<NewLeak> {
     })
 }
 
-/// The two fields of a loaded instance record the reclaim decision reads:
-/// `(provider, provider_sandbox_id)`. Accepts a record object or a dict in
-/// the camelCase wire form.
-pub fn instance_view<'py>(instance: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyString>, Bound<'py, PyString>)> {
-    let py = instance.py();
-    let what = "the record instances.get() returned";
-    if let Ok(wire) = instance.cast::<PyDict>() {
-        let provider = wire_text(wire, intern!(py, "provider"), what)?;
-        let id = wire_text(wire, intern!(py, "providerSandboxId"), what)?;
-        return Ok((provider, id));
-    }
-    let provider = attribute(instance, intern!(py, "provider"), what)?;
-    let id = attribute(instance, intern!(py, "provider_sandbox_id"), what)?;
-    Ok((as_text(provider, "provider", what)?, as_text(id, "provider_sandbox_id", what)?))
-}
-
-fn wire_text<'py>(wire: &Bound<'py, PyDict>, key: &Bound<'py, PyString>, what: &str) -> PyResult<Bound<'py, PyString>> {
-    match wire.get_item(key)? {
-        Some(value) => as_text(value, key.to_str()?, what),
-        None => Err(PyTypeError::new_err(format!("{what} has no `{key}`"))),
-    }
+/// Reads a `LeakEntry` (or any object with its attributes), as handed back
+/// to `resolve_leak` / `record_retry_failure`.
+pub fn leak_entry_from_py(entry: &Bound<'_, PyAny>) -> PyResult<LeakEntry> {
+    let py = entry.py();
+    let what = "LeakEntry";
+    let attempts = attribute(entry, intern!(py, "attempts"), what)?;
+    let attempts = attempts
+        .extract::<u32>()
+        .map_err(|_| PyTypeError::new_err(format!("{what}: `attempts` must be an int between 0 and 2^32-1")))?;
+    Ok(LeakEntry {
+        key: text(entry, intern!(py, "key"), what)?,
+        provider: text(entry, intern!(py, "provider"), what)?,
+        provider_sandbox_id: text(entry, intern!(py, "provider_sandbox_id"), what)?,
+        run_id: text(entry, intern!(py, "run_id"), what)?,
+        last_error: text(entry, intern!(py, "last_error"), what)?,
+        failed_at: epoch_millis(entry, intern!(py, "failed_at"), what)?,
+        attempts,
+    })
 }
 
 fn attribute<'py>(object: &Bound<'py, PyAny>, name: &Bound<'py, PyString>, what: &str) -> PyResult<Bound<'py, PyAny>> {
     object.getattr(name).map_err(|error| {
         if error.is_instance_of::<PyAttributeError>(object.py()) {
             let kind = type_name(object);
-            PyTypeError::new_err(format!("expected a {}, got {kind} (no `{name}` attribute)", class_of(what)))
+            PyTypeError::new_err(format!("expected a {what}, got {kind} (no `{name}` attribute)"))
         } else {
             error
         }
     })
-}
-
-/// "SandboxInstanceRecord" for a record type name, else a generic description.
-fn class_of(what: &str) -> &str {
-    if what.starts_with("the record") {
-        "SandboxInstanceRecord, a wire-form dict or None"
-    } else {
-        what
-    }
 }
 
 fn as_text<'py>(value: Bound<'py, PyAny>, field: &str, what: &str) -> PyResult<Bound<'py, PyString>> {
@@ -177,20 +165,7 @@ fn type_name(object: &Bound<'_, PyAny>) -> String {
 
 /// The core names fields in their wire (camelCase) spelling; Python callers
 /// know them as snake_case attributes.
-fn invalid_record(invalid: InvalidRecord) -> PyErr {
-    let mut field = String::with_capacity(invalid.field.len() + 4);
-    for character in invalid.field.chars() {
-        if character.is_ascii_uppercase() {
-            field.push('_');
-            field.push(character.to_ascii_lowercase());
-        } else {
-            field.push(character);
-        }
-    }
+pub fn invalid_record(invalid: InvalidRecord) -> PyErr {
+    let field = crate::errors::snake_case(invalid.field);
     PyValueError::new_err(format!("invalid sandbox instance record: `{field}` {}", invalid.reason))
-}
-
-/// Whether `object` is exactly (not a subclass of) the native class `T`.
-pub fn is_exactly<T: PyTypeInfo>(object: &Bound<'_, PyAny>) -> bool {
-    object.get_type().is(T::type_object(object.py()))
 }

@@ -1,7 +1,8 @@
 //! `InMemorySandboxInstanceStore` for Python: the core's in-memory store
 //! behind the same synchronous `get` / `upsert` / `delete` methods a Python
-//! store has, so it plugs into the interpreter like any host object, and is
-//! answered inside the machine's own native calls when passed as is.
+//! store has, so it plugs into the reclaim like any host object; passed as
+//! is, the program walker calls it synchronously and reads `_reclaim_view`
+//! instead of building a record.
 
 use std::sync::Arc;
 
@@ -9,7 +10,7 @@ use pyo3::prelude::*;
 use sandbox_reclaim::{InMemorySandboxInstanceStore, LeakLedger, SandboxInstanceStore};
 
 use crate::ready::ready;
-use crate::records::{instance_from_py, instance_to_py, leak_entry_to_py, new_leak_from_py};
+use crate::records::{instance_from_py, instance_to_py, leak_entry_from_py, leak_entry_to_py, new_leak_from_py};
 
 /// An instance store in memory. It copies records in and out: mutating
 /// nothing a caller holds can change what it stores.
@@ -38,6 +39,13 @@ impl MemoryStore {
             Some(record) => Ok(Some(instance_to_py(py, &record)?)),
             None => Ok(None),
         }
+    }
+
+    /// What a reclaim reads of the record under `key`: `(provider,
+    /// provider_sandbox_id)`, or `None` (no record object is built).
+    fn _reclaim_view(&self, key: &str) -> PyResult<Option<(String, String)>> {
+        let found = ready(self.inner.get(key))?.map_err(store_error)?;
+        Ok(found.map(|record| (record.provider, record.provider_sandbox_id)))
     }
 
     /// Stores a copy of `record`, replacing any under the same key. A record
@@ -92,6 +100,42 @@ impl MemoryLedgerStore {
         let py = slf.py();
         let entries = ready(slf.as_super().inner.list_leaks(provider))?.map_err(store_error)?;
         entries.iter().map(|entry| leak_entry_to_py(py, entry)).collect()
+    }
+
+    /// How many leak entries are pending, of one provider or all.
+    #[pyo3(signature = (provider=None))]
+    fn count_leaks(slf: PyRef<'_, Self>, provider: Option<&str>) -> PyResult<u64> {
+        ready(slf.as_super().inner.count_leaks(provider))?.map_err(store_error)
+    }
+
+    /// Claims up to `limit` of `provider`'s entries for `lease` seconds.
+    fn claim_leaks<'py>(
+        slf: PyRef<'py, Self>,
+        provider: &str,
+        limit: usize,
+        lease: f64,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let py = slf.py();
+        let lease = crate::sql_store::seconds("lease", lease)?;
+        let entries = ready(slf.as_super().inner.claim_leaks(provider, limit, lease))?.map_err(store_error)?;
+        entries.iter().map(|entry| leak_entry_to_py(py, entry)).collect()
+    }
+
+    /// Removes a claimed entry whose sandbox is now destroyed.
+    fn resolve_leak(slf: PyRef<'_, Self>, entry: &Bound<'_, PyAny>) -> PyResult<()> {
+        let entry = leak_entry_from_py(entry)?;
+        ready(slf.as_super().inner.resolve_leak(&entry))?.map_err(store_error)
+    }
+
+    /// Bumps a claimed entry's attempts, keeps `message` and releases the claim.
+    fn record_retry_failure(
+        slf: PyRef<'_, Self>,
+        entry: &Bound<'_, PyAny>,
+        message: &str,
+        failed_at: u64,
+    ) -> PyResult<()> {
+        let entry = leak_entry_from_py(entry)?;
+        ready(slf.as_super().inner.record_retry_failure(&entry, message, failed_at))?.map_err(store_error)
     }
 }
 

@@ -51,3 +51,16 @@ def test_quickstart_example_runs() -> None:
     ]
     assert "WARNING reclaim: provider destroy failed; deleting the record anyway runId=run-2" in done.stderr
     assert "ERROR reclaim: destroy failed; sandbox may still be running runId=run-2" in done.stderr
+
+
+def test_durable_example_runs() -> None:
+    done = run(str(REPO / "examples" / "python" / "durable.py"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "run-0: destroy-failed",
+        "run-1: destroyed",
+        "run-2: destroyed",
+        "leak: run-0 thread-0:sandbox attempts=1 error='engine hiccup'",
+        "retry: retried=1 destroyed=1 still_failing=0",
+        "leaks left: 0; sandboxes left: 0",
+    ]

@@ -6,49 +6,83 @@ Quick start::
 
     store = InMemorySandboxInstanceStore()
     outcome = await reclaim_sandbox(record, provider=my_provider, instances=store)
+
+Durable stores (``SqliteSandboxInstanceStore``, ``PostgresSandboxInstanceStore``)
+keep a leak ledger that ``retry_leaks`` works off; ``DockerProvider`` and
+``LocalProvider`` create, list, exec in and destroy sandboxes they own.
 """
 
 from __future__ import annotations
 
+import atexit
+
 from . import _native
 from ._driver import Logger, RecordInput, reclaim_sandbox, sandbox_reclaimer
-from ._errors import SandboxReclaimError, SandboxReclaimFailedError
+from ._errors import (
+    SandboxNotOwnedError,
+    SandboxProviderError,
+    SandboxReclaimError,
+    SandboxReclaimFailedError,
+    SandboxStoreError,
+)
+from ._ledger import list_leaks, retry_leaks
 from ._logging import ERRORS_LEVEL, SANDBOX_LEVEL, WARN_LEVEL
 from ._native import InMemoryLeakLedgerStore, InMemorySandboxInstanceStore
+from ._providers import DockerProvider, LocalProvider
 from ._protocols import LeakLedgerStore, ReclaimLogger, SandboxInstanceStore, SandboxProvider
 from ._records import (
+    ExecResult,
     JsonValue,
     LeakEntry,
     NewLeak,
     ReclaimOutcome,
+    RetrySummary,
     RunRecord,
     RunStatus,
+    SandboxHandle,
     SandboxInstanceRecord,
 )
+from ._stores import PostgresSandboxInstanceStore, SqliteSandboxInstanceStore
 
 _native._bind_record_types(SandboxInstanceRecord, LeakEntry)
+_native._bind_error_types(SandboxStoreError, SandboxProviderError, SandboxNotOwnedError)
+# Store and provider futures finish on native threads: stop them touching the
+# interpreter once it exits (see bindings-python/src/bridge.rs).
+atexit.register(_native._shutdown)
 
 __all__ = [
     "ERRORS_LEVEL",
     "SANDBOX_LEVEL",
     "WARN_LEVEL",
+    "DockerProvider",
+    "ExecResult",
     "InMemoryLeakLedgerStore",
     "InMemorySandboxInstanceStore",
     "JsonValue",
     "LeakEntry",
     "LeakLedgerStore",
+    "LocalProvider",
     "Logger",
     "NewLeak",
+    "PostgresSandboxInstanceStore",
     "ReclaimLogger",
     "ReclaimOutcome",
     "RecordInput",
+    "RetrySummary",
     "RunRecord",
     "RunStatus",
+    "SandboxHandle",
     "SandboxInstanceRecord",
     "SandboxInstanceStore",
+    "SandboxNotOwnedError",
     "SandboxProvider",
+    "SandboxProviderError",
     "SandboxReclaimError",
     "SandboxReclaimFailedError",
+    "SandboxStoreError",
+    "SqliteSandboxInstanceStore",
+    "list_leaks",
     "reclaim_sandbox",
+    "retry_leaks",
     "sandbox_reclaimer",
 ]

@@ -1,62 +1,37 @@
-"""``reclaim_sandbox`` and ``sandbox_reclaimer``: a small asyncio interpreter
-of the core's reclaim state machine (``_native.start`` / ``Drive``).
+"""``reclaim_sandbox`` and ``sandbox_reclaimer``: check the arguments, pick
+the core's compiled reclaim program for them and walk it (``_program.py``).
 
-The machine decides; this module only performs the steps it asks for on the
-caller's event loop, awaiting a host method's result only when it is
-awaitable, so plain and ``async`` methods both work. Each answer goes back in
-one native call that returns ``(op, arg, logs)``: the next step and the log
-lines to emit before it (a delete's answer carries no data, so a delete step
-already carries the step after it, acted on once the delete succeeded; the
-op codes are documented in ``bindings-python/src/drive.rs``). Store errors are never caught (they propagate as the
-very object raised); a destroy error is fed back to the machine
-(``destroy-failed``). ``CancelledError`` is not an ``Exception``, so
-cancelling the awaiting task stops the reclaim at the pending host call.
+Arguments are checked before any host call (``TypeError``/``ValueError``
+naming the field). The program is chosen by api and by whether the store has
+a leak ledger (a callable ``delete_recording_leak``); the exact native
+in-memory store gets a walker that calls it synchronously.
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
-import types
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeAlias
 
 from . import _native
-from ._errors import SandboxReclaimFailedError
 from ._logging import adapt_logger
+from ._program import WALKERS
 from ._protocols import ReclaimLogger, SandboxInstanceStore, SandboxProvider
 from ._records import NewLeak, ReclaimOutcome, RunRecord
 
-_OUTCOMES: tuple[ReclaimOutcome, ...] = tuple(ReclaimOutcome)  # index order = the core's ReclaimOutcome::ALL
-_OP_GET = _native.OP_GET
-_OP_DESTROY = _native.OP_DESTROY
-_OP_DELETE = _native.OP_DELETE
-_OP_DELETE_RECORDING_LEAK = _native.OP_DELETE_RECORDING_LEAK
-_OP_FINISH = _native.OP_FINISH
-_OP_FAIL = _native.OP_FAIL
+_MEMORY_STORE = _native.InMemorySandboxInstanceStore
+_MEMORY_LEDGER_STORE = _native.InMemoryLeakLedgerStore
+# reclaim_sandbox's walkers: (store has a ledger, exact native store).
+_HOST_WALK = WALKERS[(False, False, False)]
+_HOST_LEDGER_WALK = WALKERS[(False, True, False)]
+_NATIVE_WALK = WALKERS[(False, False, True)]
+_NATIVE_LEDGER_WALK = WALKERS[(False, True, True)]
 
 Logger: TypeAlias = "ReclaimLogger | logging.Logger | logging.LoggerAdapter[Any]"
 """A reclaim logger: stdlib loggers map ``warn``/``errors``/``sandbox`` to WARNING/ERROR/DEBUG."""
 
 RecordInput: TypeAlias = RunRecord | Mapping[str, Any]
 """A ``RunRecord``, or a mapping in the camelCase wire form (read with ``RunRecord.from_dict``)."""
-
-
-_COROUTINE = types.CoroutineType
-_AWAITABLE_TYPES: dict[type, bool] = {}
-
-
-def _awaitable(value: object) -> bool:
-    """Whether a host method's result must be awaited (cached per type: a
-    failed ``hasattr`` costs an exception)."""
-    kind = type(value)
-    known = _AWAITABLE_TYPES.get(kind)
-    if known is None:
-        known = inspect.isawaitable(value)
-        # A generator is awaitable only if its code is a @types.coroutine one.
-        if kind is not types.GeneratorType:
-            _AWAITABLE_TYPES[kind] = known
-    return known
 
 
 def _run_record(record: object) -> RunRecord:
@@ -104,7 +79,7 @@ def _ledger(instances: object) -> Callable[[str, NewLeak], Any] | None:
     return ledger if callable(ledger) else None
 
 
-async def _drive(
+def _walk(
     record: RunRecord,
     name: str,
     instances: object,
@@ -114,73 +89,16 @@ async def _drive(
     ledger: Callable[[str, NewLeak], Any] | None,
     logger: ReclaimLogger | None,
     reclaimer: bool,
-) -> ReclaimOutcome:
-    drive, op, arg, logs = _native.start(
-        record.run_id, record.sandbox_key, name, instances, ledger is not None, reclaimer, logger is not None
-    )
-    # The machine's usual order (get, destroy, delete, finish; no log lines)
-    # unrolled first: each step is still the one the machine returned, and
-    # anything else falls through to the general loop below. Per reclaim this
-    # saves the dispatch a loop pays on every step.
-    if op == _OP_GET and logs is None:
-        found = get(arg)
-        if type(found) is _COROUTINE or (found is not None and _awaitable(found)):
-            found = await found
-        op, arg, logs = drive.loaded(found)
-        if op == _OP_DESTROY and logs is None:
-            try:
-                result = destroy(arg)
-                if type(result) is _COROUTINE or (result is not None and _awaitable(result)):
-                    await result
-            except Exception as error:  # noqa: BLE001 - any failure is the destroy-failed path
-                op, arg, logs = drive.destroy_failed(error)
-            else:
-                op, arg, logs = drive.destroyed()
-                if op == _OP_DELETE and logs is None:
-                    key, op, arg, logs = arg
-                    result = delete(key)
-                    if type(result) is _COROUTINE or (result is not None and _awaitable(result)):
-                        await result
-                    if op == _OP_FINISH and logs is None:
-                        outcome: ReclaimOutcome = _OUTCOMES[arg]
-                        return outcome
-    while True:
-        if logs is not None:
-            for level, message, meta in logs:
-                getattr(logger, level)(message, meta)
-        if op == _OP_GET:
-            found = get(arg)
-            if type(found) is _COROUTINE or (found is not None and _awaitable(found)):
-                found = await found
-            op, arg, logs = drive.loaded(found)
-        elif op == _OP_DESTROY:
-            try:
-                result = destroy(arg)
-                if type(result) is _COROUTINE or (result is not None and _awaitable(result)):
-                    await result
-            except Exception as error:  # noqa: BLE001 - any failure is the destroy-failed path
-                op, arg, logs = drive.destroy_failed(error)
-            else:
-                op, arg, logs = drive.destroyed()
-        elif op == _OP_DELETE:
-            key, op, arg, logs = arg
-            result = delete(key)
-            if type(result) is _COROUTINE or (result is not None and _awaitable(result)):
-                await result
-        elif op == _OP_FINISH:
-            outcome = _OUTCOMES[arg]
-            return outcome
-        elif op == _OP_DELETE_RECORDING_LEAK:
-            fields, op, arg, logs = arg
-            assert ledger is not None  # the machine asks only when told there is one
-            result = ledger(fields[0], NewLeak(*fields))
-            if type(result) is _COROUTINE or (result is not None and _awaitable(result)):
-                await result
-        elif op == _OP_FAIL:
-            # Raised outside any except block: no __context__, no __cause__.
-            raise SandboxReclaimFailedError(*arg)
-        else:  # _native.OP_LOG: lines to emit before a native-store step
-            op, arg, logs = drive.resume()
+) -> Awaitable[ReclaimOutcome | None]:
+    """Starts the walk of the program for these arguments."""
+    # Exact types only: a Python subclass may override get/delete, and then
+    # its methods must answer.
+    kind = type(instances)
+    native = kind is _MEMORY_STORE or kind is _MEMORY_LEDGER_STORE
+    if native:
+        get = instances._reclaim_view  # type: ignore[attr-defined]
+    walker = WALKERS[(reclaimer, ledger is not None, native)]
+    return walker(record.run_id, record.sandbox_key, name, get, destroy, delete, ledger, logger)
 
 
 async def reclaim_sandbox(
@@ -204,24 +122,40 @@ async def reclaim_sandbox(
     """
     if type(record) is not RunRecord:
         record = _run_record(record)
-    # The common case is checked inline (this runs on every call); _Host
+    # The common cases are checked inline (this runs on every call); _Host
     # checks again and raises the TypeError naming the field.
+    kind = type(instances)
+    if kind is _MEMORY_STORE or kind is _MEMORY_LEDGER_STORE:
+        # Exactly the native store (a Python subclass may override get/delete,
+        # and then its methods must answer): called synchronously.
+        get = instances._reclaim_view  # type: ignore[attr-defined]
+        delete = instances.delete
+        ledger = instances.delete_recording_leak if kind is _MEMORY_LEDGER_STORE else None  # type: ignore[attr-defined]
+        walk = _NATIVE_LEDGER_WALK if ledger is not None else _NATIVE_WALK
+    else:
+        try:
+            get = instances.get
+            delete = instances.delete
+        except AttributeError:
+            get = delete = None
+        if not (callable(get) and callable(delete)):
+            _Host(provider, instances, logger)  # raises the TypeError naming the field
+        ledger = getattr(instances, "delete_recording_leak", None)
+        if ledger is not None and not callable(ledger):
+            ledger = None  # the store "has a ledger" iff delete_recording_leak is callable
+        walk = _HOST_LEDGER_WALK if ledger is not None else _HOST_WALK
+    name: object
     try:
         name = provider.name
-        get = instances.get
-        delete = instances.delete
         destroy = provider.destroy
     except AttributeError:
-        name = None
-    if type(name) is not str or not (callable(get) and callable(delete) and callable(destroy)):
+        name = destroy = None
+    if type(name) is not str or not callable(destroy):
         host = _Host(provider, instances, logger)
-        get, delete, destroy = host.get, host.delete, host.destroy
-        name = _provider_name(provider)
-    ledger = getattr(instances, "delete_recording_leak", None)
-    if ledger is not None and not callable(ledger):
-        ledger = None  # the store "has a ledger" iff delete_recording_leak is callable
+        name, destroy = _provider_name(provider), host.destroy
     adapted = None if logger is None else adapt_logger(logger)
-    return await _drive(record, name, instances, get, destroy, delete, ledger, adapted, False)
+    outcome: ReclaimOutcome = await walk(record.run_id, record.sandbox_key, name, get, destroy, delete, ledger, adapted)
+    return outcome
 
 
 def sandbox_reclaimer(
@@ -243,6 +177,6 @@ def sandbox_reclaimer(
         run = record if type(record) is RunRecord else _run_record(record)
         # provider.name is read per reclaim, as the reference does.
         name = _provider_name(host.provider)
-        await _drive(run, name, host.instances, host.get, host.destroy, host.delete, host.ledger, host.logger, True)
+        await _walk(run, name, host.instances, host.get, host.destroy, host.delete, host.ledger, host.logger, True)
 
     return reclaim

@@ -36,3 +36,29 @@ class SandboxReclaimFailedError(SandboxReclaimError):
     def __reduce__(self) -> tuple[type[SandboxReclaimFailedError], tuple[str, str | None]]:
         # The default would call cls(message): rebuild from the fields instead.
         return (type(self), (self.run_id, self.sandbox_key))
+
+
+class SandboxStoreError(SandboxReclaimError):
+    """A durable store (SQLite, PostgreSQL) failed: it could not be opened,
+    migrated or reached, or a query failed. Refused input is a ``ValueError``
+    instead, raised before anything is written."""
+
+
+class SandboxProviderError(SandboxReclaimError):
+    """A native provider (Docker, local) failed; the message is the
+    backend's. Refused input is a ``ValueError`` naming the field instead."""
+
+
+class SandboxNotOwnedError(SandboxProviderError):
+    """The ownership guard: the sandbox exists but carries another owner (or
+    none), so the provider refused to touch it. ``sandbox_id`` is the id it
+    was handed."""
+
+    sandbox_id: str
+
+    def __init__(self, message: str, sandbox_id: str) -> None:
+        super().__init__(message)
+        self.sandbox_id = sandbox_id
+
+    def __reduce__(self) -> tuple[type[SandboxNotOwnedError], tuple[str, str]]:
+        return (type(self), (str(self), self.sandbox_id))

@@ -1,42 +1,17 @@
 """Type stubs of the native module (Rust, pyo3). Internal: use the package API."""
 
-from typing import Any, Final
+import builtins
+from collections.abc import Awaitable
 
 from ._records import LeakEntry, NewLeak, SandboxInstanceRecord
-
-OP_GET: Final[int]
-OP_DESTROY: Final[int]
-OP_DELETE: Final[int]
-OP_DELETE_RECORDING_LEAK: Final[int]
-OP_FINISH: Final[int]
-OP_FAIL: Final[int]
-OP_LOG: Final[int]
-
-LogLine = tuple[str, str, dict[str, Any]]
-Step = tuple[int, Any, list[LogLine] | None]
 
 def reclaim_failed_message(run_id: str, sandbox_key: str | None = None) -> str:
     """The message of SandboxReclaimFailedError, built by the core."""
 
 def _bind_record_types(instance: type[SandboxInstanceRecord], leak_entry: type[LeakEntry], /) -> None: ...
-def start(
-    run_id: str,
-    sandbox_key: str | None,
-    provider_name: str,
-    instances: object,
-    has_ledger: bool,
-    reclaimer: bool,
-    with_logs: bool,
-    /,
-) -> tuple[Drive, int, Any, list[LogLine] | None]: ...
-
-class Drive:
-    """One reclaim in progress: feed an answer, get the next step."""
-
-    def loaded(self, instance: object, /) -> Step: ...
-    def destroyed(self) -> Step: ...
-    def destroy_failed(self, error: BaseException, /) -> Step: ...
-    def resume(self) -> Step: ...
+def reclaim_program(api: str, ledger: bool, /) -> str:
+    """The core's compiled reclaim program of ``api`` ("reclaimSandbox" or
+    "sandboxReclaimer"), for a store with or without a ledger, as JSON."""
 
 class InMemorySandboxInstanceStore:
     """An instance store in memory (the core's). Copies records in and out.
@@ -54,9 +29,18 @@ class InMemorySandboxInstanceStore:
         """Stores a copy; ``ValueError`` naming the field for a record breaking the store contract."""
     def delete(self, key: str, /) -> None:
         """Deletes the record; a missing key is a no-op."""
+    def _reclaim_view(self, key: str, /) -> tuple[str, str] | None:
+        """``(provider, provider_sandbox_id)`` of the record, or ``None``."""
     def records(self) -> list[SandboxInstanceRecord]:
         """Every record, sorted by key."""
     def __len__(self) -> int: ...
+
+def _shutdown() -> None:
+    """Registered with atexit: native completions stop touching the interpreter."""
+
+def _bind_error_types(
+    store: type[Exception], provider: type[Exception], not_owned: type[Exception], /
+) -> None: ...
 
 class InMemoryLeakLedgerStore(InMemorySandboxInstanceStore):
     """An in-memory store with a leak ledger."""
@@ -66,3 +50,67 @@ class InMemoryLeakLedgerStore(InMemorySandboxInstanceStore):
         """Deletes the record and records the leak, in one step."""
     def list_leaks(self, provider: str | None = None) -> list[LeakEntry]:
         """Pending leak entries, oldest first, of one provider or of all."""
+    def count_leaks(self, provider: str | None = None) -> int:
+        """How many leak entries are pending, of one provider or of all."""
+    def claim_leaks(self, provider: str, limit: int, lease: float, /) -> list[LeakEntry]:
+        """Claims up to ``limit`` of ``provider``'s entries for ``lease`` seconds."""
+    def resolve_leak(self, entry: LeakEntry, /) -> None:
+        """Removes a claimed entry whose sandbox is now destroyed."""
+    def record_retry_failure(self, entry: LeakEntry, message: str, failed_at: int, /) -> None:
+        """Bumps a claimed entry's attempts, keeps ``message`` and releases the claim."""
+
+class SqlStore:
+    """A native SQLite or PostgreSQL store handle; every method returns an awaitable."""
+
+    def get(self, key: str, /) -> Awaitable[SandboxInstanceRecord | None]: ...
+    def upsert(self, record: SandboxInstanceRecord, /) -> Awaitable[None]: ...
+    def delete(self, key: str, /) -> Awaitable[None]: ...
+    def delete_recording_leak(self, key: str, leak: NewLeak, /) -> Awaitable[None]: ...
+    def list_leaks(self, provider: str | None = None) -> Awaitable[list[LeakEntry]]: ...
+    def count_leaks(self, provider: str | None = None) -> Awaitable[int]: ...
+    def claim_leaks(self, provider: str, limit: int, lease: float, /) -> Awaitable[list[LeakEntry]]: ...
+    def resolve_leak(self, entry: LeakEntry, /) -> Awaitable[None]: ...
+    def record_retry_failure(self, entry: LeakEntry, message: str, failed_at: int, /) -> Awaitable[None]: ...
+    def close(self) -> Awaitable[None]: ...
+
+def open_sqlite(path: str, busy_timeout: float, max_connections: int, /) -> Awaitable[SqlStore]: ...
+def connect_postgres(
+    url: str,
+    schema: str,
+    instances_table: str,
+    leaks_table: str,
+    schema_version_table: str,
+    max_connections: int,
+    /,
+) -> Awaitable[SqlStore]: ...
+
+HandleTuple = tuple[str, str, int]
+
+class ManagedProvider:
+    """A native Docker or local provider handle; operations return awaitables."""
+
+    @property
+    def name(self) -> str: ...
+    def destroy(self, sandbox_id: str, /) -> Awaitable[None]: ...
+    def create(self, key: str, labels: dict[str, str] | None = None, /) -> Awaitable[HandleTuple]: ...
+    def list(self) -> Awaitable[builtins.list[HandleTuple]]: ...
+    def exec(self, sandbox_id: str, argv: builtins.list[str], /) -> Awaitable[tuple[str, str, int]]: ...
+    def isolation(self) -> str | None: ...
+
+def docker_provider(
+    image: str,
+    keep_alive: list[str] | None,
+    network_mode: str,
+    cpus: float | None,
+    memory_bytes: int | None,
+    owner: str,
+    name: str,
+    docker_host: str | None,
+    /,
+) -> ManagedProvider: ...
+def local_provider(
+    base_dir: str, owner: str, keep_alive: list[str] | None, isolation: str, name: str, /
+) -> ManagedProvider: ...
+def retry_leaks(
+    provider: ManagedProvider, instances: SqlStore | InMemoryLeakLedgerStore, limit: int, lease: float, /
+) -> Awaitable[tuple[int, int, int]]: ...

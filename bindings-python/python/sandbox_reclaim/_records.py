@@ -280,6 +280,15 @@ class NewLeak:
     error_message: str
     failed_at: int
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> NewLeak:
+        """Reads the camelCase wire form. Every field is required."""
+        keywords = _read_wire("NewLeak", data, _NEW_LEAK_WIRE, tuple(_NEW_LEAK_WIRE))
+        failed_at = keywords.get("failed_at")
+        if isinstance(failed_at, float) and failed_at.is_integer():
+            keywords["failed_at"] = int(failed_at)
+        return cls(**keywords)
+
     def to_dict(self) -> dict[str, Any]:
         """The camelCase wire form (the Node binding's ``deleteRecordingLeak`` argument)."""
         return _write_wire(self, _NEW_LEAK_WIRE)
@@ -309,6 +318,63 @@ class LeakEntry:
     failed_at: int
     attempts: int
 
+    def __post_init__(self) -> None:
+        owner = "LeakEntry"
+        for field, wire in (("key", "key"), ("provider", "provider"), ("provider_sandbox_id", "providerSandboxId")):
+            _check_text(owner, field, wire, getattr(self, field))
+        _check_text(owner, "run_id", "runId", self.run_id)
+        _check_text(owner, "last_error", "lastError", self.last_error)
+        _check_whole(owner, "failed_at", "failedAt", self.failed_at)
+        _check_whole(owner, "attempts", "attempts", self.attempts)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LeakEntry:
+        """Reads the camelCase wire form (a Node ``LeakEntry``). Every field is required."""
+        keywords = _read_wire("LeakEntry", data, _LEAK_ENTRY_WIRE, tuple(_LEAK_ENTRY_WIRE))
+        for field in ("failed_at", "attempts"):
+            value = keywords.get(field)
+            if isinstance(value, float) and value.is_integer():
+                keywords[field] = int(value)
+        return cls(**keywords)
+
     def to_dict(self) -> dict[str, Any]:
         """The camelCase wire form."""
         return _write_wire(self, _LEAK_ENTRY_WIRE)
+
+
+@dataclass(frozen=True, slots=True)
+class RetrySummary:
+    """What one :func:`retry_leaks` call did."""
+
+    retried: int
+    """Entries claimed and retried."""
+    destroyed: int
+    """Entries whose destroy now succeeded (and were removed from the ledger)."""
+    still_failing: int
+    """Entries whose destroy failed again (attempts bumped, error kept)."""
+
+    def to_dict(self) -> dict[str, int]:
+        """The camelCase wire form (``{retried, destroyed, stillFailing}``)."""
+        return {"retried": self.retried, "destroyed": self.destroyed, "stillFailing": self.still_failing}
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxHandle:
+    """A sandbox a managed provider created or listed."""
+
+    key: str
+    """The sandbox key it was created for."""
+    id: str
+    """The provider-side id: an instance record's ``provider_sandbox_id``."""
+    created_at: int
+    """Creation time, epoch milliseconds."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExecResult:
+    """What a command run in a sandbox produced (invalid UTF-8 replaced)."""
+
+    stdout: str
+    stderr: str
+    exit_code: int
+    """The exit code; ``128 + n`` when killed by signal ``n``."""

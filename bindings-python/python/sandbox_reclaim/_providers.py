@@ -1,0 +1,170 @@
+"""Managed providers on the Rust core: ``DockerProvider`` (containers through
+the Docker Engine API, Docker or podman) and ``LocalProvider`` (a private
+directory plus a supervised process tree, in namespaces where possible).
+
+Each is a ``SandboxProvider`` (``name`` + ``async destroy``) that also
+creates, lists and runs commands in its sandboxes. Sandboxes carry an owner
+label; ``destroy`` and ``exec`` refuse one of another owner with
+:class:`SandboxNotOwnedError`, and ``destroy`` of a sandbox already gone
+succeeds.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+from . import _native
+from ._records import ExecResult, SandboxHandle
+
+DEFAULT_OWNER = "sandbox-reclaim"
+"""The owner namespace both providers use unless told otherwise."""
+
+Isolation = Literal["auto", "namespaces", "process-group"]
+
+
+def _text(field: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"`{field}` must be a str, got {type(value).__name__}")
+    return value
+
+
+def _argv(field: str, value: object) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(f"`{field}` must be a sequence of str (an argv), got {type(value).__name__}")
+    for item in value:
+        _text(field, item)
+    return list(value)
+
+
+def _labels(value: object) -> dict[str, str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError(f"`labels` must be a mapping of str to str, got {type(value).__name__}")
+    for name, text in value.items():
+        _text("labels", name)
+        _text("labels", text)
+    return dict(value)
+
+
+class _ManagedProvider:
+    __slots__ = ("_native",)
+    _native: _native.ManagedProvider
+
+    @property
+    def name(self) -> str:
+        """The provider name instance records carry in ``provider``."""
+        return self._native.name
+
+    async def destroy(self, sandbox_id: str) -> None:
+        """Destroys the sandbox (already gone is success). Raises
+        :class:`SandboxNotOwnedError` for a sandbox of another owner and
+        :class:`SandboxProviderError` when the backend fails."""
+        await self._native.destroy(_text("sandbox_id", sandbox_id))
+
+    async def create(self, key: str, labels: Mapping[str, str] | None = None) -> SandboxHandle:
+        """Creates a running sandbox for ``key``, or returns the one this
+        provider already has for it (a retried create never starts two).
+        ``labels`` are extra labels; the ``io.sandbox-reclaim.`` prefix is reserved."""
+        found_key, sandbox_id, created_at = await self._native.create(_text("key", key), _labels(labels))
+        return SandboxHandle(found_key, sandbox_id, created_at)
+
+    async def list(self) -> list[SandboxHandle]:
+        """The sandboxes this provider's owner namespace holds, oldest first."""
+        return [SandboxHandle(*handle) for handle in await self._native.list()]
+
+    async def exec(self, sandbox_id: str, argv: Sequence[str]) -> ExecResult:
+        """Runs ``argv`` in the sandbox and waits for it to finish."""
+        command = _argv("argv", argv)
+        assert command is not None
+        stdout, stderr, exit_code = await self._native.exec(_text("sandbox_id", sandbox_id), command)
+        return ExecResult(stdout, stderr, exit_code)
+
+
+class DockerProvider(_ManagedProvider):
+    """Sandboxes as containers on a Docker Engine API (Docker or podman).
+
+    ``image`` must already be present on the engine; ``keep_alive`` is the
+    command that keeps a container running (default ``sleep infinity``);
+    ``network_mode`` defaults to ``"none"``; ``docker_host`` defaults to
+    ``DOCKER_HOST``, else the local socket. Connecting is lazy.
+    """
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        *,
+        image: str,
+        keep_alive: Sequence[str] | None = None,
+        network_mode: str = "none",
+        cpus: float | None = None,
+        memory_bytes: int | None = None,
+        owner: str = DEFAULT_OWNER,
+        name: str = "docker",
+        docker_host: str | None = None,
+    ) -> None:
+        if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, (int, float))):
+            raise TypeError(f"`cpus` must be a number or None, got {type(cpus).__name__}")
+        if cpus is not None and not math.isfinite(cpus):
+            raise ValueError(f"`cpus` must be a positive number of CPUs, got {cpus!r}")
+        if memory_bytes is not None and (isinstance(memory_bytes, bool) or not isinstance(memory_bytes, int)):
+            raise TypeError(f"`memory_bytes` must be an int or None, got {type(memory_bytes).__name__}")
+        if memory_bytes is not None and not -(2**63) <= memory_bytes < 2**63:
+            raise ValueError("`memory_bytes` is out of range")
+        self._native = _native.docker_provider(
+            _text("image", image),
+            _argv("keep_alive", keep_alive),
+            _text("network_mode", network_mode),
+            None if cpus is None else float(cpus),
+            memory_bytes,
+            _text("owner", owner),
+            _text("name", name),
+            None if docker_host is None else _text("docker_host", docker_host),
+        )
+
+    def __repr__(self) -> str:
+        return f"<DockerProvider name={self.name!r}>"
+
+
+class LocalProvider(_ManagedProvider):
+    """Sandboxes as directories under ``base_dir`` plus supervised process
+    trees: fresh PID, mount, network (loopback only), IPC and UTS namespaces
+    where the kernel allows, else a process group (``isolation="auto"``).
+    """
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        *,
+        base_dir: str | os.PathLike[str],
+        owner: str = DEFAULT_OWNER,
+        keep_alive: Sequence[str] | None = None,
+        isolation: Isolation = "auto",
+        name: str = "local",
+    ) -> None:
+        if not isinstance(base_dir, (str, os.PathLike)):
+            raise TypeError(f"`base_dir` must be a str or os.PathLike, got {type(base_dir).__name__}")
+        directory = os.fspath(base_dir)
+        if not isinstance(directory, str):
+            raise TypeError("`base_dir` must be a text path, not bytes")
+        self._native = _native.local_provider(
+            directory, _text("owner", owner), _argv("keep_alive", keep_alive), _text("isolation", isolation), _text("name", name)
+        )
+
+    def isolation(self) -> Literal["namespaces", "process-group"]:
+        """The isolation new sandboxes get."""
+        found = self._native.isolation()
+        if found == "namespaces":
+            return "namespaces"
+        assert found == "process-group", found
+        return "process-group"
+
+    def __repr__(self) -> str:
+        return f"<LocalProvider name={self.name!r} isolation={self.isolation()!r}>"

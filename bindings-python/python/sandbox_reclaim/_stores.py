@@ -1,0 +1,173 @@
+"""Durable instance stores with a leak ledger, on the Rust core (sqlx):
+``SqliteSandboxInstanceStore`` (one file shared by the processes of one
+machine) and ``PostgresSandboxInstanceStore`` (a fleet of hosts).
+
+Both are ``LeakLedgerStore``s with ``async def`` methods, so they plug into
+``reclaim_sandbox`` / ``sandbox_reclaimer`` like any Python store, and share
+their tables with the Node binding and Rust: a record one language writes
+reads back unchanged in the others.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from types import TracebackType
+from typing import Any, TypeVar
+
+from . import _native
+from ._records import LeakEntry, NewLeak, SandboxInstanceRecord
+
+_Store = TypeVar("_Store", bound="_SqlStore")
+
+
+def _check_str(field: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"`{field}` must be a str, got {type(value).__name__}")
+    return value
+
+
+def _check_count(field: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"`{field}` must be an int, got {type(value).__name__}")
+    if not 1 <= value <= 2**32 - 1:
+        raise ValueError(f"`{field}` must be at least 1, got {value}")
+    return value
+
+
+def _check_seconds(field: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"`{field}` must be a number of seconds, got {type(value).__name__}")
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"`{field}` must be a finite, non-negative number of seconds, got {value!r}")
+    return float(value)
+
+
+class _SqlStore:
+    """The methods both SQL stores share (a native ``SqlStore`` handle)."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: _native.SqlStore, /) -> None:
+        # Built by open()/connect(), which create the handle.
+        if not isinstance(native, _native.SqlStore):
+            raise TypeError(f"use `await {type(self).__name__}.open(...)`/`connect(...)` to create a store")
+        self._native = native
+
+    async def get(self, key: str) -> SandboxInstanceRecord | None:
+        """The record stored under ``key``, or ``None``."""
+        return await self._native.get(key)
+
+    async def upsert(self, record: SandboxInstanceRecord) -> None:
+        """Stores ``record``, fully replacing any under the same key
+        (``ValueError`` naming the field for a record breaking the contract)."""
+        await self._native.upsert(record)
+
+    async def delete(self, key: str) -> None:
+        """Deletes the record under ``key``; a missing key is a no-op."""
+        await self._native.delete(key)
+
+    async def delete_recording_leak(self, key: str, leak: NewLeak) -> None:
+        """Deletes the record ``key`` and records ``leak``, in one transaction."""
+        await self._native.delete_recording_leak(key, leak)
+
+    async def list_leaks(self, provider: str | None = None) -> list[LeakEntry]:
+        """Pending leak entries, oldest first, of one provider or of all."""
+        return await self._native.list_leaks(provider)
+
+    async def count_leaks(self, provider: str | None = None) -> int:
+        """How many leak entries are pending, of one provider or of all."""
+        return await self._native.count_leaks(provider)
+
+    async def claim_leaks(self, provider: str, limit: int, lease: float) -> list[LeakEntry]:
+        """Claims up to ``limit`` of ``provider``'s entries for ``lease``
+        seconds (used by :func:`retry_leaks`; an entry another retrier holds
+        is skipped until its lease ends)."""
+        return await self._native.claim_leaks(provider, limit, _check_seconds("lease", lease))
+
+    async def resolve_leak(self, entry: LeakEntry) -> None:
+        """Removes a claimed entry whose sandbox is now destroyed."""
+        await self._native.resolve_leak(entry)
+
+    async def record_retry_failure(self, entry: LeakEntry, message: str, failed_at: int) -> None:
+        """Bumps a claimed entry's attempts, keeps ``message`` and releases the claim."""
+        await self._native.record_retry_failure(entry, message, failed_at)
+
+    async def close(self) -> None:
+        """Closes the connection pool; later calls raise ``SandboxStoreError``."""
+        await self._native.close()
+
+    async def __aenter__(self: _Store) -> _Store:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        await self.close()
+
+
+class SqliteSandboxInstanceStore(_SqlStore):
+    """An instance store with a leak ledger in one SQLite file (WAL mode),
+    safe to share between processes (Python, Node, Rust) on one machine.
+    Create it with ``await SqliteSandboxInstanceStore.open(path)``."""
+
+    __slots__ = ()
+
+    @classmethod
+    async def open(
+        cls, path: str | os.PathLike[str], *, busy_timeout: float = 30.0, max_connections: int = 4
+    ) -> SqliteSandboxInstanceStore:
+        """Opens (creating if missing) the store file, switches it to WAL and
+        applies pending migrations. ``busy_timeout`` (seconds) is how long a
+        write waits for another process's lock."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"`path` must be a str or os.PathLike, got {type(path).__name__}")
+        file = os.fspath(path)
+        if not isinstance(file, str):
+            raise TypeError("`path` must be a text path, not bytes")
+        timeout = _check_seconds("busy_timeout", busy_timeout)
+        connections = _check_count("max_connections", max_connections)
+        return cls(await _native.open_sqlite(file, timeout, connections))
+
+    def __repr__(self) -> str:
+        return "<SqliteSandboxInstanceStore>"
+
+
+class PostgresSandboxInstanceStore(_SqlStore):
+    """An instance store with a leak ledger in PostgreSQL, for many hosts.
+    Create it with ``await PostgresSandboxInstanceStore.connect(url)``."""
+
+    __slots__ = ()
+
+    @classmethod
+    async def connect(
+        cls,
+        url: str,
+        *,
+        schema: str = "public",
+        instances_table: str = "sandbox_instances",
+        leaks_table: str = "sandbox_leaks",
+        schema_version_table: str = "sandbox_reclaim_schema_version",
+        max_connections: int = 10,
+    ) -> PostgresSandboxInstanceStore:
+        """Connects a pool to ``url`` (``postgres://user@host:port/db``),
+        creates ``schema`` if missing and applies pending migrations (under an
+        advisory lock, so hosts may start together). Names are plain
+        identifiers, quoted, so case-sensitive."""
+        names: dict[str, Any] = {
+            "url": url,
+            "schema": schema,
+            "instances_table": instances_table,
+            "leaks_table": leaks_table,
+            "schema_version_table": schema_version_table,
+        }
+        for field, value in names.items():
+            _check_str(field, value)
+        connections = _check_count("max_connections", max_connections)
+        native = await _native.connect_postgres(
+            url, schema, instances_table, leaks_table, schema_version_table, connections
+        )
+        return cls(native)
+
+    def __repr__(self) -> str:
+        return "<PostgresSandboxInstanceStore>"

@@ -1,0 +1,144 @@
+//! Tokio futures as asyncio awaitables, safe at interpreter exit.
+//!
+//! Why not pyo3-async-runtimes' `future_into_py`: it completes the asyncio
+//! future from a tokio thread that takes the GIL, and when the main thread
+//! wins the GIL midway and finalizes the interpreter (a script returning from
+//! `asyncio.run`), that thread's next GIL acquisition kills it mid-Rust-frame:
+//! a crash at exit in roughly one run in ten. Here every completion passes a
+//! gate that `shutdown` (registered with `atexit`, which runs while threads
+//! may still take the GIL) closes: it waits for completions in progress and
+//! turns later ones into no-ops. Everything touching Python (result and
+//! error conversion) happens inside the gated completion.
+//!
+//! Cancelling the asyncio future drops the Rust future at its next poll.
+
+use std::future::Future;
+use std::sync::{Mutex, OnceLock, PoisonError, RwLock};
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyCFunction;
+use tokio::runtime::Runtime;
+use tokio::sync::oneshot;
+
+/// `true` once the interpreter is exiting: completions no longer touch Python.
+static EXITING: RwLock<bool> = RwLock::new(false);
+
+/// The runtime every store and provider future runs on.
+pub fn runtime() -> PyResult<&'static Runtime> {
+    static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .thread_name("sandbox-reclaim")
+                .build()
+                .map_err(|error| error.to_string())
+        })
+        .as_ref()
+        .map_err(|error| {
+            PyRuntimeError::new_err(format!("sandbox_reclaim: could not start its tokio runtime: {error}"))
+        })
+}
+
+/// Runs `future` on the runtime and returns an asyncio future (of the running
+/// loop) resolved with `convert(py, output)`, under the GIL.
+pub fn awaitable<'py, F, C>(py: Python<'py>, future: F, convert: C) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    C: FnOnce(Python<'_>, F::Output) -> PyResult<Py<PyAny>> + Send + 'static,
+{
+    let runtime = runtime()?;
+    // Raises "no running event loop" when called outside a coroutine.
+    let event_loop = py.import(intern!(py, "asyncio"))?.call_method0(intern!(py, "get_running_loop"))?;
+    let asyncio_future = event_loop.call_method0(intern!(py, "create_future"))?;
+    let (abandon, abandoned) = oneshot::channel::<()>();
+    let on_done = AbandonOnDone { abandon: Mutex::new(Some(abandon)) };
+    asyncio_future.call_method1(intern!(py, "add_done_callback"), (on_done,))?;
+    let target = asyncio_future.clone().unbind();
+    let event_loop = event_loop.unbind();
+    runtime.spawn(async move {
+        let output = tokio::select! {
+            output = future => output,
+            // Cancelled (or otherwise done) on the Python side: stop here.
+            _ = abandoned => return,
+        };
+        let complete = move || complete(event_loop, target, output, convert);
+        // Taking the GIL may block: not on a runtime worker.
+        drop(tokio::task::spawn_blocking(complete));
+    });
+    Ok(asyncio_future)
+}
+
+fn complete<T, C>(event_loop: Py<PyAny>, target: Py<PyAny>, output: T, convert: C)
+where
+    C: FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>>,
+{
+    let exiting = EXITING.read().unwrap_or_else(PoisonError::into_inner);
+    if *exiting {
+        // No GIL may be taken any more; the references leak with the process.
+        std::mem::forget((event_loop, target));
+        return;
+    }
+    Python::attach(|py| {
+        let (succeeded, value) = match convert(py, output) {
+            Ok(value) => (true, value),
+            Err(error) => (false, error.into_value(py).into_any()),
+        };
+        let scheduled = settle_function(py).and_then(|settle| {
+            event_loop.call_method1(py, intern!(py, "call_soon_threadsafe"), (settle, &target, succeeded, value))
+        });
+        // The loop is closed: nobody awaits the result any more.
+        if let Err(error) = scheduled {
+            error.write_unraisable(py, Some(target.bind(py)));
+        }
+    });
+    drop(exiting);
+}
+
+/// `settle(future, succeeded, value)`, run on the loop: resolves `future`
+/// unless it was cancelled meanwhile.
+fn settle_function(py: Python<'_>) -> PyResult<&Py<PyCFunction>> {
+    static SETTLE: PyOnceLock<Py<PyCFunction>> = PyOnceLock::new();
+    SETTLE.get_or_try_init(py, || {
+        let settle = PyCFunction::new_closure(py, None, None, |args, _kwargs| -> PyResult<()> {
+            let py = args.py();
+            let (future, succeeded, value): (Bound<'_, PyAny>, bool, Bound<'_, PyAny>) = args.extract()?;
+            if future.call_method0(intern!(py, "done"))?.is_truthy()? {
+                return Ok(());
+            }
+            let method = if succeeded { intern!(py, "set_result") } else { intern!(py, "set_exception") };
+            future.call_method1(method, (value,))?;
+            Ok(())
+        })?;
+        Ok(settle.unbind())
+    })
+}
+
+/// The asyncio future's done callback: tells the tokio task to stop if it
+/// has not finished (the future was cancelled).
+#[pyclass(module = "sandbox_reclaim._native", frozen)]
+struct AbandonOnDone {
+    abandon: Mutex<Option<oneshot::Sender<()>>>,
+}
+
+#[pymethods]
+impl AbandonOnDone {
+    fn __call__(&self, _future: &Bound<'_, PyAny>) {
+        let sender = self.abandon.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(sender) = sender {
+            let _ = sender.send(());
+        }
+    }
+}
+
+/// Registered with `atexit` by the package: waits (without the GIL) for
+/// completions in progress, then makes later ones skip Python entirely.
+#[pyfunction]
+#[pyo3(name = "_shutdown")]
+pub fn shutdown(py: Python<'_>) {
+    py.detach(|| *EXITING.write().unwrap_or_else(PoisonError::into_inner) = true);
+}

@@ -1,0 +1,96 @@
+//! Maps the core's store, store-open and provider errors to the package's
+//! Python exceptions.
+//!
+//! The exception classes are defined in Python (`sandbox_reclaim/_errors.py`,
+//! so they subclass `SandboxReclaimError`) and registered here once at import,
+//! like the record classes. Bad input always becomes a `ValueError` whose
+//! message names the field in snake_case, before any side effect.
+
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
+use sandbox_reclaim::{InvalidInput, ProviderError, StoreError, StoreOpenError};
+
+/// The Python exception classes native errors become.
+struct ErrorTypes {
+    store: Py<PyType>,
+    provider: Py<PyType>,
+    not_owned: Py<PyType>,
+}
+
+static ERROR_TYPES: PyOnceLock<ErrorTypes> = PyOnceLock::new();
+
+/// Called once by `sandbox_reclaim/__init__.py` with `SandboxStoreError`,
+/// `SandboxProviderError` and `SandboxNotOwnedError`.
+#[pyfunction]
+#[pyo3(name = "_bind_error_types")]
+pub fn bind_error_types(py: Python<'_>, store: Py<PyType>, provider: Py<PyType>, not_owned: Py<PyType>) {
+    let _ = ERROR_TYPES.set(py, ErrorTypes { store, provider, not_owned });
+}
+
+/// An exception of a registered class (built under the GIL: errors surface
+/// from futures finishing on tokio threads).
+fn raise<A>(pick: fn(&ErrorTypes) -> &Py<PyType>, args: A) -> PyErr
+where
+    A: for<'py> pyo3::IntoPyObject<'py> + Send + Sync + 'static,
+{
+    Python::attach(|py| match ERROR_TYPES.get(py) {
+        Some(types) => PyErr::from_type(pick(types).bind(py).clone(), args),
+        None => PyRuntimeError::new_err("import sandbox_reclaim before using its _native module"),
+    })
+}
+
+/// A camelCase wire field name as the snake_case name Python callers use.
+pub fn snake_case(field: &str) -> String {
+    let mut snake = String::with_capacity(field.len() + 4);
+    for character in field.chars() {
+        if character.is_ascii_uppercase() {
+            snake.push('_');
+            snake.push(character.to_ascii_lowercase());
+        } else {
+            snake.push(character);
+        }
+    }
+    snake
+}
+
+/// A durable store's failure: refused input is a `ValueError`, anything the
+/// backend did a `SandboxStoreError`.
+pub fn store_error(error: StoreError) -> PyErr {
+    match error {
+        StoreError::InvalidRecord(invalid) => crate::records::invalid_record(invalid),
+        StoreError::InvalidKey(reason) => PyValueError::new_err(format!("invalid sandbox key: `key` {reason}")),
+        StoreError::Backend(backend) => raise(|types| &types.store, (backend.to_string(),)),
+    }
+}
+
+/// A store that could not be opened: a bad option is a `ValueError` naming it.
+pub fn store_open_error(error: StoreOpenError) -> PyErr {
+    match error {
+        StoreOpenError::InvalidOption { field, reason } => {
+            PyValueError::new_err(format!("invalid store option `{}`: {reason}", snake_case(field)))
+        }
+        other => raise(|types| &types.store, (other.to_string(),)),
+    }
+}
+
+/// A provider's failure: `SandboxNotOwnedError` for the ownership guard,
+/// `ValueError` naming the field for refused input, else `SandboxProviderError`.
+pub fn provider_error(error: ProviderError) -> PyErr {
+    match error {
+        ProviderError::NotOwned { ref id, .. } => {
+            let id = id.clone();
+            raise(|types| &types.not_owned, (error.to_string(), id))
+        }
+        ProviderError::Backend(backend) => match backend.downcast::<InvalidInput>() {
+            Ok(invalid) => invalid_input(&invalid),
+            Err(other) => raise(|types| &types.provider, (other.to_string(),)),
+        },
+    }
+}
+
+/// Refused input, naming the snake_case field.
+pub fn invalid_input(invalid: &InvalidInput) -> PyErr {
+    PyValueError::new_err(format!("invalid `{}`: {}", snake_case(invalid.field), invalid.reason))
+}

@@ -1,0 +1,169 @@
+//! The managed providers (Docker, local) for Python: construction is
+//! synchronous (config is checked first, naming the field), every operation
+//! returns an awaitable on the shared tokio runtime. The package wraps them
+//! in `DockerProvider` / `LocalProvider` (`sandbox_reclaim/_providers.py`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::IntoPyObjectExt;
+use sandbox_reclaim::{
+    DockerConfig, DockerProvider, IsolationRequest, Labels, LocalConfig, LocalProvider, ManagedSandboxProvider,
+    SandboxProvider,
+};
+
+use crate::bridge::{awaitable, runtime};
+use crate::errors::provider_error;
+
+/// One of the core's managed providers.
+pub enum Managed {
+    Docker(DockerProvider),
+    Local(LocalProvider),
+}
+
+impl Managed {
+    /// The provider with its create, list and exec.
+    pub fn provider(&self) -> &dyn ManagedSandboxProvider {
+        match self {
+            Self::Docker(provider) => provider,
+            Self::Local(provider) => provider,
+        }
+    }
+
+    /// The provider as the reclaimer and `retry_leaks` see it.
+    pub fn destroyer(&self) -> &dyn SandboxProvider {
+        match self {
+            Self::Docker(provider) => provider,
+            Self::Local(provider) => provider,
+        }
+    }
+}
+
+/// A native managed provider handle; `sandbox_reclaim` wraps it.
+#[pyclass(name = "ManagedProvider", module = "sandbox_reclaim._native", frozen)]
+pub struct ManagedProvider {
+    pub(crate) inner: Arc<Managed>,
+}
+
+/// A `DockerProvider` for this configuration (connecting is lazy).
+#[pyfunction]
+#[pyo3(signature = (image, keep_alive, network_mode, cpus, memory_bytes, owner, name, docker_host))]
+#[allow(clippy::too_many_arguments)]
+pub fn docker_provider(
+    image: String,
+    keep_alive: Option<Vec<String>>,
+    network_mode: String,
+    cpus: Option<f64>,
+    memory_bytes: Option<i64>,
+    owner: String,
+    name: String,
+    docker_host: Option<String>,
+) -> PyResult<ManagedProvider> {
+    let mut config = DockerConfig::new(image);
+    if let Some(keep_alive) = keep_alive {
+        config.keep_alive = keep_alive;
+    }
+    config.network_mode = network_mode;
+    config.cpus = cpus;
+    config.memory_bytes = memory_bytes;
+    config.owner = owner;
+    config.name = name;
+    config.docker_host = docker_host;
+    // The client may look for a runtime when it is built.
+    let _runtime = runtime()?.enter();
+    let provider = DockerProvider::new(config).map_err(provider_error)?;
+    Ok(ManagedProvider { inner: Arc::new(Managed::Docker(provider)) })
+}
+
+/// A `LocalProvider` for this configuration (creates `base_dir`, probes namespaces).
+#[pyfunction]
+pub fn local_provider(
+    py: Python<'_>,
+    base_dir: PathBuf,
+    owner: String,
+    keep_alive: Option<Vec<String>>,
+    isolation: &str,
+    name: String,
+) -> PyResult<ManagedProvider> {
+    let isolation = match isolation {
+        "auto" => IsolationRequest::Auto,
+        "namespaces" => IsolationRequest::Namespaces,
+        "process-group" => IsolationRequest::ProcessGroup,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "invalid `isolation`: must be 'auto', 'namespaces' or 'process-group', got {other:?}"
+            )))
+        }
+    };
+    let mut config = LocalConfig::new(base_dir);
+    config.owner = owner;
+    if let Some(keep_alive) = keep_alive {
+        config.keep_alive = keep_alive;
+    }
+    config.isolation = isolation;
+    config.name = name;
+    // The namespace probe runs a process: let other Python threads run meanwhile.
+    let provider = py.detach(|| LocalProvider::new(config)).map_err(provider_error)?;
+    Ok(ManagedProvider { inner: Arc::new(Managed::Local(provider)) })
+}
+
+#[pymethods]
+impl ManagedProvider {
+    /// The provider name instance records carry.
+    #[getter]
+    fn name(&self) -> &str {
+        self.inner.destroyer().name()
+    }
+
+    /// Awaitable destroying sandbox `sandbox_id` (already gone is success).
+    fn destroy<'py>(&self, py: Python<'py>, sandbox_id: String) -> PyResult<Bound<'py, PyAny>> {
+        let inner = self.inner.clone();
+        awaitable(py, async move { inner.destroyer().destroy(&sandbox_id).await }, |py, destroyed| {
+            destroyed.map_err(provider_error)?;
+            Ok(py.None())
+        })
+    }
+
+    /// Awaitable of `(key, id, created_at)` of the sandbox for `key`.
+    #[pyo3(signature = (key, labels=None))]
+    fn create<'py>(&self, py: Python<'py>, key: String, labels: Option<Labels>) -> PyResult<Bound<'py, PyAny>> {
+        let inner = self.inner.clone();
+        let labels = labels.unwrap_or_default();
+        awaitable(py, async move { inner.provider().create(&key, &labels).await }, |py, created| {
+            let handle = created.map_err(provider_error)?;
+            (handle.key, handle.id, handle.created_at).into_py_any(py)
+        })
+    }
+
+    /// Awaitable of `[(key, id, created_at), ...]`, oldest first.
+    fn list<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let inner = self.inner.clone();
+        awaitable(py, async move { inner.provider().list().await }, |py, listed| {
+            let handles = listed.map_err(provider_error)?;
+            handles
+                .into_iter()
+                .map(|handle| (handle.key, handle.id, handle.created_at))
+                .collect::<Vec<_>>()
+                .into_py_any(py)
+        })
+    }
+
+    /// Awaitable of `(stdout, stderr, exit_code)` of `argv` run in `sandbox_id`.
+    fn exec<'py>(&self, py: Python<'py>, sandbox_id: String, argv: Vec<String>) -> PyResult<Bound<'py, PyAny>> {
+        let inner = self.inner.clone();
+        awaitable(py, async move { inner.provider().exec(&sandbox_id, &argv).await }, |py, ran| {
+            let output = ran.map_err(provider_error)?;
+            (output.stdout_text(), output.stderr_text(), output.exit_code).into_py_any(py)
+        })
+    }
+
+    /// The local provider's isolation (`"namespaces"` / `"process-group"`); `None` for Docker.
+    fn isolation(&self) -> Option<&'static str> {
+        match self.inner.as_ref() {
+            Managed::Local(provider) => Some(provider.isolation().as_str()),
+            Managed::Docker(_) => None,
+        }
+    }
+}

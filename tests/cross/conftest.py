@@ -1,0 +1,8 @@
+"""Cross-language tests share the Python suite's service helpers."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))

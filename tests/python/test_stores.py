@@ -1,0 +1,291 @@
+"""The native durable stores through the binding: the shared conformance
+cases (tests/conformance) on the in-memory-with-ledger, SQLite and
+PostgreSQL stores, option checking, and reclaiming through them."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hosts import instance, run_record
+from services import drop_schema, fresh_schema, pg_url
+
+import sandbox_reclaim as sr
+
+CONFORMANCE = Path(__file__).resolve().parents[1] / "conformance"
+BACKENDS = ("memory", "sqlite", "postgres")
+
+
+def _expand(value: Any) -> Any:
+    """Replaces every ``{"$repeat": text, "times": n}`` with the repeated text."""
+    if isinstance(value, dict):
+        if "$repeat" in value:
+            return value["$repeat"] * value["times"]
+        return {key: _expand(inner) for key, inner in value.items()}
+    if isinstance(value, list):
+        return [_expand(item) for item in value]
+    return value
+
+
+def load_cases() -> list[dict[str, Any]]:
+    cases: list[dict[str, Any]] = []
+    for file in sorted(CONFORMANCE.glob("*.json")):
+        cases.extend(_expand(case) for case in json.loads(file.read_text())["cases"])
+    assert len(cases) >= 30, f"expected the full case list, found {len(cases)}"
+    return cases
+
+
+CASES = load_cases()
+
+
+async def settle(value: Any) -> Any:
+    """The native in-memory store answers synchronously, the SQL stores with awaitables."""
+    return await value if inspect.isawaitable(value) else value
+
+
+@asynccontextmanager
+async def fresh_store(backend: str, tmp_path: Path) -> AsyncIterator[Any]:
+    """A new, empty store of ``backend`` (a new file, a new schema)."""
+    if backend == "memory":
+        yield sr.InMemorySandboxInstanceStore.with_ledger()
+    elif backend == "sqlite":
+        sqlite = await sr.SqliteSandboxInstanceStore.open(tmp_path / f"{fresh_schema('store')}.db")
+        try:
+            yield sqlite
+        finally:
+            await sqlite.close()
+    else:
+        url, schema = pg_url(), fresh_schema()
+        postgres = await sr.PostgresSandboxInstanceStore.connect(url, schema=schema, max_connections=2)
+        try:
+            yield postgres
+        finally:
+            await postgres.close()
+            drop_schema(url, schema)
+
+
+def named_entry(entry: dict[str, Any]) -> sr.LeakEntry:
+    """The entry a step names by (provider, providerSandboxId); the rest does not identify it."""
+    return sr.LeakEntry(entry.get("key", ""), entry["provider"], entry["providerSandboxId"], "", "", 0, 0)
+
+
+def entries(found: list[sr.LeakEntry]) -> list[dict[str, Any]]:
+    for entry in found:
+        assert type(entry) is sr.LeakEntry
+    return [entry.to_dict() for entry in found]
+
+
+def snake(field: str) -> str:
+    return re.sub(r"[A-Z]", lambda upper: "_" + upper.group(0).lower(), field)
+
+
+async def upsert_step(store: Any, step: dict[str, Any]) -> None:
+    expected = step.get("expectError")
+    try:
+        # A value SandboxInstanceRecord refuses never reaches the store: that
+        # counts as refused too, as long as the error names the field.
+        await settle(store.upsert(sr.SandboxInstanceRecord.from_dict(step["record"])))
+    except (TypeError, ValueError) as error:
+        assert expected is not None, f"upsert refused a valid record: {error}"
+        field = expected["field"]
+        assert field in str(error) or snake(field) in str(error), f"error does not name `{field}`: {error}"
+        return
+    assert expected is None, f"upsert accepted a record it must refuse ({expected})"
+
+
+async def run_step(store: Any, step: dict[str, Any]) -> None:
+    op = step["op"]
+    if op == "get":
+        found = await settle(store.get(step["key"]))
+        assert found is None or type(found) is sr.SandboxInstanceRecord
+        assert (None if found is None else found.to_dict()) == step["expect"]
+    elif op == "upsert":
+        await upsert_step(store, step)
+    elif op == "delete":
+        assert await settle(store.delete(step["key"])) is None
+    elif op == "deleteRecordingLeak":
+        await settle(store.delete_recording_leak(step["key"], sr.NewLeak.from_dict(step["leak"])))
+    elif op == "listLeaks":
+        assert entries(await settle(store.list_leaks(step["provider"]))) == step["expect"]
+    elif op == "countLeaks":
+        assert await settle(store.count_leaks(step["provider"])) == step["expect"]
+    elif op == "claimLeaks":
+        claimed = await settle(store.claim_leaks(step["provider"], step["limit"], step["leaseMs"] / 1000))
+        assert entries(claimed) == step["expect"]
+    elif op == "resolveLeak":
+        await settle(store.resolve_leak(named_entry(step["entry"])))
+    elif op == "recordRetryFailure":
+        await settle(store.record_retry_failure(named_entry(step["entry"]), step["message"], step["failedAt"]))
+    else:
+        raise AssertionError(f"unknown op {op}")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_store_conformance(backend: str, tmp_path: Path) -> None:
+    failures: list[str] = []
+    for case in CASES:
+        async with fresh_store(backend, tmp_path) as store:
+            for index, step in enumerate(case["steps"]):
+                try:
+                    await run_step(store, step)
+                except AssertionError as problem:
+                    failures.append(f"{backend} / {case['name']} / step {index} ({step['op']}): {str(problem)[:300]}")
+                    break
+    assert not failures, f"{len(failures)} of {len(CASES)} cases failed:\n" + "\n".join(failures)
+
+
+# ---------------------------------------------------------------- options
+
+
+async def test_sqlite_options_are_checked_before_opening(tmp_path: Path) -> None:
+    path = tmp_path / "never.db"
+    with pytest.raises(TypeError, match="busy_timeout"):
+        await sr.SqliteSandboxInstanceStore.open(path, busy_timeout="5")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="busy_timeout"):
+        await sr.SqliteSandboxInstanceStore.open(path, busy_timeout=-1.0)
+    with pytest.raises(ValueError, match="max_connections"):
+        await sr.SqliteSandboxInstanceStore.open(path, max_connections=0)
+    with pytest.raises(TypeError, match="path"):
+        await sr.SqliteSandboxInstanceStore.open(3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="path"):
+        await sr.SqliteSandboxInstanceStore.open(":memory:")
+    assert not path.exists(), "a refused option must not create the file"
+
+
+async def test_postgres_options_name_the_snake_case_field() -> None:
+    url = "postgres://nobody@127.0.0.1:1/none"  # never reached: options are refused first
+    with pytest.raises(ValueError, match="`instances_table`"):
+        await sr.PostgresSandboxInstanceStore.connect(url, instances_table="bad name")
+    with pytest.raises(ValueError, match="`schema`"):
+        await sr.PostgresSandboxInstanceStore.connect(url, schema='x"; DROP')
+    with pytest.raises(ValueError, match="`instances_table`"):
+        await sr.PostgresSandboxInstanceStore.connect(url, instances_table="t", leaks_table="t")
+    with pytest.raises(ValueError, match="max_connections"):
+        await sr.PostgresSandboxInstanceStore.connect(url, max_connections=0)
+    with pytest.raises(TypeError, match="schema"):
+        await sr.PostgresSandboxInstanceStore.connect(url, schema=None)  # type: ignore[arg-type]
+
+
+async def test_postgres_connect_failure_is_a_store_error() -> None:
+    missing = pg_url().rsplit("/", 1)[0] + "/" + fresh_schema("no_such_database")
+    with pytest.raises(sr.SandboxStoreError, match="could not open"):
+        await sr.PostgresSandboxInstanceStore.connect(missing)
+
+
+async def test_closed_store_raises_store_error(tmp_path: Path) -> None:
+    store = await sr.SqliteSandboxInstanceStore.open(tmp_path / "closed.db")
+    await store.close()
+    with pytest.raises(sr.SandboxStoreError):
+        await store.get("k")
+
+
+def test_store_cannot_be_built_without_open() -> None:
+    with pytest.raises(TypeError, match="open"):
+        sr.SqliteSandboxInstanceStore(object())  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- reclaim with a durable store
+
+
+class FlakyProvider:
+    """A Python provider whose destroy fails until ``healed``."""
+
+    name = "docker"
+
+    def __init__(self) -> None:
+        self.healed = False
+        self.destroyed: list[str] = []
+
+    async def destroy(self, sandbox_id: str) -> None:
+        await asyncio.sleep(0)
+        if not self.healed:
+            raise RuntimeError(f"engine down for {sandbox_id}")
+        self.destroyed.append(sandbox_id)
+
+
+StoreFactory = Callable[[Path], Any]
+
+
+@pytest.mark.parametrize("backend", ("sqlite", "postgres"))
+async def test_failed_destroy_is_recorded_then_retried(backend: str, tmp_path: Path) -> None:
+    async with fresh_store(backend, tmp_path) as store:
+        provider = FlakyProvider()
+        for index in range(3):
+            await store.upsert(instance(key=f"k-{index}", sandbox_id=f"ctr-{index}"))
+
+        outcome = await sr.reclaim_sandbox(run_record("k-0", "run-0"), provider=provider, instances=store)
+        assert outcome is sr.ReclaimOutcome.DESTROY_FAILED
+        reclaim = sr.sandbox_reclaimer(provider=provider, instances=store)
+        with pytest.raises(sr.SandboxReclaimFailedError):
+            await reclaim(run_record("k-1", "run-1"))
+        assert await store.get("k-0") is None and await store.get("k-1") is None, "records deleted anyway"
+        assert await store.get("k-2") is not None
+
+        leaks = await sr.list_leaks(store)
+        assert [(leak.key, leak.provider_sandbox_id, leak.run_id, leak.attempts) for leak in leaks] == [
+            ("k-0", "ctr-0", "run-0", 1),
+            ("k-1", "ctr-1", "run-1", 1),
+        ]
+        assert leaks[0].last_error == "engine down for ctr-0"
+        assert await store.count_leaks("docker") == 2 and await store.count_leaks("other") == 0
+
+        summary = await sr.retry_leaks(provider=provider, instances=store)
+        assert summary == sr.RetrySummary(retried=2, destroyed=0, still_failing=2)
+        assert [leak.attempts for leak in await store.list_leaks()] == [2, 2]
+
+        provider.healed = True
+        summary = await sr.retry_leaks(provider=provider, instances=store, limit=1)
+        assert summary == sr.RetrySummary(retried=1, destroyed=1, still_failing=0)
+        summary = await sr.retry_leaks(provider=provider, instances=store)
+        assert summary == sr.RetrySummary(retried=1, destroyed=1, still_failing=0)
+        assert provider.destroyed == ["ctr-0", "ctr-1"]
+        assert await store.list_leaks() == []
+        assert await sr.retry_leaks(provider=provider, instances=store) == sr.RetrySummary(0, 0, 0)
+
+        # The untouched record still reclaims normally.
+        outcome = await sr.reclaim_sandbox(run_record("k-2", "run-2"), provider=provider, instances=store)
+        assert outcome is sr.ReclaimOutcome.DESTROYED
+        assert await store.get("k-2") is None
+
+
+async def test_retry_leaks_with_in_memory_ledger_and_sync_provider() -> None:
+    store = sr.InMemorySandboxInstanceStore.with_ledger()
+    store.upsert(instance())
+
+    class Broken:
+        name = "docker"
+
+        def destroy(self, sandbox_id: str) -> None:
+            raise OSError("still down")
+
+    assert await sr.reclaim_sandbox(run_record(), provider=Broken(), instances=store) is sr.ReclaimOutcome.DESTROY_FAILED
+    assert await sr.retry_leaks(provider=Broken(), instances=store, lease=0) == sr.RetrySummary(1, 0, 1)
+    [leak] = store.list_leaks()
+    assert (leak.attempts, leak.last_error) == (2, "still down")
+
+
+async def test_retry_leaks_checks_its_arguments(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="instances"):
+        await sr.retry_leaks(provider=FlakyProvider(), instances=sr.InMemorySandboxInstanceStore())
+    store = sr.InMemorySandboxInstanceStore.with_ledger()
+    with pytest.raises(TypeError, match="limit"):
+        await sr.retry_leaks(provider=FlakyProvider(), instances=store, limit="3")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="lease"):
+        await sr.retry_leaks(provider=FlakyProvider(), instances=store, lease=float("nan"))
+    with pytest.raises(TypeError, match="provider.name"):
+        await sr.retry_leaks(provider=object(), instances=store)
+
+
+async def test_sqlite_store_is_an_async_context_manager(tmp_path: Path) -> None:
+    async with await sr.SqliteSandboxInstanceStore.open(tmp_path / "ctx.db") as store:
+        await store.upsert(instance())
+    async with await sr.SqliteSandboxInstanceStore.open(tmp_path / "ctx.db") as reopened:
+        found = await reopened.get(instance().key)
+    assert found == instance()
