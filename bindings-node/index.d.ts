@@ -166,8 +166,210 @@ export declare class InMemorySandboxInstanceStore implements SandboxInstanceStor
   /** Present when constructed with `{ ledger: true }`. */
   deleteRecordingLeak?: (key: string, leak: SandboxLeak) => Promise<void>;
   /** Present when constructed with `{ ledger: true }`: pending leaks, oldest first. */
-  listLeaks?: (provider?: string) => Promise<SandboxLeakEntry[]>;
+  listLeaks?: (provider?: string | null) => Promise<SandboxLeakEntry[]>;
+  /** Present when constructed with `{ ledger: true }`. */
+  countLeaks?: (provider?: string | null) => Promise<number>;
+  /** Present when constructed with `{ ledger: true }` (see {@link LeakLedgerStore.claimLeaks}). */
+  claimLeaks?: (provider: string, limit: number, leaseMs: number) => Promise<SandboxLeakEntry[]>;
+  /** Present when constructed with `{ ledger: true }`. */
+  resolveLeak?: (entry: SandboxLeakEntry) => Promise<void>;
+  /** Present when constructed with `{ ledger: true }`. */
+  recordRetryFailure?: (entry: SandboxLeakEntry, message: string, failedAt: number) => Promise<void>;
 }
 
 /** Checks a JS store's shape (TypeError naming the missing method) and returns it unchanged. */
 export declare function defineSandboxInstanceStore<T extends SandboxInstanceStore>(store: T): T;
+
+// ------------------------------------------------ durable stores and the ledger
+
+/**
+ * A store whose leak ledger can be listed and retried: what `retryLeaks` and
+ * `listLeaks` need. The native SQL stores are; so is
+ * `new InMemorySandboxInstanceStore({ ledger: true })` at run time.
+ */
+export interface LeakLedgerStore extends LedgerSandboxInstanceStore {
+  /** Pending leaks, oldest first, of one provider or of all. */
+  listLeaks(provider?: string | null): Promise<SandboxLeakEntry[]>;
+  /** How many leaks are pending, of one provider or of all. */
+  countLeaks(provider?: string | null): Promise<number>;
+  /**
+   * Claims up to `limit` of `provider`'s leaks for `leaseMs` milliseconds: an
+   * entry claimed by another retrier whose lease has not ended is skipped.
+   * `leaseMs: 0` claims with a lease that has already ended.
+   */
+  claimLeaks(provider: string, limit: number, leaseMs: number): Promise<SandboxLeakEntry[]>;
+  /** Removes a claimed leak whose sandbox is now destroyed (identified by provider + providerSandboxId). */
+  resolveLeak(entry: SandboxLeakEntry): Promise<void>;
+  /** Bumps a claimed leak's attempts, keeps `message` and releases the claim. */
+  recordRetryFailure(entry: SandboxLeakEntry, message: string, failedAt: number): Promise<void>;
+}
+
+/** The native durable stores' methods (SQLite and PostgreSQL). */
+declare abstract class SqlSandboxInstanceStore implements LeakLedgerStore {
+  /** Not constructible: use the static `open` / `connect`. */
+  protected constructor();
+  get(key: string): Promise<SandboxInstanceRecord | null>;
+  /** Refuses an invalid record (TypeError naming the field) before writing anything. */
+  upsert(record: SandboxInstanceRecord): Promise<void>;
+  delete(key: string): Promise<void>;
+  /** Deletes `key` and records `leak`, in one transaction. */
+  deleteRecordingLeak(key: string, leak: SandboxLeak): Promise<void>;
+  listLeaks(provider?: string | null): Promise<SandboxLeakEntry[]>;
+  countLeaks(provider?: string | null): Promise<number>;
+  claimLeaks(provider: string, limit: number, leaseMs: number): Promise<SandboxLeakEntry[]>;
+  resolveLeak(entry: SandboxLeakEntry): Promise<void>;
+  recordRetryFailure(entry: SandboxLeakEntry, message: string, failedAt: number): Promise<void>;
+  /** Closes the connection pool; later calls reject. */
+  close(): Promise<void>;
+}
+
+export interface SqliteStoreOptions {
+  /** How long a write waits for another process's lock, in ms. Default 30 000. */
+  busyTimeoutMs?: number;
+  /** Connections in this handle's pool. Default 4. */
+  maxConnections?: number;
+}
+
+/** An instance store with a leak ledger in one SQLite file (WAL mode), shareable by processes on one machine. */
+export declare class SqliteSandboxInstanceStore extends SqlSandboxInstanceStore {
+  /** Opens (creating if missing) the store at `path` and applies pending migrations. */
+  static open(path: string, options?: SqliteStoreOptions): Promise<SqliteSandboxInstanceStore>;
+}
+
+export interface PostgresStoreOptions {
+  /** Schema holding the tables, created if missing. Default `'public'`. */
+  schema?: string;
+  /** Default `'sandbox_instances'`. */
+  instancesTable?: string;
+  /** Default `'sandbox_leaks'`. */
+  leaksTable?: string;
+  /** Default `'sandbox_reclaim_schema_version'`. */
+  schemaVersionTable?: string;
+  /** Most connections of this handle's pool. Default 10. */
+  maxConnections?: number;
+}
+
+/** An instance store with a leak ledger in PostgreSQL, shared by a fleet of hosts. */
+export declare class PostgresSandboxInstanceStore extends SqlSandboxInstanceStore {
+  /** Connects to `url` (`postgres://user@host:port/db`), creates the schema if missing and migrates. */
+  static connect(url: string, options?: PostgresStoreOptions): Promise<PostgresSandboxInstanceStore>;
+}
+
+/** Pending leaks of `store`'s ledger, oldest first (alias of `store.listLeaks(provider)`). */
+export declare function listLeaks(
+  store: Pick<LeakLedgerStore, 'listLeaks'>,
+  provider?: string | null,
+): Promise<SandboxLeakEntry[]>;
+
+export interface RetryLeaksOptions {
+  /** A native provider, or any `{ name, destroy({ id }) }`. Only leaks recorded under its name are retried. */
+  provider: ReclaimProvider;
+  /** A store with a leak ledger. */
+  instances: Pick<LeakLedgerStore, 'claimLeaks' | 'resolveLeak' | 'recordRetryFailure'>;
+  /** Most leaks claimed in this call. Default 100. */
+  limit?: number;
+  /** How long a claim holds before another retrier may take the entry, in ms. Default 300 000. */
+  leaseMs?: number;
+}
+
+/** What one {@link retryLeaks} call did. */
+export interface RetrySummary {
+  retried: number;
+  destroyed: number;
+  stillFailing: number;
+}
+
+/**
+ * Retries the destroy of the provider's pending leaks: claims them, destroys
+ * each, removes the entry on success and records the failure otherwise.
+ */
+export declare function retryLeaks(options: RetryLeaksOptions): Promise<RetrySummary>;
+
+// ------------------------------------------------ managed providers
+
+/** A sandbox a managed provider created or listed. */
+export interface SandboxHandle {
+  /** The sandbox key it was created for. */
+  key: string;
+  /** The provider-side id: an instance record's `providerSandboxId`. */
+  id: string;
+  /** Epoch milliseconds. */
+  createdAt: number;
+}
+
+/** What {@link ManagedSandboxProvider.exec} produced (output as UTF-8, invalid bytes replaced). */
+export interface ExecResult {
+  stdout: string;
+  stderr: string;
+  /** `128 + n` when killed by signal `n`. */
+  exitCode: number;
+}
+
+/** The methods Docker and local providers share; usable as a reclaim `provider`. */
+declare abstract class ManagedSandboxProvider implements ReclaimProvider {
+  protected constructor();
+  /** The name instance records carry in `provider`. */
+  get name(): string;
+  /** Destroys the sandbox; already gone is success; not owned rejects with {@link SandboxNotOwnedError}. */
+  destroy(input: ReclaimDestroyInput): Promise<void>;
+  /** Creates the running sandbox for `key`, or returns the one it already has. */
+  create(key: string, labels?: Record<string, string>): Promise<SandboxHandle>;
+  /** The sandboxes this provider owns, oldest first. */
+  list(): Promise<SandboxHandle[]>;
+  /** Runs `argv` in sandbox `id` and waits for it. */
+  exec(id: string, argv: readonly string[]): Promise<ExecResult>;
+}
+
+export interface DockerProviderOptions {
+  /** Image every sandbox runs; must already be present on the engine. */
+  image: string;
+  /** Command keeping the container alive. Default `['sleep', 'infinity']`. */
+  keepAlive?: string[];
+  /** Default `'none'`. */
+  networkMode?: string;
+  /** CPU limit in CPUs. */
+  cpus?: number;
+  /** Memory limit in bytes (at least 6 MiB). */
+  memoryBytes?: number;
+  /** Owner namespace written to the owner label. Default `'sandbox-reclaim'`. */
+  owner?: string;
+  /** Provider name. Default `'docker'`. */
+  name?: string;
+  /** Engine address; default `DOCKER_HOST`, else the local socket. */
+  dockerHost?: string;
+}
+
+/** Sandboxes as containers on a Docker Engine API (Docker or podman), guarded by owner labels. */
+export declare class DockerProvider extends ManagedSandboxProvider {
+  /** Refuses bad options with a TypeError naming the field. */
+  constructor(options: DockerProviderOptions);
+}
+
+export type LocalIsolation = 'namespaces' | 'process-group';
+
+export interface LocalProviderOptions {
+  /** Directory holding one subdirectory per sandbox; created if missing. */
+  baseDir: string;
+  /** Owner namespace written to each sandbox's owner file. Default `'sandbox-reclaim'`. */
+  owner?: string;
+  /** Command keeping the sandbox alive. Default `['sleep', 'infinity']`. */
+  keepAlive?: string[];
+  /** Default `'auto'`: namespaces where the kernel allows, else a process group. */
+  isolation?: 'auto' | LocalIsolation;
+  /** Provider name. Default `'local'`. */
+  name?: string;
+}
+
+/** Sandboxes as private directories plus supervised process trees. */
+export declare class LocalProvider extends ManagedSandboxProvider {
+  constructor(options: LocalProviderOptions);
+  /** The isolation new sandboxes get. */
+  isolation(): LocalIsolation;
+}
+
+/** A provider refused to touch a sandbox it does not own. */
+export declare class SandboxNotOwnedError extends Error {
+  constructor(message: string);
+  readonly name: 'SandboxNotOwnedError';
+  readonly code: 'SANDBOX_NOT_OWNED';
+}

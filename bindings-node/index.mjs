@@ -8,4 +8,11 @@ export const {
   SandboxReclaimFailedError,
   InMemorySandboxInstanceStore,
   defineSandboxInstanceStore,
+  SqliteSandboxInstanceStore,
+  PostgresSandboxInstanceStore,
+  listLeaks,
+  retryLeaks,
+  DockerProvider,
+  LocalProvider,
+  SandboxNotOwnedError,
 } = binding;

@@ -2,12 +2,21 @@
 # make test-node: install the Node binding's npm deps locally, build the
 # native addon (release), type-check against TanStack's published types, and
 # run every Node suite (parity vectors vs binding and reference, behaviour,
-# packed tarball) plus the example. Nothing here is optional or skipped.
+# durable stores, providers, the store CLI, packed tarball) plus the examples.
+#
+# Services: SANDBOX_RECLAIM_PG_URL (PostgreSQL) and DOCKER_HOST (+ CONTAINERS_CONF,
+# SANDBOX_RECLAIM_TEST_IMAGE) for podman; `make test` exports them. Without
+# them the dependent tests are skipped, and with CI=true they FAIL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 command -v node >/dev/null || { echo "test-node: node is required" >&2; exit 1; }
 command -v cargo >/dev/null || { echo "test-node: cargo is required" >&2; exit 1; }
+if [[ "${CI:-}" == "true" ]]; then
+  for name in SANDBOX_RECLAIM_PG_URL DOCKER_HOST; do
+    [[ -n "${!name:-}" ]] || { echo "test-node: $name must be set when CI=true" >&2; exit 1; }
+  done
+fi
 
 (
   cd bindings-node
@@ -19,4 +28,5 @@ command -v cargo >/dev/null || { echo "test-node: cargo is required" >&2; exit 1
 
 node --test tests/node/*.test.mjs
 node examples/node/reap-detached-runs.mjs >/dev/null
+node examples/node/durable-retry.mjs >/dev/null
 echo "test-node: every Node suite passed"

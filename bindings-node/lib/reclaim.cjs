@@ -1,43 +1,98 @@
 'use strict';
-// The JavaScript half of the binding: a small generic interpreter of the
-// core's sans-IO reclaim machine (core/src/machine.rs).
+// The JavaScript half of the binding: a generic walker of the core's compiled
+// reclaim programs (core/src/program.rs).
 //
-// Each native call feeds the machine one answer and writes its next steps into
-// `steps` (an Int32Array) as a tiny program (bindings-node/src/program.rs):
-// log lines, then one host step (get / destroy / delete / deleteRecordingLeak)
-// or the end (finish / fail). The interpreter only decodes and performs those
-// steps on plain JS host objects; every decision is the core's. A native store
-// is answered inside the native call, so its records never reach JavaScript.
+// The core runs its sans-IO reclaim machine ahead of time for every class of
+// host answer and records what it did as a small branch table: instructions
+// such as `getInstance`, `ifProviderDiffers {target}`, `log {level, message,
+// meta}` whose operands name values (runId, sandboxKey, ...) instead of
+// holding them. The four programs (reclaimSandbox / sandboxReclaimer, with or
+// without a leak ledger) are fetched once at load; a reclaim then walks one
+// with no native call at all. The walker knows only what each op means, never
+// the reclaim flow: every decision, string and ordering is the machine's.
 
 const native = require('../sandbox-reclaim.node');
-// The per-step entry points, as raw napi functions (see src/raw.rs).
-const hot = native.hotPaths();
+// The native store's reclaim path, as raw napi functions (src/hot_store.rs):
+// lookup(storeId, key) → null | provider + '\0' + providerSandboxId; remove(storeId, key).
+const { lookup, remove } = native.nativeStorePaths();
 
-const [OP_LOG, OP_GET, OP_DESTROY, OP_DELETE, OP_DELETE_LEAK, OP_FINISH, OP_FAIL, REF_NONE, REF_DESTROY_ERROR, STASH_BASE, KIND_RECLAIM, KIND_RECLAIMER] =
-  native.opcodes();
-const { texts: TEXTS, outcomes: OUTCOMES, levels: LEVELS, errorName: ERROR_NAME } = native.protocol();
-const FINISHED = -1;
+const { levels: LEVELS, errorName: ERROR_NAME } = native.protocol();
 
-/**
- * Where every native call writes its program, registered once. Shared by all
- * reclaims of this thread: safe because each program is read (fully decoded)
- * right after the native call that wrote it, before any host code, which may
- * start another reclaim, runs. Far larger than the longest program.
- */
-const steps = new Int32Array(256);
-native.init(steps);
+// Ops, as small integers for the walker's switch.
+const IF_NO_SANDBOX_KEY = 0;
+const GET_INSTANCE = 1;
+const IF_INSTANCE_MISSING = 2;
+const IF_PROVIDER_DIFFERS = 3;
+const DESTROY = 4;
+const IF_DESTROY_FAILED = 5;
+const DELETE_INSTANCE = 6;
+const DELETE_INSTANCE_RECORDING_LEAK = 7;
+const LOG = 8;
+const FINISH = 9;
+const FAIL_RECLAIM = 10;
+const OPS = {
+  ifNoSandboxKey: IF_NO_SANDBOX_KEY,
+  getInstance: GET_INSTANCE,
+  ifInstanceMissing: IF_INSTANCE_MISSING,
+  ifProviderDiffers: IF_PROVIDER_DIFFERS,
+  destroy: DESTROY,
+  ifDestroyFailed: IF_DESTROY_FAILED,
+  deleteInstance: DELETE_INSTANCE,
+  deleteInstanceRecordingLeak: DELETE_INSTANCE_RECORDING_LEAK,
+  log: LOG,
+  finish: FINISH,
+  failReclaim: FAIL_RECLAIM,
+};
 
-/**
- * The symbol of `text` among the first `count` slots: the index of the first
- * slot holding an equal string, or `count` (its own slot). Strings cross to
- * the native machine as these small numbers; equal strings get equal symbols.
- */
-function symbolOf(slots, count, text) {
-  for (let index = 0; index < count; index++) {
-    if (slots[index] === text) return index;
-  }
-  return count;
+// Registers, by the operand names of the programs.
+const REGISTERS = ['runId', 'sandboxKey', 'providerName', 'instanceProvider', 'providerSandboxId', 'destroyError', 'destroyErrorMessage'];
+const R_RUN_ID = 0;
+const R_SANDBOX_KEY = 1;
+const R_PROVIDER_NAME = 2;
+const R_INSTANCE_PROVIDER = 3;
+const R_PROVIDER_SANDBOX_ID = 4;
+const R_DESTROY_ERROR = 5;
+const R_DESTROY_ERROR_MESSAGE = 6;
+
+function registerOf(operand) {
+  const index = REGISTERS.indexOf(operand);
+  if (index < 0) throw new Error(`sandbox-reclaim: unknown operand ${operand} in the core's program`);
+  return index;
 }
+
+/**
+ * Translates a program's JSON into instructions of one shape (so the
+ * walker's property reads stay monomorphic), operands as register numbers.
+ * `finish` carries what the API resolves with: the outcome for
+ * reclaimSandbox, nothing for sandboxReclaimer.
+ */
+function translate(json) {
+  const program = JSON.parse(json);
+  const resolvesOutcome = program.api === 'reclaimSandbox';
+  return program.instructions.map((instruction) => {
+    const op = OPS[instruction.op];
+    if (op === undefined) throw new Error(`sandbox-reclaim: unknown op ${instruction.op} in the core's program`);
+    const leak = instruction.leak;
+    return {
+      op,
+      target: instruction.target ?? -1,
+      level: instruction.level ?? '',
+      message: instruction.message ?? '',
+      meta: (instruction.meta ?? []).map(([key, operand]) => [key, registerOf(operand)]),
+      leak:
+        leak === undefined
+          ? null
+          : [leak.key, leak.provider, leak.providerSandboxId, leak.runId, leak.errorMessage].map(registerOf),
+      result: op === FINISH && resolvesOutcome ? instruction.outcome : undefined,
+    };
+  });
+}
+
+/** The four programs, by API and whether the store keeps a leak ledger. */
+const PROGRAMS = {
+  reclaimSandbox: [translate(native.reclaimProgram('reclaimSandbox', false)), translate(native.reclaimProgram('reclaimSandbox', true))],
+  sandboxReclaimer: [translate(native.reclaimProgram('sandboxReclaimer', false)), translate(native.reclaimProgram('sandboxReclaimer', true))],
+};
 
 // ---------------------------------------------------------------- errors
 
@@ -58,15 +113,17 @@ class SandboxReclaimFailedError extends Error {
 // ------------------------------------------------------- native store
 
 let nativeStoreOf;
+let memoryNativeOf;
 
 /**
  * An instance store kept natively (the core's in-memory store). It copies
- * records in and out. A reclaim given this store answers `get` and `delete`
- * in Rust, unless a subclass overrides them (then they are called as usual).
+ * records in and out. A reclaim given this store calls its native `get` and
+ * `delete` synchronously, without awaiting them, unless a subclass or the
+ * instance replaces them (then they are called and awaited as usual).
  */
 class InMemorySandboxInstanceStore {
   #native;
-  /** The native store's number, which reclaims pass instead of the object. */
+  /** The native store's number, which the walker's raw calls take. */
   #nativeId;
   /** The `deleteRecordingLeak` this class installed (ledger stores only). */
   #ledgerMethod;
@@ -86,9 +143,20 @@ class InMemorySandboxInstanceStore {
       const store = this.#native;
       this.deleteRecordingLeak = async (key, leak) => refused(() => store.deleteRecordingLeak(checkKey(key), checkLeak(leak)));
       this.#ledgerMethod = this.deleteRecordingLeak;
-      this.listLeaks = async (provider) => {
-        if (provider !== undefined && typeof provider !== 'string') throw new TypeError('provider must be a string');
-        return store.listLeaks(provider);
+      this.listLeaks = async (provider) => refused(() => store.listLeaks(checkProvider(provider)));
+      this.countLeaks = async (provider) => refused(() => store.countLeaks(checkProvider(provider)));
+      this.claimLeaks = async (provider, limit, leaseMs) => {
+        if (typeof provider !== 'string') throw new TypeError('provider must be a string');
+        if (!(Number.isInteger(limit) && limit >= 0 && limit <= 0xffff_ffff)) throw new TypeError('limit must be a whole number >= 0');
+        if (!(Number.isInteger(leaseMs) && leaseMs >= 0)) throw new TypeError('leaseMs must be a whole number of milliseconds >= 0');
+        return refused(() => store.claimLeaks(provider, limit, leaseMs));
+      };
+      this.resolveLeak = async (entry) => refused(() => store.resolveLeak(checkEntry(entry)));
+      this.recordRetryFailure = async (entry, message, failedAt) => {
+        checkEntry(entry);
+        if (typeof message !== 'string') throw new TypeError('message must be a string');
+        if (typeof failedAt !== 'number') throw new TypeError('failedAt must be a number (epoch milliseconds)');
+        return refused(() => store.recordRetryFailure(entry, message, failedAt));
       };
     }
   }
@@ -125,6 +193,7 @@ class InMemorySandboxInstanceStore {
       store.deleteRecordingLeak === store.#ledgerMethod
         ? store.#nativeId
         : undefined;
+    memoryNativeOf = (store) => (store !== null && typeof store === 'object' && #native in store ? store.#native : undefined);
   }
 }
 
@@ -155,6 +224,21 @@ function checkInstanceRecord(record) {
   for (const field of ['latestSnapshotId', 'latestRunId']) checkString(record, field, 'record', true);
   if (typeof record.updatedAt !== 'number') throw new TypeError('record.updatedAt must be a number (epoch milliseconds)');
   return record;
+}
+
+function checkProvider(provider) {
+  if (provider !== undefined && provider !== null && typeof provider !== 'string') {
+    throw new TypeError('provider must be a string (or undefined for every provider)');
+  }
+  return provider ?? undefined;
+}
+
+function checkEntry(entry) {
+  if (entry === null || typeof entry !== 'object') throw new TypeError('entry must be an object (a leak entry)');
+  for (const field of ['key', 'provider', 'providerSandboxId', 'runId', 'lastError']) checkString(entry, field, 'entry', false);
+  if (typeof entry.failedAt !== 'number') throw new TypeError('entry.failedAt must be a number (epoch milliseconds)');
+  if (!Number.isInteger(entry.attempts) || entry.attempts < 0) throw new TypeError('entry.attempts must be a whole number >= 0');
+  return entry;
 }
 
 function checkLeak(leak) {
@@ -232,200 +316,114 @@ function messageOf(error) {
   }
 }
 
-// ------------------------------------------------------- the interpreter
-
-/** A string ref of the program: a slot, a stash entry, or absent. */
-function stringAt(ref, slots) {
-  if (ref >= 0) return slots[ref];
-  if (ref === REF_NONE) return undefined;
-  return hot.stashed(STASH_BASE - ref);
+/**
+ * Whether a native store's answer must be awaited: its methods are
+ * synchronous, so never today; a thenable would still be awaited.
+ */
+function isThenable(value) {
+  return value !== null && typeof value === 'object' && typeof value.then === 'function';
 }
 
-function textAt(ref) {
-  return ref >= 0 ? TEXTS[ref] : hot.stashed(STASH_BASE - ref);
-}
+// ------------------------------------------------------- the walker
 
 /**
- * Decodes the program in `steps` into segments `[lines, op, a, b]`: the log
- * lines to emit, then one instruction with its operands already resolved to
- * strings (or the leak object). Decoding everything up front matters: host
- * code run later may start another reclaim, which rewrites `steps`.
+ * Checks the input, picks the program (by whether the store keeps a leak
+ * ledger) and walks it for one reclaim. A native in-memory store's methods
+ * are called directly and not awaited; any other store is called and awaited
+ * like the reference does.
  */
-function decodeProgram(slots) {
-  const segments = [];
-  let pc = 0;
-  for (;;) {
-    let lines = null;
-    while (steps[pc] === OP_LOG) {
-      const level = LEVELS[steps[pc + 1]];
-      const message = textAt(steps[pc + 2]);
-      const count = steps[pc + 3];
-      const meta = [];
-      pc += 4;
-      for (let i = 0; i < count; i++, pc += 2) {
-        const value = steps[pc + 1];
-        meta.push(textAt(steps[pc]), value === REF_DESTROY_ERROR ? REF_DESTROY_ERROR : stringAt(value, slots));
-      }
-      (lines ??= []).push(level, message, meta);
-    }
-    const op = steps[pc];
-    switch (op) {
-      case OP_GET:
-      case OP_DESTROY:
-        segments.push(lines, op, stringAt(steps[pc + 1], slots), undefined);
-        return segments;
-      case OP_DELETE:
-        segments.push(lines, op, stringAt(steps[pc + 1], slots), undefined);
-        pc += 2;
-        break;
-      case OP_DELETE_LEAK:
-        segments.push(lines, op, stringAt(steps[pc + 1], slots), {
-          key: stringAt(steps[pc + 2], slots),
-          provider: stringAt(steps[pc + 3], slots),
-          providerSandboxId: stringAt(steps[pc + 4], slots),
-          runId: stringAt(steps[pc + 5], slots),
-          errorMessage: stringAt(steps[pc + 6], slots),
-          failedAt: 0,
-        });
-        pc += 7;
-        break;
-      case OP_FINISH:
-        segments.push(lines, op, OUTCOMES[steps[pc + 1]], undefined);
-        return segments;
-      case OP_FAIL:
-        segments.push(lines, op, stringAt(steps[pc + 1], slots), stringAt(steps[pc + 2], slots));
-        return segments;
-      default:
-        throw new Error(`sandbox-reclaim: unknown step ${op} from the native machine`);
-    }
-  }
-}
-
-function emitLogs(lines, logger, destroyError) {
-  for (let i = 0; i < lines.length; i += 3) {
-    const pairs = lines[i + 2];
-    const meta = {};
-    for (let j = 0; j < pairs.length; j += 2) {
-      meta[pairs[j]] = pairs[j + 1] === REF_DESTROY_ERROR ? destroyError : pairs[j + 1];
-    }
-    // Called as a method: `this` is the logger.
-    if (logger !== undefined && logger !== null) logger[lines[i]](lines[i + 1], meta);
-  }
-}
-
-/**
- * Feeds GET's answer; returns the handle (or FINISHED). Synchronous on
- * purpose, like every feed: the caller must read the new program from
- * `steps` before it next awaits, since other reclaims write `steps` too.
- */
-function instanceLoaded(instance, slots, handle) {
-  checkInstance(instance);
-  if (instance === null) return hot.instanceLoaded(handle, REF_NONE, REF_NONE);
-  slots[3] = instance.provider;
-  slots[4] = instance.providerSandboxId;
-  return hot.instanceLoaded(handle, symbolOf(slots, 3, slots[3]), symbolOf(slots, 4, slots[4]));
-}
-
-/** Feeds DESTROY's result: the failure travels as its message (the error stays here). */
-function destroyFinished(failed, destroyError, slots, nativeStore, handle) {
-  if (failed) slots[5] = messageOf(destroyError);
-  return nativeStore === undefined
-    ? hot.destroyFinished(handle, failed ? symbolOf(slots, 5, slots[5]) : REF_NONE)
-    : hot.nativeDestroyFinished(handle, failed ? slots[5] : undefined);
-}
-
-async function interpret(kind, record, options) {
+async function walk(programs, record, options) {
   checkRecord(record);
   checkOptions(options);
   const { provider, instances, logger } = options;
-  const runId = record.runId;
-  const sandboxKey = record.sandboxKey;
-  const providerName = provider.name;
-  // Slots, numbered as in program.rs: strings travel between the two halves by index.
-  const slots = [runId, sandboxKey, providerName, undefined, undefined, undefined];
-  const nativeStore = nativeStoreOf(instances);
-  let handle =
-    nativeStore === undefined
-      ? hot.start(
-          kind,
-          sandboxKey === undefined ? REF_NONE : symbolOf(slots, 1, sandboxKey),
-          symbolOf(slots, 2, providerName),
-          typeof instances.deleteRecordingLeak === 'function' ? 1 : 0,
-        )
-      : hot.startWithNativeStore(kind, nativeStore, runId, sandboxKey, providerName);
-  let destroyError;
-  try {
-    for (;;) {
-      const first = steps[0];
-      // Fast paths for the common programs (no log lines): they need no
-      // decoding pass and allocate nothing. Everything else, and anything
-      // these do not recognise, goes through `decodeProgram` below.
-      if (first === OP_GET) {
-        const instance = await instances.get(stringAt(steps[1], slots));
-        handle = instanceLoaded(instance, slots, handle);
-        continue;
-      }
-      if (first === OP_DESTROY) {
-        const id = stringAt(steps[1], slots);
-        let failed = false;
+  const program = programs[typeof instances.deleteRecordingLeak === 'function' ? 1 : 0];
+  const store = nativeStoreOf(instances);
+  const registers = [record.runId, record.sandboxKey, provider.name, undefined, undefined, undefined, undefined];
+  let failed = false;
+  let instance = null;
+  let pc = 0;
+  for (;;) {
+    const instruction = program[pc++];
+    switch (instruction.op) {
+      case IF_NO_SANDBOX_KEY:
+        if (registers[R_SANDBOX_KEY] === undefined) pc = instruction.target;
+        break;
+      case GET_INSTANCE:
+        if (store === undefined) {
+          instance = await instances.get(registers[R_SANDBOX_KEY]);
+          checkInstance(instance);
+          if (instance !== null) {
+            registers[R_INSTANCE_PROVIDER] = instance.provider;
+            registers[R_PROVIDER_SANDBOX_ID] = instance.providerSandboxId;
+          }
+        } else {
+          // Synchronous: nothing to await. Only the two fields a reclaim reads cross over.
+          instance = lookup(store, registers[R_SANDBOX_KEY]);
+          if (instance !== null) {
+            const cut = instance.indexOf('\0');
+            registers[R_INSTANCE_PROVIDER] = instance.slice(0, cut);
+            registers[R_PROVIDER_SANDBOX_ID] = instance.slice(cut + 1);
+          }
+        }
+        break;
+      case IF_INSTANCE_MISSING:
+        if (instance === null) pc = instruction.target;
+        break;
+      case IF_PROVIDER_DIFFERS:
+        if (registers[R_INSTANCE_PROVIDER] !== registers[R_PROVIDER_NAME]) pc = instruction.target;
+        break;
+      case DESTROY:
+        failed = false;
         try {
-          await provider.destroy({ id });
+          // Called as a method: `this` is the provider; a fresh input per call.
+          await provider.destroy({ id: registers[R_PROVIDER_SANDBOX_ID] });
         } catch (error) {
           failed = true;
-          destroyError = error;
+          registers[R_DESTROY_ERROR] = error;
+          registers[R_DESTROY_ERROR_MESSAGE] = messageOf(error);
         }
-        handle = destroyFinished(failed, destroyError, slots, nativeStore, handle);
-        continue;
-      }
-      if (first === OP_DELETE && steps[2] === OP_FINISH) {
-        const key = stringAt(steps[1], slots);
-        const outcome = OUTCOMES[steps[3]];
-        await instances.delete(key);
-        return kind === KIND_RECLAIM ? outcome : undefined;
-      }
-      const program = decodeProgram(slots);
-      for (let s = 0; s < program.length; s += 4) {
-        const lines = program[s];
-        const operand = program[s + 2];
-        if (lines !== null) emitLogs(lines, logger, destroyError);
-        switch (program[s + 1]) {
-          case OP_GET: {
-            const instance = await instances.get(operand);
-            handle = instanceLoaded(instance, slots, handle);
-            break;
-          }
-          case OP_DESTROY: {
-            let failed = false;
-            try {
-              await provider.destroy({ id: operand });
-            } catch (error) {
-              failed = true;
-              destroyError = error;
-            }
-            handle = destroyFinished(failed, destroyError, slots, nativeStore, handle);
-            break;
-          }
-          // The machine has already taken this delete's success: the program
-          // goes on with what follows it (see session.rs `run`).
-          case OP_DELETE:
-            await instances.delete(operand);
-            break;
-          case OP_DELETE_LEAK: {
-            const leak = program[s + 3];
-            leak.failedAt = Date.now();
-            await instances.deleteRecordingLeak(operand, leak);
-            break;
-          }
-          case OP_FINISH:
-            return kind === KIND_RECLAIM ? operand : undefined;
-          case OP_FAIL:
-            throw new SandboxReclaimFailedError(operand, program[s + 3]);
+        break;
+      case IF_DESTROY_FAILED:
+        if (failed) pc = instruction.target;
+        break;
+      case DELETE_INSTANCE:
+        if (store === undefined) await instances.delete(registers[R_SANDBOX_KEY]);
+        else remove(store, registers[R_SANDBOX_KEY]);
+        break;
+      case DELETE_INSTANCE_RECORDING_LEAK: {
+        const operands = instruction.leak;
+        const leak = {
+          key: registers[operands[0]],
+          provider: registers[operands[1]],
+          providerSandboxId: registers[operands[2]],
+          runId: registers[operands[3]],
+          errorMessage: registers[operands[4]],
+          failedAt: Date.now(),
+        };
+        if (store === undefined) {
+          await instances.deleteRecordingLeak(registers[R_SANDBOX_KEY], leak);
+        } else {
+          const done = refused(() => memoryNativeOf(instances).deleteRecordingLeak(registers[R_SANDBOX_KEY], leak));
+          if (isThenable(done)) await done;
         }
+        break;
       }
+      case LOG:
+        if (logger !== undefined && logger !== null) {
+          const pairs = instruction.meta;
+          const meta = {};
+          for (let i = 0; i < pairs.length; i++) meta[pairs[i][0]] = registers[pairs[i][1]];
+          // Called as a method: `this` is the logger.
+          logger[instruction.level](instruction.message, meta);
+        }
+        break;
+      case FINISH:
+        return instruction.result;
+      case FAIL_RECLAIM:
+        throw new SandboxReclaimFailedError(registers[R_RUN_ID], registers[R_SANDBOX_KEY]);
+      default:
+        throw new Error(`sandbox-reclaim: unknown op ${instruction.op}`);
     }
-  } finally {
-    // A host call threw: drop the machine (a finished one is already gone).
-    if (handle !== FINISHED) hot.abort(handle);
   }
 }
 
@@ -434,7 +432,7 @@ async function interpret(kind, record, options) {
  * record (even when destroy failed). Resolves with the outcome.
  */
 function reclaimSandbox(record, options) {
-  return interpret(KIND_RECLAIM, record, options);
+  return walk(PROGRAMS.reclaimSandbox, record, options);
 }
 
 /**
@@ -442,7 +440,8 @@ function reclaimSandbox(record, options) {
  * rejects with `SandboxReclaimFailedError` on `destroy-failed`.
  */
 function sandboxReclaimer(options) {
-  return (record) => interpret(KIND_RECLAIMER, record, options);
+  const programs = PROGRAMS.sandboxReclaimer;
+  return (record) => walk(programs, record, options);
 }
 
 module.exports = {
@@ -451,6 +450,6 @@ module.exports = {
   SandboxReclaimFailedError,
   InMemorySandboxInstanceStore,
   defineSandboxInstanceStore,
-  /** Internal: reclaims in flight on this thread (for leak tests). */
-  sessionsInFlight: native.sessionsInFlight,
+  /** Internal: the native half of an InMemorySandboxInstanceStore (for retryLeaks). */
+  memoryNativeOf: (store) => memoryNativeOf(store),
 };

@@ -1,24 +1,22 @@
 //! Node binding of `sandbox-reclaim` (napi-rs).
 //!
-//! The JavaScript facade (`lib/reclaim.cjs`) is a small generic interpreter of
-//! the core's sans-IO machine: each native call feeds one host answer, runs
-//! the machine to its next host step and writes that step, with any log lines
-//! around it, as a few integers into a registered `Int32Array`
-//! ([`program`]). Host objects are then called from plain JavaScript, so a JS
-//! store or provider costs what it costs natively and no threadsafe function
-//! is involved.
+//! The JavaScript facade (`lib/reclaim.cjs`) walks the core's compiled
+//! reclaim programs ([`reclaim`], fetched once at load): a reclaim makes no
+//! native call, so a JS store or provider costs what it costs in plain JS.
 //!
-//! * [`session`]: live machines by handle, fed by integers (strings travel as
-//!   per-reclaim symbols);
-//! * [`raw`]: the per-step entry points as raw napi callbacks;
-//! * [`memory_store`]: the native in-memory store, whose steps are answered
-//!   inside the same native call, without materialising its records in JS.
+//! * [`memory_store`]: the native in-memory store; [`hot_store`]: its
+//!   synchronous lookup and delete as raw napi calls, which the walker makes
+//!   without awaiting them;
+//! * [`sql_store`] and [`provider`]: the core's SQLite/PostgreSQL stores and
+//!   Docker/local providers, with Promise-returning methods on napi's tokio
+//!   runtime, and `retryLeaks` when both sides are native.
 
+pub mod hot_store;
 pub mod memory_store;
-pub mod program;
-pub mod raw;
+pub mod provider;
 mod ready;
-pub mod session;
+pub mod reclaim;
+pub mod sql_store;
 
 /// The reclaim machine allocates a few small strings per step; mimalloc
 /// serves those several times faster than the system allocator (measured with

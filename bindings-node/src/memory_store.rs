@@ -1,6 +1,6 @@
 //! `InMemorySandboxInstanceStore`'s native half: the core's in-memory store.
 //! The JS facade class wraps it (for promise-returning methods); reclaims
-//! recognise it and answer its steps natively.
+//! recognise it and call its synchronous methods directly.
 
 use std::sync::Arc;
 
@@ -97,11 +97,58 @@ impl From<LeakEntry> for LeakRecord {
     }
 }
 
-fn type_error(message: impl Into<String>) -> Error {
+impl TryFrom<LeakInput> for NewLeak {
+    type Error = Error;
+
+    fn try_from(leak: LeakInput) -> Result<Self> {
+        Ok(NewLeak {
+            failed_at: epoch_millis("leak.failedAt", leak.failed_at)?,
+            key: leak.key,
+            provider: leak.provider,
+            provider_sandbox_id: leak.provider_sandbox_id,
+            run_id: leak.run_id,
+            error_message: leak.error_message,
+        })
+    }
+}
+
+impl TryFrom<LeakRecord> for LeakEntry {
+    type Error = Error;
+
+    fn try_from(entry: LeakRecord) -> Result<Self> {
+        Ok(LeakEntry {
+            failed_at: epoch_millis("entry.failedAt", entry.failed_at)?,
+            key: entry.key,
+            provider: entry.provider,
+            provider_sandbox_id: entry.provider_sandbox_id,
+            run_id: entry.run_id,
+            last_error: entry.last_error,
+            attempts: entry.attempts,
+        })
+    }
+}
+
+/// Checks that `value` is epoch milliseconds: a whole number in `0..=2^53-1`.
+pub fn epoch_millis(field: &str, value: f64) -> Result<u64> {
+    if value.fract() == 0.0 && value >= 0.0 && value <= sandbox_reclaim::model::MAX_SAFE_INTEGER as f64 {
+        Ok(value as u64)
+    } else {
+        Err(type_error(format!("{field} must be epoch milliseconds (a whole number between 0 and 2^53-1)")))
+    }
+}
+
+/// A claim lease from milliseconds (`0` is a lease that has already ended).
+pub fn lease_duration(lease_ms: f64) -> Result<std::time::Duration> {
+    Ok(std::time::Duration::from_millis(epoch_millis("leaseMs", lease_ms)?))
+}
+
+/// A napi error that the JS facade rethrows as a `TypeError`.
+pub fn type_error(message: impl Into<String>) -> Error {
     Error::new(Status::InvalidArg, message.into())
 }
 
-fn store_error(error: StoreError) -> Error {
+/// A store failure as a napi error: refused input becomes a `TypeError` in JS.
+pub fn store_error(error: StoreError) -> Error {
     match error {
         // A record the core refuses is bad input: the facade reports it as a TypeError.
         StoreError::InvalidRecord(_) | StoreError::InvalidKey(_) => type_error(error.to_string()),
@@ -117,8 +164,8 @@ fn ready<T>(future: impl std::future::Future<Output = std::result::Result<T, Sto
 #[napi]
 pub struct MemoryStore {
     inner: Arc<InMemorySandboxInstanceStore>,
-    /// Its number in this thread's [`registry`], which reclaims are given
-    /// instead of the object (a plain integer crosses napi for free).
+    /// Its number in this thread's [`registry`], which the walker's raw
+    /// calls take instead of the object (a plain integer crosses napi for free).
     id: u32,
 }
 
@@ -133,11 +180,11 @@ pub mod registry {
     use std::cell::RefCell;
     use std::sync::Arc;
 
-    use sandbox_reclaim::SandboxInstanceStore;
+    use sandbox_reclaim::InMemorySandboxInstanceStore;
 
     #[derive(Default)]
     struct Registry {
-        stores: Vec<Option<Arc<dyn SandboxInstanceStore>>>,
+        stores: Vec<Option<Arc<InMemorySandboxInstanceStore>>>,
         free: Vec<u32>,
     }
 
@@ -146,7 +193,7 @@ pub mod registry {
     }
 
     /// Registers `store`; returns its number.
-    pub fn add(store: Arc<dyn SandboxInstanceStore>) -> u32 {
+    pub fn add(store: Arc<InMemorySandboxInstanceStore>) -> u32 {
         REGISTRY.with_borrow_mut(|registry| match registry.free.pop() {
             Some(id) => {
                 registry.stores[id as usize] = Some(store);
@@ -159,9 +206,10 @@ pub mod registry {
         })
     }
 
-    /// The store numbered `id`, if it is still alive.
-    pub fn get(id: u32) -> Option<Arc<dyn SandboxInstanceStore>> {
-        REGISTRY.with_borrow(|registry| registry.stores.get(id as usize).cloned().flatten())
+    /// Runs `f` on the store numbered `id` (`None` if it is gone) without
+    /// touching its reference count: the reclaim hot path.
+    pub fn with<T>(id: u32, f: impl FnOnce(Option<&InMemorySandboxInstanceStore>) -> T) -> T {
+        REGISTRY.with_borrow(|registry| f(registry.stores.get(id as usize).and_then(|slot| slot.as_deref())))
     }
 
     /// Forgets store `id` (its JS object was collected).
@@ -190,7 +238,7 @@ impl MemoryStore {
         Self { inner, id }
     }
 
-    /// The store's number for `startWithNativeStore`.
+    /// The store's number for the walker's raw `lookup` / `remove`.
     #[napi(getter)]
     pub fn id(&self) -> u32 {
         self.id
@@ -231,21 +279,7 @@ impl MemoryStore {
     #[napi]
     pub fn delete_recording_leak(&self, key: String, leak: LeakInput) -> Result<()> {
         let ledger = self.ledger()?;
-        let failed_at = leak.failed_at;
-        if !(failed_at.fract() == 0.0
-            && failed_at >= 0.0
-            && failed_at <= sandbox_reclaim::model::MAX_SAFE_INTEGER as f64)
-        {
-            return Err(type_error("leak.failedAt must be epoch milliseconds (a whole number)"));
-        }
-        let leak = NewLeak {
-            key: leak.key,
-            provider: leak.provider,
-            provider_sandbox_id: leak.provider_sandbox_id,
-            run_id: leak.run_id,
-            error_message: leak.error_message,
-            failed_at: failed_at as u64,
-        };
+        let leak = NewLeak::try_from(leak)?;
         ready(ledger.delete_recording_leak(&key, leak))
     }
 
@@ -254,6 +288,40 @@ impl MemoryStore {
     pub fn list_leaks(&self, provider: Option<String>) -> Result<Vec<LeakRecord>> {
         let entries = ready(self.ledger()?.list_leaks(provider.as_deref()))?;
         Ok(entries.into_iter().map(LeakRecord::from).collect())
+    }
+
+    /// How many leaks are pending, of one provider or of all.
+    #[napi]
+    pub fn count_leaks(&self, provider: Option<String>) -> Result<f64> {
+        Ok(ready(self.ledger()?.count_leaks(provider.as_deref()))? as f64)
+    }
+
+    /// Claims up to `limit` of `provider`'s leaks for `leaseMs` (see `LeakLedger::claim_leaks`).
+    #[napi]
+    pub fn claim_leaks(&self, provider: String, limit: u32, lease_ms: f64) -> Result<Vec<LeakRecord>> {
+        let lease = lease_duration(lease_ms)?;
+        let entries = ready(self.ledger()?.claim_leaks(&provider, limit as usize, lease))?;
+        Ok(entries.into_iter().map(LeakRecord::from).collect())
+    }
+
+    /// Removes a claimed leak whose sandbox is now destroyed.
+    #[napi]
+    pub fn resolve_leak(&self, entry: LeakRecord) -> Result<()> {
+        let entry = LeakEntry::try_from(entry)?;
+        ready(self.ledger()?.resolve_leak(&entry))
+    }
+
+    /// Bumps a claimed leak's attempts, keeps `message` and releases the claim.
+    #[napi]
+    pub fn record_retry_failure(&self, entry: LeakRecord, message: String, failed_at: f64) -> Result<()> {
+        let entry = LeakEntry::try_from(entry)?;
+        let failed_at = epoch_millis("failedAt", failed_at)?;
+        ready(self.ledger()?.record_retry_failure(&entry, &message, failed_at))
+    }
+
+    /// The core store, for `retryLeaks` with a native provider.
+    pub fn shared(&self) -> Arc<dyn SandboxInstanceStore> {
+        self.inner.clone()
     }
 
     fn ledger(&self) -> Result<&dyn LeakLedger> {

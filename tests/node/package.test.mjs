@@ -32,7 +32,8 @@ test('npm pack → npm install of the tarball in an empty project → import and
   try {
     const packed = JSON.parse(run(npm, ['pack', '--json', '--pack-destination', work], packageDir));
     const files = packed[0].files.map((file) => file.path).sort();
-    for (const expected of ['index.cjs', 'index.d.ts', 'index.mjs', 'lib/reclaim.cjs', 'package.json', 'sandbox-reclaim.node']) {
+    const expectedFiles = ['index.cjs', 'index.d.ts', 'index.mjs', 'package.json', 'sandbox-reclaim.node'];
+    for (const expected of [...expectedFiles, 'lib/reclaim.cjs', 'lib/stores.cjs', 'lib/providers.cjs', 'lib/errors.cjs']) {
       assert.ok(files.includes(expected), `tarball has ${expected}: ${files.join(', ')}`);
     }
     assert.ok(!files.some((file) => file.startsWith('src/') || file.startsWith('node_modules/')), 'no sources or deps in the tarball');

@@ -1,0 +1,132 @@
+'use strict';
+// The managed providers: the core's DockerProvider and LocalProvider behind
+// thin facades. Each is a reclaim provider (`name`, `destroy({id})`) that can
+// also create, list and exec into its own sandboxes. Argument types are
+// checked here (TypeError naming the field); values by the core.
+
+const native = require('../sandbox-reclaim.node');
+const { nativeCall, nativeCallSync, checkObject, checkString, checkOptionalString, checkStringArray } = require('./errors.cjs');
+
+let nativeProviderOf;
+
+function checkLabels(labels) {
+  if (labels === undefined || labels === null) return undefined;
+  checkObject(labels, 'labels');
+  for (const [name, value] of Object.entries(labels)) {
+    if (typeof value !== 'string') throw new TypeError(`labels.${name} must be a string`);
+  }
+  return labels;
+}
+
+/** What Docker and local providers share: the methods, over one native provider. */
+class ManagedProvider {
+  #native;
+  #name;
+  /** The `destroy` this class installed: a replaced one is called from JS. */
+  static #destroy;
+
+  constructor(nativeProvider) {
+    this.#native = nativeProvider;
+    this.#name = nativeProvider.name;
+  }
+
+  /** The name instance records carry in `provider`. */
+  get name() {
+    return this.#name;
+  }
+
+  /** Destroys sandbox `id`; already gone is success; not ours is a SandboxNotOwnedError. */
+  async destroy(input) {
+    checkObject(input, 'input');
+    checkString(input.id, 'input.id');
+    await nativeCall(() => this.#native.destroy(input.id));
+  }
+
+  /**
+   * Creates (or finds) the running sandbox for `key`.
+   * @param {string} key
+   * @param {Record<string, string>} [labels]
+   */
+  async create(key, labels) {
+    checkString(key, 'key');
+    checkLabels(labels);
+    return nativeCall(() => this.#native.create(key, labels ?? undefined));
+  }
+
+  /** The sandboxes this provider owns, oldest first. */
+  async list() {
+    return nativeCall(() => this.#native.list());
+  }
+
+  /**
+   * Runs `argv` in sandbox `id` and waits for it.
+   * @param {string} id
+   * @param {string[]} argv
+   */
+  async exec(id, argv) {
+    checkString(id, 'id');
+    checkStringArray(argv, 'argv');
+    return nativeCall(() => this.#native.exec(id, argv));
+  }
+
+  static {
+    ManagedProvider.#destroy = ManagedProvider.prototype.destroy;
+    // Native only while `destroy` is the class's own (a subclass or instance
+    // that replaces it gets its method called, by the JS retry loop).
+    nativeProviderOf = (provider) =>
+      provider !== null && typeof provider === 'object' && #native in provider && provider.destroy === ManagedProvider.#destroy
+        ? provider.#native
+        : undefined;
+  }
+}
+
+/** Sandboxes as containers on a Docker Engine API (Docker or podman), marked with owner labels. */
+class DockerProvider extends ManagedProvider {
+  /**
+   * @param {{ image: string, keepAlive?: string[], networkMode?: string, cpus?: number,
+   *   memoryBytes?: number, owner?: string, name?: string, dockerHost?: string }} options
+   */
+  constructor(options) {
+    checkObject(options, 'options');
+    checkString(options.image, 'options.image');
+    if (options.keepAlive !== undefined) checkStringArray(options.keepAlive, 'options.keepAlive');
+    for (const field of ['networkMode', 'owner', 'name', 'dockerHost']) checkOptionalString(options, field, 'options');
+    for (const field of ['cpus', 'memoryBytes']) {
+      if (options[field] !== undefined && typeof options[field] !== 'number') throw new TypeError(`options.${field} must be a number`);
+    }
+    const { image, keepAlive, networkMode, cpus, memoryBytes, owner, name, dockerHost } = options;
+    super(nativeCallSync(() => native.NativeProvider.docker({ image, keepAlive, networkMode, cpus, memoryBytes, owner, name, dockerHost })));
+  }
+}
+
+const ISOLATIONS = ['auto', 'namespaces', 'process-group'];
+
+/** Sandboxes as private directories plus supervised process trees (namespaces where possible). */
+class LocalProvider extends ManagedProvider {
+  #isolation;
+
+  /**
+   * @param {{ baseDir: string, owner?: string, keepAlive?: string[],
+   *   isolation?: 'auto' | 'namespaces' | 'process-group', name?: string }} options
+   */
+  constructor(options) {
+    checkObject(options, 'options');
+    checkString(options.baseDir, 'options.baseDir');
+    for (const field of ['owner', 'name']) checkOptionalString(options, field, 'options');
+    if (options.keepAlive !== undefined) checkStringArray(options.keepAlive, 'options.keepAlive');
+    if (options.isolation !== undefined && !ISOLATIONS.includes(options.isolation)) {
+      throw new TypeError(`options.isolation must be one of ${ISOLATIONS.map((i) => `'${i}'`).join(', ')}`);
+    }
+    const { baseDir, owner, keepAlive, isolation, name } = options;
+    const provider = nativeCallSync(() => native.NativeProvider.local({ baseDir, owner, keepAlive, isolation, name }));
+    super(provider);
+    this.#isolation = provider.isolation();
+  }
+
+  /** The isolation new sandboxes get: `'namespaces'` or `'process-group'`. */
+  isolation() {
+    return this.#isolation;
+  }
+}
+
+module.exports = { DockerProvider, LocalProvider, nativeProviderOf: (provider) => nativeProviderOf(provider) };

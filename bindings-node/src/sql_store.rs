@@ -1,0 +1,257 @@
+//! The native half of `SqliteSandboxInstanceStore` and
+//! `PostgresSandboxInstanceStore`: one class over either core SQL store.
+//!
+//! Every method returns a Promise settled on napi's tokio runtime, where sqlx
+//! runs; the JS facade classes (lib/stores.cjs) give each backend its own name
+//! and turn refused input into a `TypeError`.
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::PromiseRaw;
+use napi::{Env, Error, Result, Status};
+use napi_derive::napi;
+use sandbox_reclaim::ledger::{LeakEntry, LeakLedger, NewLeak};
+use sandbox_reclaim::stores::{PostgresOptions, SqliteOptions, StoreOpenError};
+use sandbox_reclaim::{
+    PostgresSandboxInstanceStore, SandboxInstanceRecord, SandboxInstanceStore, SqliteSandboxInstanceStore,
+};
+
+use crate::memory_store::{
+    epoch_millis, lease_duration, store_error, type_error, InstanceRecord, LeakInput, LeakRecord,
+};
+
+/// `SqliteSandboxInstanceStore.open`'s options.
+#[napi(object)]
+pub struct SqliteOpenOptions {
+    /// How long a write waits for another process's lock. Default 30 000.
+    pub busy_timeout_ms: Option<f64>,
+    /// Connections in this handle's pool. Default 4.
+    pub max_connections: Option<u32>,
+}
+
+/// `PostgresSandboxInstanceStore.connect`'s options.
+#[napi(object)]
+pub struct PostgresConnectOptions {
+    /// Schema holding the tables, created if missing. Default `public`.
+    pub schema: Option<String>,
+    /// Table of instance records.
+    pub instances_table: Option<String>,
+    /// Table of the leak ledger.
+    pub leaks_table: Option<String>,
+    /// Table of applied migration versions.
+    pub schema_version_table: Option<String>,
+    /// Most connections this handle's pool opens. Default 10.
+    pub max_connections: Option<u32>,
+}
+
+/// Either core SQL store; both keep a leak ledger.
+#[derive(Clone)]
+enum Backend {
+    Sqlite(SqliteSandboxInstanceStore),
+    Postgres(PostgresSandboxInstanceStore),
+}
+
+impl Backend {
+    fn store(&self) -> Arc<dyn SandboxInstanceStore> {
+        match self {
+            Self::Sqlite(store) => Arc::new(store.clone()),
+            Self::Postgres(store) => Arc::new(store.clone()),
+        }
+    }
+
+    fn ledger(&self) -> &dyn LeakLedger {
+        match self {
+            Self::Sqlite(store) => store,
+            Self::Postgres(store) => store,
+        }
+    }
+
+    async fn close(&self) {
+        match self {
+            Self::Sqlite(store) => store.close().await,
+            Self::Postgres(store) => store.close().await,
+        }
+    }
+}
+
+fn open_error(error: StoreOpenError) -> Error {
+    match error {
+        StoreOpenError::InvalidOption { field, reason } => {
+            type_error(format!("invalid store option `{field}`: {reason}"))
+        }
+        other => Error::new(Status::GenericFailure, other.to_string()),
+    }
+}
+
+/// A SQLite or PostgreSQL instance store with its leak ledger.
+#[napi]
+pub struct SqlStore {
+    backend: Backend,
+}
+
+#[napi]
+impl SqlStore {
+    /// Opens (creating if missing) the SQLite store at `path`; resolves to a `SqlStore`.
+    #[napi]
+    pub fn open_sqlite(env: &Env, path: String, options: SqliteOpenOptions) -> Result<PromiseRaw<'_, SqlStore>> {
+        let mut sqlite = SqliteOptions::default();
+        if let Some(busy) = options.busy_timeout_ms {
+            sqlite.busy_timeout = std::time::Duration::from_millis(epoch_millis("busyTimeoutMs", busy)?);
+        }
+        if let Some(max) = options.max_connections {
+            sqlite.max_connections = max;
+        }
+        env.spawn_future(async move {
+            let store = SqliteSandboxInstanceStore::open_with(path, sqlite).await.map_err(open_error)?;
+            Ok(SqlStore { backend: Backend::Sqlite(store) })
+        })
+    }
+
+    /// Connects to PostgreSQL at `url` and migrates; resolves to a `SqlStore`.
+    #[napi]
+    pub fn connect_postgres(
+        env: &Env,
+        url: String,
+        options: PostgresConnectOptions,
+    ) -> Result<PromiseRaw<'_, SqlStore>> {
+        let mut postgres = PostgresOptions::default();
+        let names = [
+            (options.schema, &mut postgres.schema),
+            (options.instances_table, &mut postgres.instances_table),
+            (options.leaks_table, &mut postgres.leaks_table),
+            (options.schema_version_table, &mut postgres.schema_version_table),
+        ];
+        for (given, slot) in names {
+            if let Some(name) = given {
+                *slot = name;
+            }
+        }
+        if let Some(max) = options.max_connections {
+            postgres.max_connections = max;
+        }
+        // Refuse bad names now, so the Promise never starts a connection for them.
+        postgres.validate().map_err(open_error)?;
+        env.spawn_future(async move {
+            let store = PostgresSandboxInstanceStore::connect(&url, postgres).await.map_err(open_error)?;
+            Ok(SqlStore { backend: Backend::Postgres(store) })
+        })
+    }
+
+    /// The record under `key`, or `null`.
+    #[napi]
+    pub fn get<'env>(&self, env: &'env Env, key: String) -> Result<PromiseRaw<'env, Option<InstanceRecord>>> {
+        let backend = self.backend.clone();
+        env.spawn_future(async move {
+            let record = backend.store().get(&key).await.map_err(store_error)?;
+            Ok(record.map(InstanceRecord::from))
+        })
+    }
+
+    /// Stores `record`, replacing any record under its key.
+    #[napi]
+    pub fn upsert<'env>(&self, env: &'env Env, record: InstanceRecord) -> Result<PromiseRaw<'env, ()>> {
+        let record = SandboxInstanceRecord::try_from(record)?;
+        let backend = self.backend.clone();
+        env.spawn_future(async move { backend.store().upsert(&record).await.map_err(store_error) })
+    }
+
+    /// Removes the record under `key`; a missing key is a no-op.
+    #[napi]
+    pub fn delete<'env>(&self, env: &'env Env, key: String) -> Result<PromiseRaw<'env, ()>> {
+        let backend = self.backend.clone();
+        env.spawn_future(async move { backend.store().delete(&key).await.map_err(store_error) })
+    }
+
+    /// Deletes `key` and records `leak`, in one transaction.
+    #[napi]
+    pub fn delete_recording_leak<'env>(
+        &self,
+        env: &'env Env,
+        key: String,
+        leak: LeakInput,
+    ) -> Result<PromiseRaw<'env, ()>> {
+        let leak = NewLeak::try_from(leak)?;
+        let backend = self.backend.clone();
+        env.spawn_future(async move { backend.ledger().delete_recording_leak(&key, leak).await.map_err(store_error) })
+    }
+
+    /// Pending leaks, oldest first, of one provider or of all.
+    #[napi]
+    pub fn list_leaks<'env>(
+        &self,
+        env: &'env Env,
+        provider: Option<String>,
+    ) -> Result<PromiseRaw<'env, Vec<LeakRecord>>> {
+        let backend = self.backend.clone();
+        env.spawn_future(async move {
+            let entries = backend.ledger().list_leaks(provider.as_deref()).await.map_err(store_error)?;
+            Ok(entries.into_iter().map(LeakRecord::from).collect())
+        })
+    }
+
+    /// How many leaks are pending, of one provider or of all.
+    #[napi]
+    pub fn count_leaks<'env>(&self, env: &'env Env, provider: Option<String>) -> Result<PromiseRaw<'env, f64>> {
+        let backend = self.backend.clone();
+        env.spawn_future(async move {
+            Ok(backend.ledger().count_leaks(provider.as_deref()).await.map_err(store_error)? as f64)
+        })
+    }
+
+    /// Claims up to `limit` of `provider`'s leaks for `leaseMs`.
+    #[napi]
+    pub fn claim_leaks<'env>(
+        &self,
+        env: &'env Env,
+        provider: String,
+        limit: u32,
+        lease_ms: f64,
+    ) -> Result<PromiseRaw<'env, Vec<LeakRecord>>> {
+        let lease = lease_duration(lease_ms)?;
+        let backend = self.backend.clone();
+        env.spawn_future(async move {
+            let entries = backend.ledger().claim_leaks(&provider, limit as usize, lease).await.map_err(store_error)?;
+            Ok(entries.into_iter().map(LeakRecord::from).collect())
+        })
+    }
+
+    /// Removes a claimed leak whose sandbox is now destroyed.
+    #[napi]
+    pub fn resolve_leak<'env>(&self, env: &'env Env, entry: LeakRecord) -> Result<PromiseRaw<'env, ()>> {
+        let entry = LeakEntry::try_from(entry)?;
+        let backend = self.backend.clone();
+        env.spawn_future(async move { backend.ledger().resolve_leak(&entry).await.map_err(store_error) })
+    }
+
+    /// Bumps a claimed leak's attempts, keeps `message` and releases the claim.
+    #[napi]
+    pub fn record_retry_failure<'env>(
+        &self,
+        env: &'env Env,
+        entry: LeakRecord,
+        message: String,
+        failed_at: f64,
+    ) -> Result<PromiseRaw<'env, ()>> {
+        let entry = LeakEntry::try_from(entry)?;
+        let failed_at = epoch_millis("failedAt", failed_at)?;
+        let backend = self.backend.clone();
+        env.spawn_future(async move {
+            backend.ledger().record_retry_failure(&entry, &message, failed_at).await.map_err(store_error)
+        })
+    }
+
+    /// Closes every pooled connection; later calls reject.
+    #[napi]
+    pub fn close<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
+        let backend = self.backend.clone();
+        env.spawn_future(async move {
+            backend.close().await;
+            Ok(())
+        })
+    }
+
+    /// The core store, for `retryLeaks` with a native provider.
+    pub fn shared(&self) -> Arc<dyn SandboxInstanceStore> {
+        self.backend.store()
+    }
+}

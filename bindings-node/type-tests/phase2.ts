@@ -1,0 +1,51 @@
+// Types of the durable stores, the leak ledger functions and the managed
+// providers (checked by `npm run typecheck`, never run).
+import {
+  SqliteSandboxInstanceStore,
+  PostgresSandboxInstanceStore,
+  InMemorySandboxInstanceStore,
+  DockerProvider,
+  LocalProvider,
+  SandboxNotOwnedError,
+  reclaimSandbox,
+  sandboxReclaimer,
+  retryLeaks,
+  listLeaks,
+  type RetrySummary,
+  type SandboxLeakEntry,
+  type SandboxHandle,
+  type ExecResult,
+  type LocalIsolation,
+  type LeakLedgerStore,
+} from 'sandbox-reclaim';
+
+export async function usage(): Promise<void> {
+  const sqlite: SqliteSandboxInstanceStore = await SqliteSandboxInstanceStore.open('/tmp/x.db', { busyTimeoutMs: 1000, maxConnections: 2 });
+  const postgres: PostgresSandboxInstanceStore = await PostgresSandboxInstanceStore.connect('postgres://x', { schema: 's' });
+  const ledger: LeakLedgerStore = sqlite;
+  const docker = new DockerProvider({ image: 'busybox', cpus: 0.5, memoryBytes: 64 << 20 });
+  const local = new LocalProvider({ baseDir: '/tmp/s', isolation: 'process-group' });
+  const isolation: LocalIsolation = local.isolation();
+  const handle: SandboxHandle = await docker.create('key', { team: 'a' });
+  const handles: SandboxHandle[] = await local.list();
+  const output: ExecResult = await docker.exec(handle.id, ['echo', 'hi']);
+  const exitCode: number = output.exitCode;
+  await reclaimSandbox({ runId: 'r', sandboxKey: 'k' }, { provider: docker, instances: postgres });
+  await sandboxReclaimer({ provider: local, instances: sqlite })({ runId: 'r' });
+  const summary: RetrySummary = await retryLeaks({ provider: docker, instances: sqlite, limit: 10, leaseMs: 1000 });
+  await retryLeaks({ provider: { name: 'docker', destroy: () => undefined }, instances: ledger });
+  const leaks: SandboxLeakEntry[] = await listLeaks(postgres, 'docker');
+  const count: number = await sqlite.countLeaks(null);
+  const memory = new InMemorySandboxInstanceStore({ ledger: true });
+  await memory.claimLeaks?.('docker', 1, 0);
+  const error = new SandboxNotOwnedError('nope');
+  const code: 'SANDBOX_NOT_OWNED' = error.code;
+  await sqlite.close();
+  void [isolation, handles, exitCode, summary, leaks, count, code];
+  // @ts-expect-error stores are opened, not constructed
+  new SqliteSandboxInstanceStore();
+  // @ts-expect-error image is required
+  new DockerProvider({});
+  // @ts-expect-error unknown isolation
+  new LocalProvider({ baseDir: '/tmp', isolation: 'vm' });
+}

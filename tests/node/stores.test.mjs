@@ -1,0 +1,247 @@
+// The shared store conformance cases (tests/conformance/*.json, format in its
+// README) through the Node binding, against the native in-memory store with a
+// ledger, SQLite and PostgreSQL; then reclaims with the durable stores and a
+// failing JS provider (leak recorded, listLeaks, retryLeaks).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync, rmSync } from 'node:fs';
+import { join, resolve, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as binding from '../../bindings-node/index.mjs';
+import { service, tempDir, uniqueSchema } from './services.mjs';
+
+const {
+  InMemorySandboxInstanceStore,
+  SqliteSandboxInstanceStore,
+  PostgresSandboxInstanceStore,
+  reclaimSandbox,
+  sandboxReclaimer,
+  SandboxReclaimFailedError,
+  listLeaks,
+  retryLeaks,
+} = binding;
+
+const here = dirname(fileURLToPath(import.meta.url));
+const conformanceDir = resolve(here, '..', 'conformance');
+const pg = service('SANDBOX_RECLAIM_PG_URL', 'PostgreSQL store tests');
+const scratch = tempDir('stores');
+process.on('exit', () => rmSync(scratch, { recursive: true, force: true }));
+
+/** Replaces every `{"$repeat": text, "times": n}` with the repeated text. */
+function expand(value) {
+  if (Array.isArray(value)) return value.map(expand);
+  if (value !== null && typeof value === 'object') {
+    if ('$repeat' in value) return value.$repeat.repeat(value.times);
+    return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, expand(inner)]));
+  }
+  return value;
+}
+
+function loadCases() {
+  const files = readdirSync(conformanceDir).filter((file) => file.endsWith('.json')).sort();
+  return files.flatMap((file) => JSON.parse(readFileSync(join(conformanceDir, file), 'utf8')).cases.map(expand));
+}
+
+let files = 0;
+/** Fresh, empty stores by kind; each returns [store, cleanup]. */
+const stores = {
+  memory: { skip: false, open: async () => [new InMemorySandboxInstanceStore({ ledger: true }), async () => {}] },
+  sqlite: {
+    skip: false,
+    open: async () => {
+      const store = await SqliteSandboxInstanceStore.open(join(scratch, `conformance-${(files += 1)}.db`));
+      return [store, () => store.close()];
+    },
+  },
+  postgres: {
+    skip: pg.skip,
+    open: async () => {
+      const store = await PostgresSandboxInstanceStore.connect(pg.value, { schema: uniqueSchema('node_conf'), maxConnections: 2 });
+      return [store, () => store.close()];
+    },
+  },
+};
+
+/** A leak entry as a step names it: `(provider, providerSandboxId)` identify it. */
+const namedEntry = (entry) => ({ key: '', runId: '', lastError: '', failedAt: 0, attempts: 0, ...entry });
+
+async function runStep(store, step) {
+  switch (step.op) {
+    case 'get':
+      assert.deepStrictEqual(await store.get(step.key), step.expect);
+      return;
+    case 'upsert':
+      if (step.expectError === undefined) {
+        await store.upsert(step.record);
+        return;
+      }
+      await assert.rejects(store.upsert(step.record), (error) => {
+        assert.ok(error instanceof TypeError || error instanceof RangeError, `a TypeError, got ${error}`);
+        assert.match(error.message, new RegExp(step.expectError.field), 'the message names the field');
+        return true;
+      });
+      return;
+    case 'delete':
+      await store.delete(step.key);
+      return;
+    case 'deleteRecordingLeak':
+      await store.deleteRecordingLeak(step.key, step.leak);
+      return;
+    case 'listLeaks':
+      assert.deepStrictEqual(await store.listLeaks(step.provider), step.expect);
+      return;
+    case 'countLeaks':
+      assert.equal(await store.countLeaks(step.provider), step.expect);
+      return;
+    case 'claimLeaks':
+      assert.deepStrictEqual(await store.claimLeaks(step.provider, step.limit, step.leaseMs), step.expect);
+      return;
+    case 'resolveLeak':
+      await store.resolveLeak(namedEntry(step.entry));
+      return;
+    case 'recordRetryFailure':
+      await store.recordRetryFailure(namedEntry(step.entry), step.message, step.failedAt);
+      return;
+    default:
+      throw new Error(`unknown conformance op ${step.op}`);
+  }
+}
+
+const cases = loadCases();
+test('the conformance cases are all there', () => assert.ok(cases.length >= 30, `${cases.length} cases`));
+
+for (const [kind, { skip, open }] of Object.entries(stores)) {
+  for (const testCase of cases) {
+    test(`conformance (${kind}): ${testCase.name}`, { skip }, async () => {
+      const [store, close] = await open();
+      try {
+        for (const [index, step] of testCase.steps.entries()) {
+          try {
+            await runStep(store, step);
+          } catch (error) {
+            error.message = `step ${index} (${step.op}): ${error.message}`;
+            throw error;
+          }
+        }
+      } finally {
+        await close();
+      }
+    });
+  }
+}
+
+// ------------------------------------------------ reclaims with durable stores
+
+const record = (key, id) => ({ key, provider: 'docker', providerSandboxId: id, threadId: 'thread-1', updatedAt: 1_700_000_000_000 });
+const run = (key) => ({ runId: `run-${key}`, threadId: 'thread-1', status: 'failed', startedAt: 1, sandboxKey: key });
+
+for (const kind of ['sqlite', 'postgres']) {
+  const { skip, open } = stores[kind];
+
+  test(`reclaim with ${kind}: a failed destroy is recorded in the ledger and retried`, { skip }, async () => {
+    const [store, close] = await open();
+    try {
+      for (const key of ['a', 'b', 'c']) await store.upsert(record(key, `ctr-${key}`));
+      const broken = { name: 'docker', calls: [], async destroy({ id }) { this.calls.push(id); throw new Error(`engine down for ${id}`); } };
+      const before = Date.now();
+      assert.equal(await reclaimSandbox(run('a'), { provider: broken, instances: store }), 'destroy-failed');
+      await assert.rejects(sandboxReclaimer({ provider: broken, instances: store })(run('b')), SandboxReclaimFailedError);
+      const healthy = { name: 'docker', calls: [], async destroy({ id }) { this.calls.push(id); } };
+      assert.equal(await reclaimSandbox(run('c'), { provider: healthy, instances: store }), 'destroyed');
+      assert.deepStrictEqual(broken.calls, ['ctr-a', 'ctr-b']);
+      for (const key of ['a', 'b', 'c']) assert.equal(await store.get(key), null, `record ${key} deleted`);
+
+      const leaks = await listLeaks(store);
+      assert.deepStrictEqual(
+        leaks.map(({ failedAt, ...rest }) => {
+          assert.ok(failedAt >= before && failedAt <= Date.now(), 'failedAt is the failure time');
+          return rest;
+        }),
+        ['a', 'b'].map((key) => ({
+          key,
+          provider: 'docker',
+          providerSandboxId: `ctr-${key}`,
+          runId: `run-${key}`,
+          lastError: `engine down for ctr-${key}`,
+          attempts: 1,
+        })),
+      );
+      assert.deepStrictEqual(await store.listLeaks('other'), []);
+      assert.equal(await store.countLeaks('docker'), 2);
+
+      // A retry that fails again bumps attempts and keeps the new error.
+      assert.deepStrictEqual(await retryLeaks({ provider: broken, instances: store, leaseMs: 0 }), { retried: 2, destroyed: 0, stillFailing: 2 });
+      assert.deepStrictEqual((await store.listLeaks()).map((leak) => leak.attempts), [2, 2]);
+      // Another provider's name claims nothing.
+      assert.deepStrictEqual(await retryLeaks({ provider: { name: 'local', destroy() {} }, instances: store }), { retried: 0, destroyed: 0, stillFailing: 0 });
+      // Limit 1, then the rest: a healthy provider empties the ledger.
+      assert.deepStrictEqual(await retryLeaks({ provider: healthy, instances: store, limit: 1 }), { retried: 1, destroyed: 1, stillFailing: 0 });
+      assert.deepStrictEqual(await retryLeaks({ provider: healthy, instances: store }), { retried: 1, destroyed: 1, stillFailing: 0 });
+      assert.deepStrictEqual(healthy.calls, ['ctr-c', 'ctr-a', 'ctr-b']);
+      assert.equal(await store.countLeaks(), 0);
+    } finally {
+      await close();
+    }
+  });
+}
+
+test('retryLeaks over the native in-memory ledger with a JS provider', async () => {
+  const store = new InMemorySandboxInstanceStore({ ledger: true });
+  await store.upsert(record('k', 'ctr-k'));
+  const broken = { name: 'docker', destroy() { throw 'plain string thrown'; } };
+  assert.equal(await reclaimSandbox(run('k'), { provider: broken, instances: store }), 'destroy-failed');
+  assert.equal((await store.listLeaks())[0].lastError, 'plain string thrown');
+  assert.deepStrictEqual(await retryLeaks({ provider: broken, instances: store, leaseMs: 0 }), { retried: 1, destroyed: 0, stillFailing: 1 });
+  assert.deepStrictEqual(await retryLeaks({ provider: { name: 'docker', async destroy() {} }, instances: store }), { retried: 1, destroyed: 1, stillFailing: 0 });
+  assert.deepStrictEqual(await listLeaks(store), []);
+});
+
+test('store and retryLeaks input errors are TypeErrors naming the field, before any effect', async () => {
+  await assert.rejects(SqliteSandboxInstanceStore.open(42), { name: 'TypeError', message: /path/ });
+  await assert.rejects(SqliteSandboxInstanceStore.open(''), { name: 'TypeError', message: /path/ });
+  await assert.rejects(SqliteSandboxInstanceStore.open(join(scratch, 'x.db'), { maxConnections: 0 }), { name: 'TypeError', message: /maxConnections/ });
+  await assert.rejects(SqliteSandboxInstanceStore.open(join(scratch, 'x.db'), { busyTimeoutMs: -1 }), { name: 'TypeError', message: /busyTimeoutMs/ });
+  await assert.rejects(PostgresSandboxInstanceStore.connect('postgres://nobody@127.0.0.1:1/x', { schema: 'bad-name' }), {
+    name: 'TypeError',
+    message: /schema/,
+  });
+  await assert.rejects(PostgresSandboxInstanceStore.connect('postgres://nobody@127.0.0.1:1/x', { leaksTable: 'same', instancesTable: 'same' }), {
+    name: 'TypeError',
+    message: /instancesTable/,
+  });
+  assert.throws(() => new SqliteSandboxInstanceStore(), TypeError);
+  const store = await SqliteSandboxInstanceStore.open(join(scratch, 'input.db'));
+  try {
+    await assert.rejects(store.get(1), { name: 'TypeError', message: /key/ });
+    await assert.rejects(store.upsert({ ...record('k', 'i'), threadId: 3 }), { name: 'TypeError', message: /threadId/ });
+    await assert.rejects(store.deleteRecordingLeak('k', { key: 'k' }), { name: 'TypeError', message: /leak\.provider/ });
+    await assert.rejects(store.claimLeaks('docker', -1, 0), { name: 'TypeError', message: /limit/ });
+    await assert.rejects(retryLeaks({ provider: { name: 'docker', destroy() {} }, instances: { get() {}, delete() {} } }), {
+      name: 'TypeError',
+      message: /options\.instances\.claimLeaks/,
+    });
+    await assert.rejects(retryLeaks({ provider: { name: 'docker' }, instances: store }), { name: 'TypeError', message: /options\.provider\.destroy/ });
+    await assert.rejects(retryLeaks({ provider: { name: 'docker', destroy() {} }, instances: store, limit: 1.5 }), {
+      name: 'TypeError',
+      message: /options\.limit/,
+    });
+    await assert.rejects(listLeaks({}), TypeError);
+    assert.equal(await store.countLeaks(), 0);
+  } finally {
+    await store.close();
+  }
+  await assert.rejects(store.get('k'), (error) => error instanceof Error && !(error instanceof TypeError), 'a closed store rejects');
+});
+
+test('two handles on one SQLite file see each other\'s writes', async () => {
+  const path = join(scratch, 'shared.db');
+  const [one, two] = [await SqliteSandboxInstanceStore.open(path), await SqliteSandboxInstanceStore.open(path, { busyTimeoutMs: 5000, maxConnections: 1 })];
+  try {
+    await one.upsert(record('shared', 'ctr-shared'));
+    assert.deepStrictEqual(await two.get('shared'), record('shared', 'ctr-shared'));
+    await two.delete('shared');
+    assert.equal(await one.get('shared'), null);
+  } finally {
+    await Promise.all([one.close(), two.close()]);
+  }
+});
