@@ -13,10 +13,9 @@ use std::ptr;
 use napi::bindgen_prelude::{JsObjectValue, Object};
 use napi::{sys, Env, Error, Result, Status};
 use napi_derive::napi;
-use sandbox_reclaim::{InMemorySandboxInstanceStore, SandboxInstanceStore};
+use sandbox_reclaim::InMemorySandboxInstanceStore;
 
-use crate::memory_store::{registry, store_error};
-use crate::ready::now_or_never;
+use crate::memory_store::registry;
 
 /// Separates the provider from the sandbox id in `lookup`'s answer: records
 /// never contain NUL (the core refuses it), so the split is unambiguous.
@@ -151,25 +150,21 @@ fn with_store<T>(id: u32, f: impl FnOnce(&InMemorySandboxInstanceStore) -> Resul
     })
 }
 
-fn ready<T>(
-    future: impl std::future::Future<Output = std::result::Result<T, sandbox_reclaim::StoreError>>,
-) -> Result<T> {
-    now_or_never(future).map_err(|error| Error::new(Status::GenericFailure, error.to_string()))?.map_err(store_error)
-}
-
 /// `lookup(storeId, key)`: `null`, or `provider + "\0" + providerSandboxId`,
 /// the only fields of the record a reclaim reads.
 unsafe extern "C" fn lookup(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     fn operation(id: u32, key: &str) -> Result<Answer> {
-        Ok(match with_store(id, |store| ready(store.get(key)))? {
-            None => Answer::Null,
-            Some(record) => {
-                let mut text = String::with_capacity(record.provider.len() + 1 + record.provider_sandbox_id.len());
-                text.push_str(&record.provider);
-                text.push(LOOKUP_SEPARATOR);
-                text.push_str(&record.provider_sandbox_id);
-                Answer::Text(text)
-            }
+        with_store(id, |store| {
+            Ok(store.with_record(key, |found| match found {
+                None => Answer::Null,
+                Some(record) => {
+                    let mut text = String::with_capacity(record.provider.len() + 1 + record.provider_sandbox_id.len());
+                    text.push_str(&record.provider);
+                    text.push(LOOKUP_SEPARATOR);
+                    text.push_str(&record.provider_sandbox_id);
+                    Answer::Text(text)
+                }
+            }))
         })
     }
     // SAFETY: called by napi with this call's env and info.
@@ -179,8 +174,10 @@ unsafe extern "C" fn lookup(env: sys::napi_env, info: sys::napi_callback_info) -
 /// `remove(storeId, key)`: deletes the record; a missing key is a no-op.
 unsafe extern "C" fn remove(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     fn operation(id: u32, key: &str) -> Result<Answer> {
-        with_store(id, |store| ready(store.delete(key)))?;
-        Ok(Answer::Undefined)
+        with_store(id, |store| {
+            store.remove(key);
+            Ok(Answer::Undefined)
+        })
     }
     // SAFETY: called by napi with this call's env and info.
     unsafe { call(env, info, operation) }

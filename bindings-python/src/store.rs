@@ -43,9 +43,20 @@ impl MemoryStore {
 
     /// What a reclaim reads of the record under `key`: `(provider,
     /// provider_sandbox_id)`, or `None` (no record object is built).
-    fn _reclaim_view(&self, key: &str) -> PyResult<Option<(String, String)>> {
-        let found = ready(self.inner.get(key))?.map_err(store_error)?;
-        Ok(found.map(|record| (record.provider, record.provider_sandbox_id)))
+    fn _reclaim_view<'py>(
+        &self,
+        py: Python<'py>,
+        key: &str,
+    ) -> Option<(Bound<'py, pyo3::types::PyString>, Bound<'py, pyo3::types::PyString>)> {
+        // Borrowed in place: no clone of the record, two Python strings out.
+        self.inner.with_record(key, |found| {
+            found.map(|record| {
+                (
+                    pyo3::types::PyString::new(py, &record.provider),
+                    pyo3::types::PyString::new(py, &record.provider_sandbox_id),
+                )
+            })
+        })
     }
 
     /// Stores a copy of `record`, replacing any under the same key. A record
@@ -56,8 +67,8 @@ impl MemoryStore {
     }
 
     /// Deletes the record under `key`; a missing key is a no-op.
-    fn delete(&self, key: &str) -> PyResult<()> {
-        ready(self.inner.delete(key))?.map_err(store_error)
+    fn delete(&self, key: &str) {
+        self.inner.remove(key);
     }
 
     /// Every record, sorted by key.

@@ -49,6 +49,20 @@ impl InMemorySandboxInstanceStore {
         records
     }
 
+    /// Reads the record under `key` in place, without copying it. The
+    /// bindings' reclaim path needs two of its fields, and measured, cloning
+    /// the whole record through the async `get` cost as much as the rest of
+    /// a reclaim.
+    pub fn with_record<R>(&self, key: &str, read: impl FnOnce(Option<&SandboxInstanceRecord>) -> R) -> R {
+        read(self.lock().records.get(key))
+    }
+
+    /// Deletes the record under `key` now (what the async `delete` does); a
+    /// missing key is a no-op.
+    pub fn remove(&self, key: &str) {
+        self.lock().records.remove(key);
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock cannot leave a half-written record
         // (every write is one map operation), so a poisoned lock is safe to use.
@@ -80,7 +94,7 @@ impl SandboxInstanceStore for InMemorySandboxInstanceStore {
     }
 
     async fn delete(&self, key: &str) -> Result<(), StoreError> {
-        self.lock().records.remove(key);
+        self.remove(key);
         Ok(())
     }
 
