@@ -23,5 +23,7 @@ work=$(mktemp -d /tmp/sandbox-reclaim-bench.XXXXXX)
 trap 'bash scripts/postgres.sh stop "$work/pg" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 SANDBOX_RECLAIM_PG_URL=$(bash scripts/postgres.sh start "$work/pg")
 export SANDBOX_RECLAIM_PG_URL
-echo; echo "== Rust: store throughput (in-memory, SQLite, PostgreSQL)"
+echo; echo "== store throughput, sequential (in-memory, SQLite, PostgreSQL): Rust, then each binding"
 cargo run --quiet --release -p sandbox-reclaim --features sqlite,postgres --example store_bench
+node bench/node/stores.mjs
+.venv/bin/python bench/python/stores.py
