@@ -235,19 +235,44 @@ impl Reclaim {
         machine
     }
 
-    /// The next step, or `None` while the machine waits for an answer or after
-    /// it has finished.
-    pub fn poll(&mut self) -> Option<Step> {
-        self.queue.pop_front()
-    }
-
     /// Whether the machine emitted its `Finish`/`Fail` step.
     pub fn is_finished(&self) -> bool {
         self.phase == Phase::Finished
     }
 
+    fn key(&self) -> &str {
+        self.sandbox_key.as_deref().unwrap_or_default()
+    }
+
+    fn ask(&mut self, step: Step, phase: Phase) {
+        self.queue.push_back(step);
+        self.phase = phase;
+    }
+
+    fn finish(&mut self, outcome: ReclaimOutcome) {
+        self.queue.push_back(Step::Finish(outcome));
+        self.phase = Phase::Finished;
+    }
+
+    fn expect_phase(&self, phase: Phase, misuse: &'static str) -> Result<(), Misuse> {
+        // Answers are only accepted once the question has been polled.
+        if self.phase == phase && self.queue.is_empty() {
+            Ok(())
+        } else {
+            Err(Misuse(misuse))
+        }
+    }
+}
+
+impl StepMachine for Reclaim {
+    /// The next step, or `None` while the machine waits for an answer or after
+    /// it has finished.
+    fn poll(&mut self) -> Option<Step> {
+        self.queue.pop_front()
+    }
+
     /// Feeds the store's answer to [`Step::GetInstance`].
-    pub fn instance_loaded(&mut self, instance: Option<InstanceView<'_>>) -> Result<(), Misuse> {
+    fn instance_loaded(&mut self, instance: Option<InstanceView<'_>>) -> Result<(), Misuse> {
         self.expect_phase(Phase::AwaitingInstance, "instance_loaded without a GetInstance step")?;
         let Some(instance) = instance else {
             self.finish(ReclaimOutcome::NotFound);
@@ -276,7 +301,7 @@ impl Reclaim {
     }
 
     /// Feeds the provider's answer to [`Step::Destroy`].
-    pub fn destroy_finished(&mut self, result: DestroyResult) -> Result<(), Misuse> {
+    fn destroy_finished(&mut self, result: DestroyResult) -> Result<(), Misuse> {
         self.expect_phase(Phase::AwaitingDestroy, "destroy_finished without a Destroy step")?;
         let (provider, provider_sandbox_id) = self.instance.clone().unwrap_or_default();
         let key = self.key().to_owned();
@@ -312,35 +337,12 @@ impl Reclaim {
     }
 
     /// Feeds the store's successful answer to a delete step.
-    pub fn instance_deleted(&mut self) -> Result<(), Misuse> {
+    fn instance_deleted(&mut self) -> Result<(), Misuse> {
         let Phase::AwaitingDelete { destroy_failed } = self.phase else {
             return Err(Misuse("instance_deleted without a delete step"));
         };
         self.finish(if destroy_failed { ReclaimOutcome::DestroyFailed } else { ReclaimOutcome::Destroyed });
         Ok(())
-    }
-
-    fn key(&self) -> &str {
-        self.sandbox_key.as_deref().unwrap_or_default()
-    }
-
-    fn ask(&mut self, step: Step, phase: Phase) {
-        self.queue.push_back(step);
-        self.phase = phase;
-    }
-
-    fn finish(&mut self, outcome: ReclaimOutcome) {
-        self.queue.push_back(Step::Finish(outcome));
-        self.phase = Phase::Finished;
-    }
-
-    fn expect_phase(&self, phase: Phase, misuse: &'static str) -> Result<(), Misuse> {
-        // Answers are only accepted once the question has been polled.
-        if self.phase == phase && self.queue.is_empty() {
-            Ok(())
-        } else {
-            Err(Misuse(misuse))
-        }
     }
 }
 
@@ -367,37 +369,9 @@ impl Reclaimer {
         Self { inner: Reclaim::new(run_id, sandbox_key, provider_name, store_has_ledger), done: false }
     }
 
-    /// The next step; `Finish` and `Fail` come after the reclaimer's own log line.
-    pub fn poll(&mut self) -> Option<Step> {
-        match self.inner.poll()? {
-            // The inner reclaim's own Finish becomes log line + final step;
-            // the final step queued by `conclude` then passes straight through.
-            Step::Finish(outcome) if !self.done => {
-                self.done = true;
-                Some(self.conclude(outcome))
-            }
-            step => Some(step),
-        }
-    }
-
     /// Whether the reclaimer has emitted its final step.
     pub fn is_finished(&self) -> bool {
         self.done && self.inner.queue.is_empty()
-    }
-
-    /// See [`Reclaim::instance_loaded`].
-    pub fn instance_loaded(&mut self, instance: Option<InstanceView<'_>>) -> Result<(), Misuse> {
-        self.inner.instance_loaded(instance)
-    }
-
-    /// See [`Reclaim::destroy_finished`].
-    pub fn destroy_finished(&mut self, result: DestroyResult) -> Result<(), Misuse> {
-        self.inner.destroy_finished(result)
-    }
-
-    /// See [`Reclaim::instance_deleted`].
-    pub fn instance_deleted(&mut self) -> Result<(), Misuse> {
-        self.inner.instance_deleted()
     }
 
     /// Emits the outcome's log line now and queues the final step behind it.
@@ -420,32 +394,32 @@ impl Reclaimer {
     }
 }
 
-impl StepMachine for Reclaim {
-    fn poll(&mut self) -> Option<Step> {
-        Reclaim::poll(self)
-    }
-    fn instance_loaded(&mut self, instance: Option<InstanceView<'_>>) -> Result<(), Misuse> {
-        Reclaim::instance_loaded(self, instance)
-    }
-    fn destroy_finished(&mut self, result: DestroyResult) -> Result<(), Misuse> {
-        Reclaim::destroy_finished(self, result)
-    }
-    fn instance_deleted(&mut self) -> Result<(), Misuse> {
-        Reclaim::instance_deleted(self)
-    }
-}
-
 impl StepMachine for Reclaimer {
+    /// The next step; `Finish` and `Fail` come after the reclaimer's own log line.
     fn poll(&mut self) -> Option<Step> {
-        Reclaimer::poll(self)
+        match self.inner.poll()? {
+            // The inner reclaim's own Finish becomes log line + final step;
+            // the final step queued by `conclude` then passes straight through.
+            Step::Finish(outcome) if !self.done => {
+                self.done = true;
+                Some(self.conclude(outcome))
+            }
+            step => Some(step),
+        }
     }
+
+    /// See [`Reclaim::instance_loaded`].
     fn instance_loaded(&mut self, instance: Option<InstanceView<'_>>) -> Result<(), Misuse> {
-        Reclaimer::instance_loaded(self, instance)
+        self.inner.instance_loaded(instance)
     }
+
+    /// See [`Reclaim::destroy_finished`].
     fn destroy_finished(&mut self, result: DestroyResult) -> Result<(), Misuse> {
-        Reclaimer::destroy_finished(self, result)
+        self.inner.destroy_finished(result)
     }
+
+    /// See [`Reclaim::instance_deleted`].
     fn instance_deleted(&mut self) -> Result<(), Misuse> {
-        Reclaimer::instance_deleted(self)
+        self.inner.instance_deleted()
     }
 }

@@ -2,7 +2,9 @@
 //! steps in and steps out.
 
 use proptest::prelude::*;
-use sandbox_reclaim::machine::{DestroyResult, InstanceView, LogLevel, MetaValue, Reclaim, Reclaimer, Step};
+use sandbox_reclaim::machine::{
+    DestroyResult, InstanceView, LogLevel, MetaValue, Reclaim, Reclaimer, Step, StepMachine,
+};
 use sandbox_reclaim::ReclaimOutcome;
 
 /// Polls until the machine waits (or is done), returning the steps in order.
