@@ -12,6 +12,8 @@
 // the reclaim flow: every decision, string and ordering is the machine's.
 
 const native = require('../sandbox-reclaim.node');
+// The ledger's `errorMessage` for a thrown value, shared with retryLeaks.
+const { messageOf } = require('./errors.cjs');
 // The native store's reclaim path, as raw napi functions (src/hot_store.rs):
 // lookup(storeId, key) → null | provider + '\0' + providerSandboxId; remove(storeId, key).
 const { lookup, remove } = native.nativeStorePaths();
@@ -303,16 +305,6 @@ function checkInstance(instance) {
   if (typeof instance.provider !== 'string') throw new TypeError('the instance record from options.instances.get has no string `provider`');
   if (typeof instance.providerSandboxId !== 'string') {
     throw new TypeError('the instance record from options.instances.get has no string `providerSandboxId`');
-  }
-}
-
-/** The leak ledger's `errorMessage` for a thrown value. */
-function messageOf(error) {
-  if (error !== null && typeof error === 'object' && typeof error.message === 'string') return error.message;
-  try {
-    return String(error);
-  } catch {
-    return Object.prototype.toString.call(error);
   }
 }
 
