@@ -119,7 +119,7 @@ async fn main() -> DemoResult<()> {
 
     let unlucky = store.get("thread-04:workspace").await?.ok_or("missing record")?;
     let flaky = FailOnceProvider { inner: &provider, unlucky_id: unlucky.provider_sandbox_id, failed: false.into() };
-    let options = ReclaimOptions { provider: &flaky, instances: &store, logger: None };
+    let options = ReclaimOptions { provider: &flaky, instances: &store, logger: None, destroy_timeout: None };
 
     println!("{:<8} {:<11} {:<26} outcome", "run", "status", "sandbox key");
     for run in &runs {

@@ -1,17 +1,29 @@
-//! The async Rust driver: runs the [machines](crate::machine) against native
-//! providers, stores and loggers.
+//! The tokio driver: runs any [flow](crate::flows) against native providers,
+//! stores and loggers, and the public async API built on it.
+//!
+//! It knows effects, never rules: it starts what the machine asks for (several
+//! at once if asked), feeds back how each settled, sleeps until the machine's
+//! next deadline, and aborts what the machine cancels. Host values (the error a
+//! destroy failed with, the entries a claim returned) stay here, by effect id.
 
+use std::collections::HashMap;
 use std::error::Error as StdError;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::future::Future;
+use std::pin::Pin;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
+use futures_util::future::{AbortHandle, Abortable};
+use futures_util::stream::{FuturesUnordered, StreamExt};
 
-use crate::errors::{ProviderError, ReclaimerError, StoreError};
-use crate::ledger::{LeakLedger, NewLeak};
-use crate::machine::{
-    DestroyResult, InstanceView, LogLevel, LogLine, MetaValue, Misuse, Reclaim, Reclaimer, SandboxReclaimFailed, Step,
-    StepMachine,
+use crate::effects::{
+    Completion, Effect, EffectId, Ending, Flow, HostRef, InstanceFields, LogLevel, LogLine, MetaValue, Misuse, Output,
+    SandboxReclaimFailed,
 };
+use crate::errors::{DestroyTimeout, ProviderError, ReclaimError, ReclaimerError, StoreError};
+use crate::flows::{Reclaim, ReclaimApi, ReclaimInput, Retry, RetryInput};
+use crate::ledger::{LeakEntry, LeakLedger, RetryOptions, RetrySummary};
+use crate::messages;
 use crate::model::{ReclaimOutcome, RunRecord, SandboxInstanceRecord};
 
 /// The provider side of a reclaim: a name and a `destroy`.
@@ -23,7 +35,7 @@ pub trait SandboxProvider: Send + Sync {
     /// The name instance records carry in `provider`.
     fn name(&self) -> &str;
     /// Destroys the sandbox with this provider-side id. Should succeed when
-    /// the sandbox is already gone.
+    /// the sandbox is already gone. Dropping the future cancels it (deadlines).
     async fn destroy(&self, provider_sandbox_id: &str) -> Result<(), ProviderError>;
 }
 
@@ -47,7 +59,7 @@ pub trait SandboxInstanceStore: Send + Sync {
 #[derive(Debug, Clone, Copy)]
 pub enum LogValue<'a> {
     Text(&'a str),
-    /// The very error the provider's destroy failed with.
+    /// The very error the provider's destroy failed with (or its timeout).
     Error(&'a (dyn StdError + Send + Sync + 'static)),
 }
 
@@ -70,22 +82,55 @@ pub struct ReclaimOptions<'a> {
     pub provider: &'a dyn SandboxProvider,
     pub instances: &'a dyn SandboxInstanceStore,
     pub logger: Option<&'a dyn ReclaimLogger>,
+    /// Cancel a destroy that has not settled after this long and take the
+    /// destroy-failed path; `None` waits as long as it takes (the reference).
+    pub destroy_timeout: Option<Duration>,
+}
+
+impl<'a> ReclaimOptions<'a> {
+    /// Options without logger and without a destroy deadline.
+    pub fn new(provider: &'a dyn SandboxProvider, instances: &'a dyn SandboxInstanceStore) -> Self {
+        Self { provider, instances, logger: None, destroy_timeout: None }
+    }
+
+    pub fn with_logger(self, logger: &'a dyn ReclaimLogger) -> Self {
+        Self { logger: Some(logger), ..self }
+    }
+
+    pub fn with_destroy_timeout(self, timeout: Duration) -> Self {
+        Self { destroy_timeout: Some(timeout), ..self }
+    }
+
+    fn input(&self, api: ReclaimApi, record: &RunRecord) -> ReclaimInput {
+        ReclaimInput {
+            api,
+            run_id: record.run_id.clone(),
+            sandbox_key: record.sandbox_key.clone(),
+            provider_name: self.provider.name().to_owned(),
+            store_has_ledger: self.instances.leak_ledger().is_some(),
+            destroy_timeout_ms: self.destroy_timeout.map(duration_millis),
+        }
+    }
+
+    fn host(&self) -> Host<'a> {
+        Host {
+            provider: self.provider,
+            instances: Some(self.instances),
+            ledger: self.instances.leak_ledger(),
+            logger: self.logger,
+        }
+    }
 }
 
 /// Destroys the sandbox a terminal run was bound to, then deletes its record.
 ///
-/// See [`crate::machine`] for the rules and why their order matters. A store
-/// error from `get` or `delete` is returned unchanged.
-pub async fn reclaim_sandbox(record: &RunRecord, options: ReclaimOptions<'_>) -> Result<ReclaimOutcome, StoreError> {
-    let mut machine = Reclaim::new(
-        record.run_id.clone(),
-        record.sandbox_key.clone(),
-        options.provider.name(),
-        options.instances.leak_ledger().is_some(),
-    );
-    match drive(&mut machine, options).await? {
-        Ending::Finished(outcome) => Ok(outcome),
-        Ending::Failed(_) => unreachable!("reclaimSandbox never fails with SandboxReclaimFailed"),
+/// See [`crate::flows::reclaim`] for the rules and why their order matters. A
+/// store error from `get` or `delete` is returned unchanged.
+pub async fn reclaim_sandbox(record: &RunRecord, options: ReclaimOptions<'_>) -> Result<ReclaimOutcome, ReclaimError> {
+    let mut flow = Reclaim::new(options.input(ReclaimApi::ReclaimSandbox, record), now_millis());
+    match run(&mut flow, options.host()).await? {
+        Ok(Output::Outcome(outcome)) => Ok(outcome),
+        _ => Err(Misuse(messages::MISUSE_WRONG_COMPLETION).into()),
     }
 }
 
@@ -93,77 +138,206 @@ pub async fn reclaim_sandbox(record: &RunRecord, options: ReclaimOptions<'_>) ->
 /// with [`ReclaimerError::ReclaimFailed`] on `destroy-failed` so a sweep sees
 /// the leak.
 pub async fn sandbox_reclaimer(record: &RunRecord, options: ReclaimOptions<'_>) -> Result<(), ReclaimerError> {
-    let mut machine = Reclaimer::new(
-        record.run_id.clone(),
-        record.sandbox_key.clone(),
-        options.provider.name(),
-        options.instances.leak_ledger().is_some(),
-    );
-    match drive(&mut machine, options).await? {
-        Ending::Finished(_) => Ok(()),
-        Ending::Failed(failure) => Err(ReclaimerError::ReclaimFailed(failure)),
+    let mut flow = Reclaim::new(options.input(ReclaimApi::SandboxReclaimer, record), now_millis());
+    match run(&mut flow, options.host()).await? {
+        Ok(_) => Ok(()),
+        Err(failure) => Err(ReclaimerError::ReclaimFailed(failure)),
     }
 }
 
-/// How a driven machine ended.
-enum Ending {
-    Finished(ReclaimOutcome),
-    Failed(SandboxReclaimFailed),
+/// Retries the destroy of `provider`'s pending leaks (see [`crate::flows::retry`]).
+pub async fn retry_leaks(
+    provider: &dyn SandboxProvider,
+    ledger: &dyn LeakLedger,
+    options: RetryOptions,
+) -> Result<RetrySummary, ReclaimError> {
+    let input = RetryInput {
+        provider_name: provider.name().to_owned(),
+        limit: u32::try_from(options.limit).unwrap_or(u32::MAX),
+        lease_ms: duration_millis(options.lease).max(1),
+        destroy_timeout_ms: options.destroy_timeout.map(duration_millis),
+    };
+    let mut flow = Retry::new(input, now_millis());
+    let host = Host { provider, instances: None, ledger: Some(ledger), logger: None };
+    match run(&mut flow, host).await? {
+        Ok(Output::Retry(summary)) => Ok(summary),
+        _ => Err(Misuse(messages::MISUSE_WRONG_COMPLETION).into()),
+    }
 }
 
-async fn drive(machine: &mut impl StepMachine, options: ReclaimOptions<'_>) -> Result<Ending, StoreError> {
-    // The destroy error lives here, not in the machine, so the warn line can
-    // hand the logger the provider's own error value.
-    let mut destroy_error: Option<ProviderError> = None;
+/// The host objects effects run against.
+struct Host<'a> {
+    provider: &'a dyn SandboxProvider,
+    instances: Option<&'a dyn SandboxInstanceStore>,
+    ledger: Option<&'a dyn LeakLedger>,
+    logger: Option<&'a dyn ReclaimLogger>,
+}
+
+/// How an effect settled, with the host values the driver keeps.
+enum Settled {
+    Ok,
+    Instance(Option<SandboxInstanceRecord>),
+    Leaks(Vec<LeakEntry>),
+    StoreFailed(StoreError),
+    DestroyFailed(ProviderError),
+}
+
+type EffectFuture<'a> = Pin<Box<dyn Future<Output = Settled> + Send + 'a>>;
+
+/// Runs `flow` to its ending. `Ok(Err(_))` is the reclaimer's own failure.
+async fn run(
+    flow: &mut (dyn Flow + Send),
+    host: Host<'_>,
+) -> Result<Result<Output, SandboxReclaimFailed>, ReclaimError> {
+    let mut in_flight = FuturesUnordered::new();
+    let mut aborts: HashMap<EffectId, AbortHandle> = HashMap::new();
+    let mut destroy_errors: HashMap<EffectId, ProviderError> = HashMap::new();
+    let mut store_errors: HashMap<EffectId, StoreError> = HashMap::new();
+    let mut claimed: HashMap<EffectId, Vec<LeakEntry>> = HashMap::new();
     loop {
-        let step = machine.poll().ok_or(Misuse::stalled())?;
-        match step {
-            Step::Log(line) => log(options.logger, &line, destroy_error.as_ref()),
-            Step::GetInstance { key } => {
-                let instance = options.instances.get(&key).await?;
-                let view = instance.as_ref().map(|found| InstanceView {
-                    provider: &found.provider,
-                    provider_sandbox_id: &found.provider_sandbox_id,
-                });
-                machine.instance_loaded(view)?;
+        while let Some((id, effect)) = flow.poll_effect() {
+            match effect {
+                Effect::Log(line) => log(host.logger, &line, &destroy_errors),
+                Effect::Cancel { target } => {
+                    if let Some(handle) = aborts.remove(&target) {
+                        handle.abort();
+                    }
+                }
+                effect => {
+                    let future = start(&host, effect, &claimed)?;
+                    let (handle, registration) = AbortHandle::new_pair();
+                    aborts.insert(id, handle);
+                    in_flight.push(async move { (id, Abortable::new(future, registration).await) });
+                }
             }
-            Step::Destroy { provider_sandbox_id } => {
-                let result = match options.provider.destroy(&provider_sandbox_id).await {
-                    Ok(()) => DestroyResult::Succeeded,
-                    Err(error) => {
+        }
+        if let Some(ending) = flow.poll_done() {
+            return match ending {
+                Ending::Resolved(output) => Ok(Ok(output)),
+                Ending::ReclaimFailed(failure) => Ok(Err(failure)),
+                Ending::HostError(id) => {
+                    Err(store_errors.remove(&id).map_or(Misuse(messages::MISUSE_UNKNOWN_EFFECT).into(), Into::into))
+                }
+            };
+        }
+        let deadline = flow.poll_timeout();
+        let sleep = async {
+            match deadline {
+                Some(at) => tokio::time::sleep(Duration::from_millis(at.saturating_sub(now_millis()))).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            settled = in_flight.next(), if !in_flight.is_empty() => {
+                let Some((id, Ok(settled))) = settled else { continue }; // aborted: the machine moved on
+                aborts.remove(&id);
+                let completion = match settled {
+                    Settled::Ok => Completion::Ok,
+                    Settled::Instance(record) => Completion::Instance(record.map(|found| InstanceFields {
+                        provider: found.provider,
+                        provider_sandbox_id: found.provider_sandbox_id,
+                    })),
+                    Settled::Leaks(entries) => {
+                        let ids = entries.iter().map(|entry| entry.provider_sandbox_id.clone()).collect();
+                        claimed.insert(id, entries);
+                        Completion::Leaks(ids)
+                    }
+                    Settled::StoreFailed(error) => {
+                        store_errors.insert(id, error);
+                        Completion::Failed { message: String::new() }
+                    }
+                    Settled::DestroyFailed(error) => {
                         let message = error.to_string();
-                        destroy_error = Some(error);
-                        DestroyResult::Failed { message }
+                        destroy_errors.insert(id, error);
+                        Completion::Failed { message }
                     }
                 };
-                machine.destroy_finished(result)?;
+                flow.complete(id, completion, now_millis())?;
             }
-            Step::DeleteInstance { key } => {
-                options.instances.delete(&key).await?;
-                machine.instance_deleted()?;
-            }
-            Step::DeleteInstanceRecordingLeak { key, leak } => {
-                let ledger = options.instances.leak_ledger().ok_or(Misuse::no_ledger())?;
-                let leak = NewLeak::from_draft(leak, now_millis());
-                ledger.delete_recording_leak(&key, leak).await?;
-                machine.instance_deleted()?;
-            }
-            Step::Finish(outcome) => return Ok(Ending::Finished(outcome)),
-            Step::Fail(failure) => return Ok(Ending::Failed(failure)),
+            () = sleep => flow.handle_timeout(now_millis()),
         }
     }
 }
 
-fn log(logger: Option<&dyn ReclaimLogger>, line: &LogLine, destroy_error: Option<&ProviderError>) {
+/// Starts one asynchronous effect against the host objects.
+fn start<'a>(
+    host: &Host<'a>,
+    effect: Effect,
+    claimed: &HashMap<EffectId, Vec<LeakEntry>>,
+) -> Result<EffectFuture<'a>, Misuse> {
+    let store_result = |result: Result<(), StoreError>| result.map_or_else(Settled::StoreFailed, |()| Settled::Ok);
+    let ledger = || host.ledger.ok_or(Misuse(messages::MISUSE_NO_LEDGER));
+    let entry = |entry: HostRef| {
+        let entries = claimed.get(&entry.effect);
+        entries.and_then(|entries| entries.get(entry.index as usize)).cloned().ok_or(Misuse(messages::MISUSE_UNKNOWN_EFFECT))
+    };
+    let instances = || host.instances.ok_or(Misuse(messages::MISUSE_WRONG_COMPLETION));
+    Ok(match effect {
+        Effect::GetInstance { key } => {
+            let store = instances()?;
+            Box::pin(async move { store.get(&key).await.map_or_else(Settled::StoreFailed, Settled::Instance) })
+        }
+        Effect::DeleteInstance { key } => {
+            let store = instances()?;
+            Box::pin(async move { store_result(store.delete(&key).await) })
+        }
+        Effect::DeleteRecordingLeak { key, leak } => {
+            let ledger = ledger()?;
+            Box::pin(async move { store_result(ledger.delete_recording_leak(&key, leak).await) })
+        }
+        Effect::Destroy { provider_sandbox_id, .. } => {
+            let provider = host.provider;
+            Box::pin(async move {
+                provider.destroy(&provider_sandbox_id).await.map_or_else(Settled::DestroyFailed, |()| Settled::Ok)
+            })
+        }
+        Effect::ClaimLeaks { provider, limit, lease_ms } => {
+            let ledger = ledger()?;
+            let lease = Duration::from_millis(lease_ms);
+            Box::pin(async move {
+                ledger.claim_leaks(&provider, limit as usize, lease).await.map_or_else(Settled::StoreFailed, Settled::Leaks)
+            })
+        }
+        Effect::ResolveLeak { entry: reference } => {
+            let (ledger, entry) = (ledger()?, entry(reference)?);
+            Box::pin(async move { store_result(ledger.resolve_leak(&entry).await) })
+        }
+        Effect::RecordRetryFailure { entry: reference, message, failed_at } => {
+            let (ledger, entry) = (ledger()?, entry(reference)?);
+            Box::pin(async move { store_result(ledger.record_retry_failure(&entry, &message, failed_at).await) })
+        }
+        // Immediate effects are run by the loop itself.
+        Effect::Log(_) | Effect::Cancel { .. } => return Err(Misuse(messages::MISUSE_WRONG_COMPLETION)),
+    })
+}
+
+fn log(logger: Option<&dyn ReclaimLogger>, line: &LogLine, destroy_errors: &HashMap<EffectId, ProviderError>) {
     let Some(logger) = logger else { return };
+    let timeouts: Vec<DestroyTimeout> = line
+        .meta
+        .iter()
+        .filter_map(|(_, value)| match value {
+            MetaValue::DestroyTimeout { provider_sandbox_id, timeout_ms } => {
+                Some(DestroyTimeout { provider_sandbox_id: provider_sandbox_id.clone(), timeout_ms: *timeout_ms })
+            }
+            _ => None,
+        })
+        .collect();
+    let mut timeouts = timeouts.iter();
     let meta: Vec<(&'static str, LogValue<'_>)> = line
         .meta
         .iter()
         .map(|(key, value)| {
-            let value = match (value, destroy_error) {
-                (MetaValue::Text(text), _) => LogValue::Text(text),
-                (MetaValue::DestroyError, Some(error)) => LogValue::Error(error),
-                (MetaValue::DestroyError, None) => LogValue::Text(""),
+            let value = match value {
+                MetaValue::Text(text) => LogValue::Text(text),
+                MetaValue::HostError(id) => match destroy_errors.get(id) {
+                    Some(error) => LogValue::Error(error),
+                    None => LogValue::Text(""),
+                },
+                MetaValue::DestroyTimeout { .. } => match timeouts.next() {
+                    Some(timeout) => LogValue::Error(timeout),
+                    None => LogValue::Text(""),
+                },
             };
             (*key, value)
         })
@@ -175,7 +349,11 @@ fn log(logger: Option<&dyn ReclaimLogger>, line: &LogLine, destroy_error: Option
     }
 }
 
-/// Wall-clock epoch milliseconds, for leak entries.
+fn duration_millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Wall-clock epoch milliseconds: the drivers' `now`, and leak timestamps.
 pub fn now_millis() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|elapsed| elapsed.as_millis() as u64).unwrap_or(0)
 }

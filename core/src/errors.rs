@@ -1,6 +1,7 @@
-//! Error types of the async driver and of the stores and providers it drives.
+//! Error types of the drivers and of the stores and providers they drive.
 
-use crate::machine::{Misuse, SandboxReclaimFailed};
+use crate::effects::{Misuse, SandboxReclaimFailed};
+use crate::messages;
 use crate::model::InvalidRecord;
 
 /// Any error from a backend (database, container engine, host callback).
@@ -46,6 +47,26 @@ impl ProviderError {
     }
 }
 
+/// A destroy cut by its deadline: `SandboxDestroyTimeoutError` in every
+/// binding, handed to the logger as the destroy-failed warning's `error`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", messages::destroy_timeout_message(provider_sandbox_id, *timeout_ms))]
+pub struct DestroyTimeout {
+    pub provider_sandbox_id: String,
+    pub timeout_ms: u64,
+}
+
+/// Why `reclaim_sandbox` or `retry_leaks` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReclaimError {
+    /// The store failed; propagated unchanged.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A driver bug: the machine was fed something it did not ask for.
+    #[error(transparent)]
+    Misuse(#[from] Misuse),
+}
+
 /// Why `sandbox_reclaimer`'s call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ReclaimerError {
@@ -56,12 +77,16 @@ pub enum ReclaimerError {
     /// `SandboxReclaimFailedError`.
     #[error(transparent)]
     ReclaimFailed(#[from] SandboxReclaimFailed),
+    /// A driver bug: the machine was fed something it did not ask for.
+    #[error(transparent)]
+    Misuse(#[from] Misuse),
 }
 
-impl From<Misuse> for StoreError {
-    // Unreachable with the driver in this crate; kept so a bug surfaces as an
-    // error rather than a panic.
-    fn from(misuse: Misuse) -> Self {
-        Self::Backend(Box::new(misuse))
+impl From<ReclaimError> for ReclaimerError {
+    fn from(error: ReclaimError) -> Self {
+        match error {
+            ReclaimError::Store(error) => Self::Store(error),
+            ReclaimError::Misuse(misuse) => Self::Misuse(misuse),
+        }
     }
 }

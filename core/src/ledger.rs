@@ -3,16 +3,14 @@
 //! The reference deletes the instance record even when destroy fails, so the
 //! possibly-running sandbox becomes unreachable. A store with a ledger keeps
 //! the reference's rules and outcomes but, in the same transaction as that
-//! delete, records a [`LeakEntry`]; [`retry_leaks`] later destroys it.
+//! delete, records a [`LeakEntry`]; [`crate::retry_leaks`] later destroys it.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::driver::{now_millis, SandboxProvider};
 use crate::errors::StoreError;
-use crate::machine::LeakDraft;
 
 /// A leak about to be recorded (attempt 1).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,18 +25,6 @@ pub struct NewLeak {
 }
 
 impl NewLeak {
-    /// Stamps the machine's draft with the failure time.
-    pub fn from_draft(draft: LeakDraft, failed_at: u64) -> Self {
-        Self {
-            key: draft.key,
-            provider: draft.provider,
-            provider_sandbox_id: draft.provider_sandbox_id,
-            run_id: draft.run_id,
-            error_message: draft.error_message,
-            failed_at,
-        }
-    }
-
     /// The entry as first recorded.
     pub fn into_entry(self) -> LeakEntry {
         LeakEntry {
@@ -93,23 +79,26 @@ pub trait LeakLedger: Send + Sync {
     async fn record_retry_failure(&self, entry: &LeakEntry, message: &str, failed_at: u64) -> Result<(), StoreError>;
 }
 
-/// Options for [`retry_leaks`].
+/// Options for [`crate::retry_leaks`].
 #[derive(Debug, Clone, Copy)]
 pub struct RetryOptions {
     /// Most entries claimed in one call.
     pub limit: usize,
     /// How long a claim holds before another retrier may take the entry
-    /// (covers a retrier that dies mid-destroy).
+    /// (covers a retrier that dies mid-destroy). No destroy starts, or keeps
+    /// running, after it ends. At least one millisecond.
     pub lease: Duration,
+    /// Cancel a destroy that has not settled after this long.
+    pub destroy_timeout: Option<Duration>,
 }
 
 impl Default for RetryOptions {
     fn default() -> Self {
-        Self { limit: 100, lease: Duration::from_secs(300) }
+        Self { limit: 100, lease: Duration::from_secs(300), destroy_timeout: None }
     }
 }
 
-/// What one [`retry_leaks`] call did.
+/// What one [`crate::retry_leaks`] call did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RetrySummary {
@@ -117,30 +106,7 @@ pub struct RetrySummary {
     pub retried: u64,
     /// Entries whose destroy now succeeded (and were removed).
     pub destroyed: u64,
-    /// Entries whose destroy failed again (attempts bumped, error kept).
+    /// Entries whose destroy failed again (attempts bumped, error kept), or
+    /// was cut when the claim's lease ran out (entry left to its new holder).
     pub still_failing: u64,
-}
-
-/// Retries the destroy of `provider`'s pending leaks: claims them, destroys
-/// each, removes the entry on success, and records the failure otherwise.
-pub async fn retry_leaks(
-    provider: &dyn SandboxProvider,
-    ledger: &dyn LeakLedger,
-    options: RetryOptions,
-) -> Result<RetrySummary, StoreError> {
-    let mut summary = RetrySummary::default();
-    for entry in ledger.claim_leaks(provider.name(), options.limit, options.lease).await? {
-        summary.retried += 1;
-        match provider.destroy(&entry.provider_sandbox_id).await {
-            Ok(()) => {
-                ledger.resolve_leak(&entry).await?;
-                summary.destroyed += 1;
-            }
-            Err(error) => {
-                ledger.record_retry_failure(&entry, &error.to_string(), now_millis()).await?;
-                summary.still_failing += 1;
-            }
-        }
-    }
-    Ok(summary)
 }

@@ -10,30 +10,33 @@
 //! 4. destroy, then delete the record *even if destroy failed*, answering
 //!    `destroyed` or `destroy-failed`.
 //!
-//! The rules live in a sans-IO [state machine](machine) that the async
-//! [driver] (and the Node and Python bindings' interpreters) run against
-//! providers and stores. Every string it emits comes from [`messages`].
+//! Every flow (reclaim, reclaimer, leak retry) is a sans-IO machine in
+//! [`flows`] speaking the [`effects`] protocol: it emits effects, is fed
+//! their results and the time, and decides everything, deadlines included.
+//! The tokio [`driver`] runs them against native providers and stores; the
+//! Node and Python bindings run the very same machines from their own event
+//! loops. Every string a flow emits comes from [`messages`].
 
 pub mod driver;
+pub mod effects;
 pub mod errors;
+pub mod flows;
 pub mod ledger;
-pub mod machine;
 pub mod memory;
 pub mod messages;
 pub mod model;
-pub mod program;
 #[cfg(any(feature = "docker", feature = "local"))]
 pub mod providers;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub mod stores;
 
 pub use driver::{
-    reclaim_sandbox, sandbox_reclaimer, LogMeta, LogValue, ReclaimLogger, ReclaimOptions, SandboxInstanceStore,
-    SandboxProvider,
+    reclaim_sandbox, retry_leaks, sandbox_reclaimer, LogMeta, LogValue, ReclaimLogger, ReclaimOptions,
+    SandboxInstanceStore, SandboxProvider,
 };
-pub use errors::{BoxError, ProviderError, ReclaimerError, StoreError};
-pub use ledger::{retry_leaks, LeakEntry, LeakLedger, NewLeak, RetryOptions, RetrySummary};
-pub use machine::SandboxReclaimFailed;
+pub use effects::{Misuse, SandboxReclaimFailed};
+pub use errors::{BoxError, DestroyTimeout, ProviderError, ReclaimError, ReclaimerError, StoreError};
+pub use ledger::{LeakEntry, LeakLedger, NewLeak, RetryOptions, RetrySummary};
 pub use memory::InMemorySandboxInstanceStore;
 pub use model::{InvalidRecord, ReclaimOutcome, RunRecord, RunStatus, SandboxInstanceRecord};
 #[cfg(feature = "docker")]

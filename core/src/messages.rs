@@ -1,5 +1,5 @@
-//! Every string a reclaim emits, in one place, so all drivers and bindings
-//! print exactly what the reference prints.
+//! Every string a flow emits, in one place, so all drivers and bindings
+//! print exactly the same (and exactly what the reference prints).
 
 use crate::model::ReclaimOutcome;
 
@@ -41,6 +41,28 @@ pub fn reclaim_failed_message(run_id: &str, sandbox_key: Option<&str>) -> String
 /// Name of the error class/exception in every binding.
 pub const RECLAIM_FAILED_ERROR_NAME: &str = "SandboxReclaimFailedError";
 
+/// Name of the timeout error class/exception in every binding.
+pub const DESTROY_TIMEOUT_ERROR_NAME: &str = "SandboxDestroyTimeoutError";
+
+/// The message of `SandboxDestroyTimeoutError` (the warn line's `error`) and
+/// of the leak entry a timed-out destroy leaves.
+pub fn destroy_timeout_message(provider_sandbox_id: &str, timeout_ms: u64) -> String {
+    format!("destroying sandbox \"{provider_sandbox_id}\" did not settle within {timeout_ms} ms; it was cancelled")
+}
+
+/// The leak ledger's text for a thrown value whose message cannot be read
+/// (its `message` getter throws, a revoked Proxy, a failing `__str__`).
+pub const UNREADABLE_ERROR: &str = "destroy failed with an error whose message could not be read";
+
+/// A driver fed a machine something it did not ask for (a bug, never input).
+pub const MISUSE: &str = "sandbox-reclaim flow machine misused";
+/// ... a completion for an effect the machine is not waiting for.
+pub const MISUSE_UNKNOWN_EFFECT: &str = "completion for an effect the machine is not waiting for";
+/// ... a completion of the wrong kind for the effect.
+pub const MISUSE_WRONG_COMPLETION: &str = "completion of the wrong kind for its effect";
+/// ... a ledger effect for a store without a ledger.
+pub const MISUSE_NO_LEDGER: &str = "a leak-ledger effect for a store without a ledger";
+
 /// Meta keys, in the order the reference writes them.
 pub mod meta_keys {
     pub const RUN_ID: &str = "runId";
@@ -68,6 +90,14 @@ mod tests {
             "Reclaiming the sandbox for run \"r1\" failed: the provider's destroy rejected and the \
              instance record was deleted anyway, so the sandbox may still be running and is no \
              longer reachable from the instance store."
+        );
+    }
+
+    #[test]
+    fn timeout_message_names_the_sandbox_and_the_deadline() {
+        assert_eq!(
+            destroy_timeout_message("ctr-1", 250),
+            "destroying sandbox \"ctr-1\" did not settle within 250 ms; it was cancelled"
         );
     }
 

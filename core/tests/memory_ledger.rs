@@ -48,7 +48,7 @@ async fn a_failed_destroy_is_remembered_and_retried_until_it_succeeds() {
     store.upsert(&instance("k1", "c1")).await.unwrap();
     store.upsert(&instance("k2", "c2")).await.unwrap();
     let provider = FlakyProvider { failing: Mutex::new(vec!["c1".into()]), destroyed: Mutex::default() };
-    let options = ReclaimOptions { provider: &provider, instances: &store, logger: None };
+    let options = ReclaimOptions { provider: &provider, instances: &store, logger: None, destroy_timeout: None };
 
     let first = RunRecord::new("r1", "t", RunStatus::Completed).with_sandbox_key("k1");
     assert_eq!(reclaim_sandbox(&first, options).await.unwrap(), ReclaimOutcome::DestroyFailed);
@@ -77,7 +77,7 @@ async fn a_claimed_leak_is_not_claimed_again_until_its_lease_expires() {
     let store = InMemorySandboxInstanceStore::with_ledger();
     store.upsert(&instance("k1", "c1")).await.unwrap();
     let provider = FlakyProvider { failing: Mutex::new(vec!["c1".into()]), destroyed: Mutex::default() };
-    let options = ReclaimOptions { provider: &provider, instances: &store, logger: None };
+    let options = ReclaimOptions { provider: &provider, instances: &store, logger: None, destroy_timeout: None };
     let record = RunRecord::new("r1", "t", RunStatus::Failed).with_sandbox_key("k1");
     let error = sandbox_reclaimer(&record, options).await.unwrap_err();
     assert!(matches!(error, ReclaimerError::ReclaimFailed(ref failure) if failure.run_id == "r1"));

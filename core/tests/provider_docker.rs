@@ -148,7 +148,7 @@ async fn three_sandboxes_created_listed_execd_reclaimed_and_gone() {
         store.upsert(&instance(&handle.key, provider.name(), &handle.id)).await.unwrap();
         runs.push(RunRecord::new(format!("run-{index}"), "thread", RunStatus::Completed).with_sandbox_key(&handle.key));
     }
-    let options = ReclaimOptions { provider: &provider, instances: &store, logger: None };
+    let options = ReclaimOptions { provider: &provider, instances: &store, logger: None, destroy_timeout: None };
     for run in &runs {
         assert_eq!(reclaim_sandbox(run, options).await.unwrap(), ReclaimOutcome::Destroyed);
         assert_eq!(reclaim_sandbox(run, options).await.unwrap(), ReclaimOutcome::NotFound);
@@ -190,7 +190,7 @@ async fn refuses_to_destroy_a_strangers_container() {
         let store = InMemorySandboxInstanceStore::new();
         store.upsert(&instance("k", provider.name(), &id)).await.unwrap();
         let run = RunRecord::new("r", "t", RunStatus::Failed).with_sandbox_key("k");
-        let options = ReclaimOptions { provider: &provider, instances: &store, logger: None };
+        let options = ReclaimOptions { provider: &provider, instances: &store, logger: None, destroy_timeout: None };
         assert_eq!(reclaim_sandbox(&run, options).await.unwrap(), ReclaimOutcome::DestroyFailed);
         assert!(running(&id), "a refused destroy must leave the container running");
         assert_eq!(podman(&["exec", &id, "echo", "alive"]).trim(), "alive");

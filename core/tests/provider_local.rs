@@ -349,7 +349,7 @@ async fn reclaim_sandbox_destroys_through_the_local_provider() {
             .unwrap();
         runs.push((RunRecord::new(format!("run-{index}"), &key, RunStatus::Completed).with_sandbox_key(&key), handle));
     }
-    let options = ReclaimOptions { provider: &provider, instances: &store, logger: None };
+    let options = ReclaimOptions { provider: &provider, instances: &store, logger: None, destroy_timeout: None };
     for (run, handle) in &runs {
         assert_eq!(reclaim_sandbox(run, options).await.unwrap(), ReclaimOutcome::Destroyed);
         assert!(!base.0.join(&handle.id).exists());
@@ -402,7 +402,7 @@ async fn ownership_guard_refuses_strangers() {
         .await
         .unwrap();
     let run = RunRecord::new("r", "t", RunStatus::Failed).with_sandbox_key("k");
-    let options = ReclaimOptions { provider: &ours, instances: &store, logger: None };
+    let options = ReclaimOptions { provider: &ours, instances: &store, logger: None, destroy_timeout: None };
     assert_eq!(reclaim_sandbox(&run, options).await.unwrap(), ReclaimOutcome::DestroyFailed);
     assert!(recorded_pids(&their_dir).iter().all(|&pid| is_live(pid)));
 

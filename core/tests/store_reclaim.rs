@@ -35,7 +35,7 @@ async fn failed_destroy_records_a_leak(backend: Backend) {
     store.upsert(&instance("k1", "ctr-1")).await.unwrap();
     store.upsert(&instance("k2", "ctr-2")).await.unwrap();
     let provider = ScriptedProvider::failing("docker");
-    let options = ReclaimOptions { provider: &provider, instances: store, logger: None };
+    let options = ReclaimOptions { provider: &provider, instances: store, logger: None, destroy_timeout: None };
 
     let outcome = reclaim_sandbox(&run("run-1", "k1"), options).await.unwrap();
     assert_eq!(outcome, ReclaimOutcome::DestroyFailed);
@@ -92,7 +92,7 @@ async fn successful_destroy_records_nothing(backend: Backend) {
     let fresh = Fresh::new(backend).await;
     fresh.store.upsert(&instance("k", "ctr-1")).await.unwrap();
     let provider = ScriptedProvider::new("docker");
-    let options = ReclaimOptions { provider: &provider, instances: fresh.store.as_ref(), logger: None };
+    let options = ReclaimOptions { provider: &provider, instances: fresh.store.as_ref(), logger: None, destroy_timeout: None };
     assert_eq!(reclaim_sandbox(&run("run-1", "k"), options).await.unwrap(), ReclaimOutcome::Destroyed);
     assert_eq!(fresh.store.get("k").await.unwrap(), None);
     assert_eq!(fresh.ledger().count_leaks(None).await.unwrap(), 0, "{backend:?}");
@@ -122,7 +122,7 @@ async fn sqlite_leak_write_failure_keeps_the_record() {
     )
     .await;
     let provider = ScriptedProvider::failing("docker");
-    let options = ReclaimOptions { provider: &provider, instances: &store, logger: None };
+    let options = ReclaimOptions { provider: &provider, instances: &store, logger: None, destroy_timeout: None };
     let error = reclaim_sandbox(&run("run-1", "k"), options).await.unwrap_err();
     assert!(error.to_string().contains("ledger full"), "{error}");
     assert_eq!(store.get("k").await.unwrap(), Some(instance("k", "ctr-1")), "the delete was rolled back");
@@ -141,7 +141,7 @@ async fn postgres_leak_write_failure_keeps_the_record() {
     ))
     .await;
     let provider = ScriptedProvider::failing("docker");
-    let options = ReclaimOptions { provider: &provider, instances: &store, logger: None };
+    let options = ReclaimOptions { provider: &provider, instances: &store, logger: None, destroy_timeout: None };
     let error = reclaim_sandbox(&run("run-1", "k"), options).await.unwrap_err();
     assert!(error.to_string().contains("ledger full"), "{error}");
     assert_eq!(store.get("k").await.unwrap(), Some(instance("k", "ctr-1")), "the delete was rolled back");

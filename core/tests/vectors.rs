@@ -1,17 +1,21 @@
-//! Runs every parity vector in `tests/vectors/` through the async Rust driver.
-//! Format: `tests/vectors/README.md`.
+//! Runs every parity vector in `tests/vectors/`: all of them by driving the
+//! core's machines on a virtual clock (as the Node and Python harnesses do
+//! through their drivers), and the untimed reclaim vectors through the tokio
+//! driver too. Format: `tests/vectors/README.md`.
+
+mod vector_support;
+
+use vector_support::{assert_observed, load_vectors, run_virtual};
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sandbox_reclaim::machine::LogLevel;
-use sandbox_reclaim::program::{compile, Api, Instruction, Operand, Program};
 use sandbox_reclaim::{
     reclaim_sandbox, sandbox_reclaimer, LeakEntry, LeakLedger, LogMeta, LogValue, NewLeak, ProviderError,
-    ReclaimLogger, ReclaimOptions, ReclaimOutcome, ReclaimerError, RunRecord, SandboxInstanceRecord,
-    SandboxInstanceStore, SandboxProvider, SandboxReclaimFailed, StoreError,
+    ReclaimError, ReclaimLogger, ReclaimOptions, ReclaimerError, RunRecord, SandboxInstanceRecord,
+    SandboxInstanceStore, SandboxProvider, StoreError,
 };
 use serde_json::{json, Value};
 
@@ -162,100 +166,7 @@ fn assert_host_error(error: &StoreError, expected: &Value, vector: &Value) {
     assert_eq!(fault.message, vector["store"][source]["message"].as_str().unwrap());
 }
 
-/// Walks a compiled [`Program`] the way the bindings do, against the same
-/// scripted host objects, and returns what `run_vector` would get from the
-/// driver. This proves the compiled programs, not just the machine.
-async fn walk_program(
-    program: &Program,
-    record: &RunRecord,
-    options: ReclaimOptions<'_>,
-) -> Result<Option<ReclaimOutcome>, ReclaimerError> {
-    let mut at = 0;
-    let mut instance: Option<SandboxInstanceRecord> = None;
-    let mut destroy_error: Option<ProviderError> = None;
-    let key = record.sandbox_key.clone().unwrap_or_default();
-    loop {
-        let text =
-            |operand: Operand, instance: &Option<SandboxInstanceRecord>, error: &Option<ProviderError>| match operand {
-                Operand::RunId => record.run_id.clone(),
-                Operand::SandboxKey => key.clone(),
-                Operand::ProviderName => options.provider.name().to_owned(),
-                Operand::InstanceProvider => instance.as_ref().unwrap().provider.clone(),
-                Operand::ProviderSandboxId => instance.as_ref().unwrap().provider_sandbox_id.clone(),
-                Operand::DestroyError | Operand::DestroyErrorMessage => error.as_ref().unwrap().to_string(),
-            };
-        let mut next = at + 1;
-        match &program.instructions[at] {
-            Instruction::IfNoSandboxKey { target } if record.sandbox_key.is_none() => next = *target,
-            Instruction::IfInstanceMissing { target } if instance.is_none() => next = *target,
-            Instruction::IfProviderDiffers { target }
-                if instance.as_ref().unwrap().provider != options.provider.name() =>
-            {
-                next = *target
-            }
-            Instruction::IfDestroyFailed { target } if destroy_error.is_some() => next = *target,
-            Instruction::IfNoSandboxKey { .. }
-            | Instruction::IfInstanceMissing { .. }
-            | Instruction::IfProviderDiffers { .. }
-            | Instruction::IfDestroyFailed { .. } => {}
-            Instruction::GetInstance => instance = options.instances.get(&key).await?,
-            Instruction::Destroy => {
-                let id = &instance.as_ref().unwrap().provider_sandbox_id;
-                destroy_error = options.provider.destroy(id).await.err();
-            }
-            Instruction::DeleteInstance => options.instances.delete(&key).await?,
-            Instruction::DeleteInstanceRecordingLeak { leak } => {
-                let value = |operand| text(operand, &instance, &destroy_error);
-                let leak = NewLeak {
-                    key: value(leak.key),
-                    provider: value(leak.provider),
-                    provider_sandbox_id: value(leak.provider_sandbox_id),
-                    run_id: value(leak.run_id),
-                    error_message: value(leak.error_message),
-                    failed_at: sandbox_reclaim::driver::now_millis(),
-                };
-                options.instances.leak_ledger().unwrap().delete_recording_leak(&key, leak).await?;
-            }
-            Instruction::Log { level, message, meta } => {
-                if let Some(logger) = options.logger {
-                    let texts: Vec<String> =
-                        meta.iter().map(|(_, operand)| text(*operand, &instance, &destroy_error)).collect();
-                    let meta: Vec<(&'static str, LogValue<'_>)> = meta
-                        .iter()
-                        .zip(&texts)
-                        .map(|((name, operand), text)| match operand {
-                            Operand::DestroyError => (*name, LogValue::Error(destroy_error.as_ref().unwrap())),
-                            _ => (*name, LogValue::Text(text)),
-                        })
-                        .collect();
-                    match level {
-                        LogLevel::Warn => logger.warn(message, &meta),
-                        LogLevel::Errors => logger.errors(message, &meta),
-                        LogLevel::Sandbox => logger.sandbox(message, &meta),
-                    }
-                }
-            }
-            Instruction::Finish { outcome } => return Ok(Some(*outcome)),
-            Instruction::FailReclaim => {
-                let failure =
-                    SandboxReclaimFailed { run_id: record.run_id.clone(), sandbox_key: record.sandbox_key.clone() };
-                return Err(ReclaimerError::ReclaimFailed(failure));
-            }
-        }
-        at = next;
-    }
-}
-
-/// Which engine runs a vector.
-#[derive(Clone, Copy, Debug)]
-enum Engine {
-    /// The async driver over the state machine.
-    Driver,
-    /// The compiled program, walked like the bindings walk it.
-    Program,
-}
-
-async fn run_vector(vector: &Value, engine: Engine) {
+async fn run_vector(vector: &Value) {
     let calls = Mutex::new(Vec::new());
     let instances: Vec<SandboxInstanceRecord> = serde_json::from_value(vector["store"]["instances"].clone()).unwrap();
     let store = ScriptedStore {
@@ -271,25 +182,14 @@ async fn run_vector(vector: &Value, engine: Engine) {
         provider: &provider,
         instances: &store,
         logger: (vector["logger"] == json!(true)).then_some(&logger as &dyn ReclaimLogger),
+        destroy_timeout: None,
     };
     let expected = &vector["expect"];
 
-    let api = if vector["api"] == "reclaimSandbox" { Api::ReclaimSandbox } else { Api::SandboxReclaimer };
-    if let Engine::Program = engine {
-        let program = compile(api, store.leak_ledger().is_some());
-        match (walk_program(&program, &record, options).await, expected.get("error")) {
-            (Ok(outcome), None) if api == Api::ReclaimSandbox => assert_eq!(json!(outcome), expected["result"]),
-            (Ok(_), None) => assert_eq!(expected["result"], Value::Null),
-            (Err(ReclaimerError::Store(error)), Some(want)) => assert_host_error(&error, want, vector),
-            (Err(ReclaimerError::ReclaimFailed(failure)), Some(want)) => {
-                assert_eq!(failure.to_string(), want["message"].as_str().unwrap())
-            }
-            (got, _) => panic!("unexpected result {got:?}"),
-        }
-    } else if api == Api::ReclaimSandbox {
+    if vector["api"] == "reclaimSandbox" {
         match (reclaim_sandbox(&record, options).await, expected.get("error")) {
             (Ok(outcome), None) => assert_eq!(json!(outcome), expected["result"]),
-            (Err(error), Some(want)) => assert_host_error(&error, want, vector),
+            (Err(ReclaimError::Store(error)), Some(want)) => assert_host_error(&error, want, vector),
             (got, _) => panic!("unexpected result {got:?}"),
         }
     } else {
@@ -321,25 +221,34 @@ async fn run_vector(vector: &Value, engine: Engine) {
     }
 }
 
-#[tokio::test]
-async fn every_vector_passes_through_the_driver_and_the_compiled_program() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/vectors");
-    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|entry| entry.unwrap().path()).collect();
-    files.retain(|path| path.extension().is_some_and(|ext| ext == "json"));
-    files.sort();
-    let mut count = 0;
-    for file in files {
-        let document: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-        for vector in document["cases"].as_array().unwrap() {
-            let name = vector["name"].as_str().unwrap().to_owned();
-            // Run each case in its own task so a failing one names itself.
-            for engine in [Engine::Driver, Engine::Program] {
-                let vector = vector.clone();
-                let outcome = tokio::spawn(async move { run_vector(&vector, engine).await }).await;
-                assert!(outcome.is_ok(), "vector `{name}` failed through the {engine:?}");
-            }
-            count += 1;
-        }
+/// Whether a vector needs time or flows only the virtual engine runs:
+/// the tokio engine takes the reclaim vectors that settle at once.
+fn runs_on_tokio(vector: &Value) -> bool {
+    let text = vector.to_string();
+    vector["api"] != "retryLeaks"
+        && vector.get("options").is_none()
+        && !text.contains("latencyMs")
+        && !text.contains("\"hang\"")
+}
+
+#[test]
+fn every_vector_passes_on_the_virtual_clock() {
+    let vectors = load_vectors();
+    for vector in &vectors {
+        assert_observed(vector, &run_virtual(vector));
     }
-    assert!(count >= 30, "expected at least 30 vectors, found {count}");
+    assert!(vectors.len() >= 44, "expected at least 44 vectors, found {}", vectors.len());
+}
+
+#[tokio::test]
+async fn every_untimed_reclaim_vector_passes_through_the_tokio_driver() {
+    let mut count = 0;
+    for vector in load_vectors().into_iter().filter(runs_on_tokio) {
+        let name = vector["name"].as_str().unwrap().to_owned();
+        // Run each case in its own task so a failing one names itself.
+        let outcome = tokio::spawn(async move { run_vector(&vector).await }).await;
+        assert!(outcome.is_ok(), "vector `{name}` failed through the tokio driver");
+        count += 1;
+    }
+    assert!(count >= 44, "expected at least 44 untimed vectors, found {count}");
 }

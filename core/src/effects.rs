@@ -1,0 +1,203 @@
+//! The protocol between a sans-IO flow machine and the driver that runs it.
+//!
+//! A machine (one per flow, in [`crate::flows`]) never performs I/O and never
+//! reads a clock. A driver loops:
+//!
+//! ```text
+//!   start the machine with `now`
+//!   loop {
+//!       while let Some((id, effect)) = machine.poll_effect() {
+//!           start it (store / provider call, keep host values by `id`);
+//!           a `Log` or `Cancel` runs at once, in order, and is only
+//!           completed if it failed (then the rest of the batch is not started)
+//!       }
+//!       if let Some(ending) = machine.poll_done() { return ending }
+//!       wait for the first of: an effect settling → machine.complete(id, result, now)
+//!                              the machine's poll_timeout() → machine.handle_timeout(now)
+//!   }
+//! ```
+//!
+//! Host values (the error a destroy threw, the records a store returned, the
+//! logger) never cross into the machine: effects that need them name them by
+//! effect id ([`MetaValue::HostError`], [`HostRef`]), and a completion carries
+//! only what the machine decides on.
+
+use crate::ledger::{NewLeak, RetrySummary};
+use crate::messages;
+use crate::model::ReclaimOutcome;
+
+/// Names one effect of one flow run; ids start at 1 and never repeat.
+pub type EffectId = u32;
+
+/// Epoch milliseconds from the driver's clock (a virtual clock in vectors).
+pub type Millis = u64;
+
+/// What a machine asks its driver to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// The store's `get(key)`; complete with [`Completion::Instance`].
+    GetInstance { key: String },
+    /// The store's `delete(key)`; complete with [`Completion::Ok`].
+    DeleteInstance { key: String },
+    /// The ledger store's `deleteRecordingLeak(key, leak)`: delete the record
+    /// and record the leak in one transaction; complete with [`Completion::Ok`].
+    DeleteRecordingLeak { key: String, leak: NewLeak },
+    /// The provider's `destroy({ id })`; complete with [`Completion::Ok`].
+    /// With a `deadline`, the host gets a cancellation handle (an
+    /// `AbortSignal`, a cancellable task) that a later [`Effect::Cancel`] fires.
+    Destroy { provider_sandbox_id: String, deadline: Option<Millis> },
+    /// The ledger store's `claimLeaks(provider, limit, leaseMs)`; complete with
+    /// [`Completion::Leaks`]. The driver keeps the entries it got.
+    ClaimLeaks { provider: String, limit: u32, lease_ms: u64 },
+    /// The ledger store's `resolveLeak(entry)`; complete with [`Completion::Ok`].
+    ResolveLeak { entry: HostRef },
+    /// The ledger store's `recordRetryFailure(entry, message, failedAt)`.
+    RecordRetryFailure { entry: HostRef, message: String, failed_at: Millis },
+    /// Call the logger now; completed only if it threw.
+    Log(LogLine),
+    /// Abort the effect `target` now (its deadline passed) and ignore its
+    /// late settle; never completed.
+    Cancel { target: EffectId },
+}
+
+impl Effect {
+    /// Whether the driver runs it synchronously, in order, and completes it
+    /// only when it failed.
+    pub fn is_immediate(&self) -> bool {
+        matches!(self, Self::Log(_) | Self::Cancel { .. })
+    }
+}
+
+/// A host value the driver keeps: item `index` of what effect `effect`
+/// answered (an entry of a `ClaimLeaks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostRef {
+    pub effect: EffectId,
+    pub index: u32,
+}
+
+/// How an effect settled, as far as the machine needs to know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Completion {
+    /// Returned or resolved (any value the machine does not read).
+    Ok,
+    /// `get` answered: the two fields the rules read, or none.
+    Instance(Option<InstanceFields>),
+    /// `claimLeaks` answered: the provider sandbox id of each entry, in order.
+    Leaks(Vec<String>),
+    /// Threw or rejected. `message` is the failure's text where the rules
+    /// keep it (a destroy's, for the leak ledger); the error itself stays
+    /// with the driver under the effect's id.
+    Failed { message: String },
+}
+
+/// The instance record fields a reclaim decides on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceFields {
+    pub provider: String,
+    pub provider_sandbox_id: String,
+}
+
+/// How loudly a line is logged. The names are TanStack's `InternalLogger` methods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LogLevel {
+    /// Something is wrong but the flow goes on.
+    Warn,
+    /// The flow failed its job: a sandbox may be leaking.
+    Errors,
+    /// Routine sandbox lifecycle news.
+    Sandbox,
+}
+
+impl LogLevel {
+    /// Every level, in the order bindings check a logger's methods.
+    pub const ALL: [LogLevel; 3] = [Self::Warn, Self::Errors, Self::Sandbox];
+
+    /// The logger method's name: `warn`, `errors` or `sandbox`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Warn => "warn",
+            Self::Errors => "errors",
+            Self::Sandbox => "sandbox",
+        }
+    }
+}
+
+/// A value in a log line's meta.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetaValue {
+    /// A string the machine knows.
+    Text(String),
+    /// The very value effect `id` threw (the driver keeps it).
+    HostError(EffectId),
+    /// A `SandboxDestroyTimeoutError` for this destroy, which the driver
+    /// builds in its host's error class.
+    DestroyTimeout { provider_sandbox_id: String, timeout_ms: u64 },
+}
+
+/// One log line: level, message and meta entries in the reference's order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogLine {
+    pub level: LogLevel,
+    pub message: &'static str,
+    pub meta: Vec<(&'static str, MetaValue)>,
+}
+
+/// The reclaimer's failure: `SandboxReclaimFailedError` in every binding.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", messages::reclaim_failed_message(run_id, sandbox_key.as_deref()))]
+pub struct SandboxReclaimFailed {
+    pub run_id: String,
+    /// Absent only when the record had no key, which cannot reach this arm.
+    pub sandbox_key: Option<String>,
+}
+
+impl SandboxReclaimFailed {
+    /// The error's message, built by [`messages::reclaim_failed_message`].
+    pub fn message(&self) -> String {
+        messages::reclaim_failed_message(&self.run_id, self.sandbox_key.as_deref())
+    }
+}
+
+/// What a finished flow resolves with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    /// Nothing (`sandboxReclaimer`'s `undefined` / `None`).
+    Nothing,
+    /// A reclaim's outcome.
+    Outcome(ReclaimOutcome),
+    /// A leak retry's summary.
+    Retry(RetrySummary),
+}
+
+/// How a flow ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ending {
+    /// Resolve with this.
+    Resolved(Output),
+    /// Reject with the very value effect `id` threw (a failing store call,
+    /// a throwing logger): the reference lets those propagate unchanged.
+    HostError(EffectId),
+    /// Reject with `SandboxReclaimFailedError`.
+    ReclaimFailed(SandboxReclaimFailed),
+}
+
+/// A driver fed the machine something it did not ask for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{prefix}: {detail}", prefix = messages::MISUSE, detail = self.0)]
+pub struct Misuse(pub &'static str);
+
+/// A sans-IO flow: effects out, completions and time in.
+pub trait Flow {
+    /// The next effect to start, or `None` until something completes or times out.
+    fn poll_effect(&mut self) -> Option<(EffectId, Effect)>;
+    /// Feeds how effect `id` settled. A settle the machine no longer waits for
+    /// (a destroy it cancelled) is ignored.
+    fn complete(&mut self, id: EffectId, completion: Completion, now: Millis) -> Result<(), Misuse>;
+    /// When the machine next needs [`Flow::handle_timeout`], if ever.
+    fn poll_timeout(&self) -> Option<Millis>;
+    /// Tells the machine the time is now `now` (at or after its timeout).
+    fn handle_timeout(&mut self, now: Millis);
+    /// The ending, once the effects before it have been polled; taken once.
+    fn poll_done(&mut self) -> Option<Ending>;
+}
