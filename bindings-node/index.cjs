@@ -1,23 +1,24 @@
 'use strict';
 // CommonJS entry point. The ESM entry (index.mjs) re-exports these very
 // objects, so `instanceof` works across `import` and `require`.
-const binding = require('./lib/reclaim.cjs');
+const flows = require('./lib/flows.cjs');
+const memory = require('./lib/memory.cjs');
 const stores = require('./lib/stores.cjs');
 const providers = require('./lib/providers.cjs');
+const { SandboxReclaimFailedError, SandboxDestroyTimeoutError } = require('./lib/flow-errors.cjs');
 const { SandboxNotOwnedError } = require('./lib/errors.cjs');
 
-const retryLeaks = stores.makeRetryLeaks({ nativeProviderOf: providers.nativeProviderOf, memoryNativeOf: binding.memoryNativeOf });
-
 module.exports = {
-  reclaimSandbox: binding.reclaimSandbox,
-  sandboxReclaimer: binding.sandboxReclaimer,
-  SandboxReclaimFailedError: binding.SandboxReclaimFailedError,
-  InMemorySandboxInstanceStore: binding.InMemorySandboxInstanceStore,
-  defineSandboxInstanceStore: binding.defineSandboxInstanceStore,
+  reclaimSandbox: flows.reclaimSandbox,
+  sandboxReclaimer: flows.sandboxReclaimer,
+  retryLeaks: flows.retryLeaks,
+  SandboxReclaimFailedError,
+  SandboxDestroyTimeoutError,
+  InMemorySandboxInstanceStore: memory.InMemorySandboxInstanceStore,
+  defineSandboxInstanceStore: memory.defineSandboxInstanceStore,
   SqliteSandboxInstanceStore: stores.SqliteSandboxInstanceStore,
   PostgresSandboxInstanceStore: stores.PostgresSandboxInstanceStore,
   listLeaks: stores.listLeaks,
-  retryLeaks,
   DockerProvider: providers.DockerProvider,
   LocalProvider: providers.LocalProvider,
   SandboxNotOwnedError,

@@ -6,6 +6,7 @@ export const {
   reclaimSandbox,
   sandboxReclaimer,
   SandboxReclaimFailedError,
+  SandboxDestroyTimeoutError,
   InMemorySandboxInstanceStore,
   defineSandboxInstanceStore,
   SqliteSandboxInstanceStore,

@@ -1,13 +1,13 @@
 'use strict';
 // The durable instance stores (the core's SQLite and PostgreSQL stores) and
-// the leak-ledger functions `listLeaks` and `retryLeaks`.
+// the leak-ledger function `listLeaks` (`retryLeaks` is a flow: lib/flows.cjs).
 //
 // A store is a thin facade over the native `SqlStore`: every method checks
 // its arguments' types (TypeError naming the field), then awaits the native
 // Promise. Reclaims use these stores like any JS store (they have
 // `deleteRecordingLeak`, so a failed destroy is recorded in the ledger).
 
-const native = require('../sandbox-reclaim.node');
+const native = require('./native.cjs');
 const {
   nativeCall,
   checkObject,
@@ -19,8 +19,6 @@ const {
 
 /** Lets only the static factories construct a store. */
 const OPENING = Symbol('opening');
-
-let sqlNativeOf;
 
 function checkKey(key) {
   return checkString(key, 'key');
@@ -136,10 +134,6 @@ class SqlSandboxInstanceStore {
   async close() {
     await nativeCall(() => this.#native.close());
   }
-
-  static {
-    sqlNativeOf = (store) => (store !== null && typeof store === 'object' && #native in store ? store.#native : undefined);
-  }
 }
 
 /** An instance store with a leak ledger in one SQLite file (WAL mode), shareable by processes. */
@@ -193,54 +187,4 @@ async function listLeaks(store, provider) {
   return store.listLeaks(provider ?? undefined);
 }
 
-/**
- * Retries the destroy of `provider`'s pending leaks in `instances`' ledger.
- * Native provider + native store: one call into the core's `retry_leaks`.
- * Otherwise a short loop over the store's claimLeaks / resolveLeak /
- * recordRetryFailure, with the provider's `destroy` called as a method.
- *
- * `nativeParts` (from index wiring) maps a provider or store to its native half.
- */
-function makeRetryLeaks({ nativeProviderOf, memoryNativeOf }) {
-  return async function retryLeaks(options) {
-    checkObject(options, 'options');
-    const { provider, instances } = options;
-    const limit = options.limit ?? 100;
-    const leaseMs = options.leaseMs ?? 300_000;
-    checkObject(provider, 'options.provider');
-    if (typeof provider.name !== 'string') throw new TypeError('options.provider.name must be a string');
-    if (typeof provider.destroy !== 'function') throw new TypeError('options.provider.destroy must be a function');
-    checkObject(instances, 'options.instances');
-    for (const method of ['claimLeaks', 'resolveLeak', 'recordRetryFailure']) {
-      if (typeof instances[method] !== 'function') {
-        throw new TypeError(`options.instances.${method} must be a function (a store with a leak ledger)`);
-      }
-    }
-    if (!(Number.isInteger(limit) && limit >= 0 && limit <= 0xffff_ffff)) throw new TypeError('options.limit must be a whole number >= 0');
-    if (!(Number.isInteger(leaseMs) && leaseMs >= 0)) throw new TypeError('options.leaseMs must be a whole number of milliseconds >= 0');
-
-    const nativeProvider = nativeProviderOf(provider);
-    if (nativeProvider !== undefined) {
-      const sql = sqlNativeOf(instances);
-      if (sql !== undefined) return nativeCall(() => nativeProvider.retryLeaksInSql(sql, limit, leaseMs));
-      const memory = memoryNativeOf(instances);
-      if (memory !== undefined) return nativeCall(() => nativeProvider.retryLeaksInMemory(memory, limit, leaseMs));
-    }
-    const summary = { retried: 0, destroyed: 0, stillFailing: 0 };
-    for (const entry of await instances.claimLeaks(provider.name, limit, leaseMs)) {
-      summary.retried += 1;
-      try {
-        await provider.destroy({ id: entry.providerSandboxId });
-      } catch (error) {
-        await instances.recordRetryFailure(entry, messageOf(error), Date.now());
-        summary.stillFailing += 1;
-        continue;
-      }
-      await instances.resolveLeak(entry);
-      summary.destroyed += 1;
-    }
-    return summary;
-  };
-}
-
-module.exports = { SqliteSandboxInstanceStore, PostgresSandboxInstanceStore, listLeaks, makeRetryLeaks };
+module.exports = { SqliteSandboxInstanceStore, PostgresSandboxInstanceStore, listLeaks };

@@ -1,6 +1,6 @@
-//! `InMemorySandboxInstanceStore`'s native half: the core's in-memory store.
-//! The JS facade class wraps it (for promise-returning methods); reclaims
-//! recognise it and call its synchronous methods directly.
+//! `InMemorySandboxInstanceStore`'s native half: the core's in-memory store,
+//! with synchronous methods that the JS class (`lib/memory.cjs`) wraps in
+//! promise-returning ones. A flow calls it like any other store.
 
 use std::sync::Arc;
 
@@ -9,7 +9,7 @@ use napi_derive::napi;
 use sandbox_reclaim::ledger::{LeakEntry, LeakLedger, NewLeak};
 use sandbox_reclaim::{InMemorySandboxInstanceStore, SandboxInstanceRecord, SandboxInstanceStore, StoreError};
 
-use crate::ready::now_or_never;
+use sandbox_reclaim::memory::now_or_never;
 
 /// A `SandboxInstanceRecord` in its JavaScript (camelCase) form.
 #[napi(object)]
@@ -156,74 +156,16 @@ pub fn store_error(error: StoreError) -> Error {
     }
 }
 
+/// Runs an in-memory store call, which never waits, synchronously.
 fn ready<T>(future: impl std::future::Future<Output = std::result::Result<T, StoreError>>) -> Result<T> {
-    now_or_never(future).map_err(|error| Error::new(Status::GenericFailure, error.to_string()))?.map_err(store_error)
+    let pending = || Error::new(Status::GenericFailure, "an in-memory store call did not complete at once");
+    now_or_never(future).ok_or_else(pending)?.map_err(store_error)
 }
 
 /// The native in-memory instance store (see the module docs).
 #[napi]
 pub struct MemoryStore {
     inner: Arc<InMemorySandboxInstanceStore>,
-    /// Its number in this thread's [`registry`], which the walker's raw
-    /// calls take instead of the object (a plain integer crosses napi for free).
-    id: u32,
-}
-
-impl Drop for MemoryStore {
-    fn drop(&mut self) {
-        registry::remove(self.id);
-    }
-}
-
-/// Native stores of this thread by number, for the reclaim hot path.
-pub mod registry {
-    use std::cell::RefCell;
-    use std::sync::Arc;
-
-    use sandbox_reclaim::InMemorySandboxInstanceStore;
-
-    #[derive(Default)]
-    struct Registry {
-        stores: Vec<Option<Arc<InMemorySandboxInstanceStore>>>,
-        free: Vec<u32>,
-    }
-
-    thread_local! {
-        static REGISTRY: RefCell<Registry> = RefCell::default();
-    }
-
-    /// Registers `store`; returns its number.
-    pub fn add(store: Arc<InMemorySandboxInstanceStore>) -> u32 {
-        REGISTRY.with_borrow_mut(|registry| match registry.free.pop() {
-            Some(id) => {
-                registry.stores[id as usize] = Some(store);
-                id
-            }
-            None => {
-                registry.stores.push(Some(store));
-                (registry.stores.len() - 1) as u32
-            }
-        })
-    }
-
-    /// Runs `f` on the store numbered `id` (`None` if it is gone) without
-    /// touching its reference count: the reclaim hot path.
-    pub fn with<T>(id: u32, f: impl FnOnce(Option<&InMemorySandboxInstanceStore>) -> T) -> T {
-        REGISTRY.with_borrow(|registry| f(registry.stores.get(id as usize).and_then(|slot| slot.as_deref())))
-    }
-
-    /// Forgets store `id` (its JS object was collected).
-    pub fn remove(id: u32) {
-        // `try_with`: a store finalized while the thread shuts down has nothing to remove from.
-        let _ = REGISTRY.try_with(|registry| {
-            let mut registry = registry.borrow_mut();
-            if let Some(slot) = registry.stores.get_mut(id as usize) {
-                if slot.take().is_some() {
-                    registry.free.push(id);
-                }
-            }
-        });
-    }
 }
 
 #[napi]
@@ -233,15 +175,7 @@ impl MemoryStore {
     pub fn new(ledger: bool) -> Self {
         let inner =
             if ledger { InMemorySandboxInstanceStore::with_ledger() } else { InMemorySandboxInstanceStore::new() };
-        let inner = Arc::new(inner);
-        let id = registry::add(inner.clone());
-        Self { inner, id }
-    }
-
-    /// The store's number for the walker's raw `lookup` / `remove`.
-    #[napi(getter)]
-    pub fn id(&self) -> u32 {
-        self.id
+        Self { inner: Arc::new(inner) }
     }
 
     /// Whether the store keeps a leak ledger.
@@ -317,11 +251,6 @@ impl MemoryStore {
         let entry = LeakEntry::try_from(entry)?;
         let failed_at = epoch_millis("failedAt", failed_at)?;
         ready(self.ledger()?.record_retry_failure(&entry, &message, failed_at))
-    }
-
-    /// The core store, for `retryLeaks` with a native provider.
-    pub fn shared(&self) -> Arc<dyn SandboxInstanceStore> {
-        self.inner.clone()
     }
 
     fn ledger(&self) -> Result<&dyn LeakLedger> {

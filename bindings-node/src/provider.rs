@@ -1,5 +1,5 @@
 //! The native half of `DockerProvider` and `LocalProvider`: one class over
-//! either core managed provider, plus `retryLeaks` with a native provider.
+//! either core managed provider.
 //!
 //! Methods return Promises settled on napi's tokio runtime. Errors travel by
 //! napi status and the JS facade (lib/providers.cjs) rebuilds them: refused
@@ -14,13 +14,9 @@ use napi::bindgen_prelude::PromiseRaw;
 use napi::{Env, Error, Result, Status};
 use napi_derive::napi;
 use sandbox_reclaim::providers::{DockerConfig, IsolationRequest, LocalConfig};
-use sandbox_reclaim::{
-    retry_leaks, DockerProvider, InvalidInput, LocalProvider, ManagedSandboxProvider, ProviderError, RetryOptions,
-    SandboxHandle, SandboxInstanceStore,
-};
+use sandbox_reclaim::{DockerProvider, InvalidInput, LocalProvider, ManagedSandboxProvider, ProviderError, SandboxHandle};
 
-use crate::memory_store::{lease_duration, store_error, type_error, MemoryStore};
-use crate::sql_store::SqlStore;
+use crate::memory_store::type_error;
 
 /// The napi status that carries `ProviderError::NotOwned` to the JS facade.
 pub const NOT_OWNED_STATUS: Status = Status::Cancelled;
@@ -87,17 +83,6 @@ pub struct ExecResult {
     pub stderr: String,
     /// Exit code; `128 + n` when killed by signal `n`.
     pub exit_code: i64,
-}
-
-/// What one `retryLeaks` call did.
-#[napi(object)]
-pub struct RetrySummaryObject {
-    /// Leaks claimed and retried.
-    pub retried: f64,
-    /// Leaks whose destroy now succeeded (removed from the ledger).
-    pub destroyed: f64,
-    /// Leaks whose destroy failed again (attempts bumped).
-    pub still_failing: f64,
 }
 
 /// A provider failure as a napi error (see the module docs).
@@ -230,55 +215,6 @@ impl NativeProvider {
         env.spawn_future(async move {
             let output = inner.exec(&id, &argv).await.map_err(provider_error)?;
             Ok(ExecResult { stdout: output.stdout_text(), stderr: output.stderr_text(), exit_code: output.exit_code })
-        })
-    }
-
-    /// `retryLeaks` over a SQL store's ledger, entirely in Rust.
-    #[napi]
-    pub fn retry_leaks_in_sql<'env>(
-        &self,
-        env: &'env Env,
-        store: &SqlStore,
-        limit: u32,
-        lease_ms: f64,
-    ) -> Result<PromiseRaw<'env, RetrySummaryObject>> {
-        self.retry(env, store.shared(), limit, lease_ms)
-    }
-
-    /// `retryLeaks` over a native in-memory store's ledger, entirely in Rust.
-    #[napi]
-    pub fn retry_leaks_in_memory<'env>(
-        &self,
-        env: &'env Env,
-        store: &MemoryStore,
-        limit: u32,
-        lease_ms: f64,
-    ) -> Result<PromiseRaw<'env, RetrySummaryObject>> {
-        self.retry(env, store.shared(), limit, lease_ms)
-    }
-}
-
-impl NativeProvider {
-    fn retry<'env>(
-        &self,
-        env: &'env Env,
-        store: Arc<dyn SandboxInstanceStore>,
-        limit: u32,
-        lease_ms: f64,
-    ) -> Result<PromiseRaw<'env, RetrySummaryObject>> {
-        let options = RetryOptions { limit: limit as usize, lease: lease_duration(lease_ms)? };
-        if store.leak_ledger().is_none() {
-            return Err(type_error("options.instances keeps no leak ledger"));
-        }
-        let provider = self.inner.clone();
-        env.spawn_future(async move {
-            let ledger = store.leak_ledger().ok_or_else(|| type_error("options.instances keeps no leak ledger"))?;
-            let summary = retry_leaks(provider.as_ref(), ledger, options).await.map_err(store_error)?;
-            Ok(RetrySummaryObject {
-                retried: summary.retried as f64,
-                destroyed: summary.destroyed as f64,
-                still_failing: summary.still_failing as f64,
-            })
         })
     }
 }

@@ -49,24 +49,22 @@ impl InMemorySandboxInstanceStore {
         records
     }
 
-    /// Reads the record under `key` in place, without copying it. The
-    /// bindings' reclaim path needs two of its fields, and measured, cloning
-    /// the whole record through the async `get` cost as much as the rest of
-    /// a reclaim.
-    pub fn with_record<R>(&self, key: &str, read: impl FnOnce(Option<&SandboxInstanceRecord>) -> R) -> R {
-        read(self.lock().records.get(key))
-    }
-
-    /// Deletes the record under `key` now (what the async `delete` does); a
-    /// missing key is a no-op.
-    pub fn remove(&self, key: &str) {
-        self.lock().records.remove(key);
-    }
-
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock cannot leave a half-written record
         // (every write is one map operation), so a poisoned lock is safe to use.
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Runs a future that completes on its first poll, which every in-memory
+/// store future does (they only take a mutex), without a runtime: how the
+/// bindings call this store synchronously. `None` if it was still pending.
+pub fn now_or_never<T>(future: impl std::future::Future<Output = T>) -> Option<T> {
+    let mut future = std::pin::pin!(future);
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    match future.as_mut().poll(&mut context) {
+        std::task::Poll::Ready(value) => Some(value),
+        std::task::Poll::Pending => None,
     }
 }
 
@@ -94,7 +92,7 @@ impl SandboxInstanceStore for InMemorySandboxInstanceStore {
     }
 
     async fn delete(&self, key: &str) -> Result<(), StoreError> {
-        self.remove(key);
+        self.lock().records.remove(key);
         Ok(())
     }
 

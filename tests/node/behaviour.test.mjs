@@ -128,10 +128,21 @@ const badInputs = [
 for (const [name, make, message] of badInputs) {
   test(`TypeError naming the field, before any call: ${name}`, async () => {
     const [record, options] = make();
-    for (const call of [() => reclaimSandbox(record, options), () => sandboxReclaimer(options)(record)]) {
-      const promise = call();
-      assert.ok(promise instanceof Promise, 'rejects rather than throwing synchronously');
-      await assert.rejects(promise, (error) => error instanceof TypeError && message.test(error.message));
+    const matches = (error) => error instanceof TypeError && message.test(error.message);
+    const promise = reclaimSandbox(record, options);
+    assert.ok(promise instanceof Promise, 'reclaimSandbox rejects rather than throwing synchronously');
+    await assert.rejects(promise, matches);
+    // sandboxReclaimer checks its options when it is made, its record when called.
+    let reclaimer;
+    try {
+      reclaimer = sandboxReclaimer(options);
+    } catch (error) {
+      assert.ok(matches(error), `sandboxReclaimer(options) throws the TypeError: ${error}`);
+    }
+    if (reclaimer !== undefined) {
+      const called = reclaimer(record);
+      assert.ok(called instanceof Promise, 'the reclaimer rejects rather than throwing synchronously');
+      await assert.rejects(called, matches);
     }
     if (options?.instances?.calls) assert.deepStrictEqual(options.instances.calls, [], 'no call on the store');
     if (options?.provider?.calls) assert.deepStrictEqual(options.provider.calls, [], 'no call on the provider');
@@ -384,7 +395,7 @@ test('defineSandboxInstanceStore returns the store and checks its methods', () =
 
 test('CommonJS and ESM entry points export the very same objects', () => {
   const cjs = require('../../bindings-node/index.cjs');
-  const names = ['reclaimSandbox', 'sandboxReclaimer', 'SandboxReclaimFailedError', 'InMemorySandboxInstanceStore', 'defineSandboxInstanceStore'];
+  const names = ['reclaimSandbox', 'sandboxReclaimer', 'SandboxReclaimFailedError', 'SandboxDestroyTimeoutError', 'InMemorySandboxInstanceStore', 'defineSandboxInstanceStore'];
   names.push('SqliteSandboxInstanceStore', 'PostgresSandboxInstanceStore', 'listLeaks', 'retryLeaks', 'DockerProvider', 'LocalProvider', 'SandboxNotOwnedError');
   assert.deepStrictEqual(Object.keys(cjs).sort(), [...names].sort(), 'exactly the documented exports');
   for (const name of names) {

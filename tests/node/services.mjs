@@ -1,6 +1,6 @@
-// Test services from the environment (make test exports them; see
-// /work/notes/phase2-api.md "Test environment"). Missing with CI=true is a
-// FAILURE; otherwise the dependent tests are skipped with the reason.
+// Test services from the environment (scripts/test.sh starts PostgreSQL and
+// podman and exports their addresses). Missing with CI=true is a FAILURE;
+// otherwise the dependent tests are skipped with the reason.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,0 +1,307 @@
+'use strict';
+// The generic JS driver: runs any of the core's flow machines (src/flow.rs)
+// against host objects with promises, one timer and AbortControllers.
+//
+// It knows effects, never rules. A native call answers with a batch (the
+// run's number, its next deadline, its ending, the effects to start); the
+// driver starts each effect, keeps the host's own values (a thrown error, the
+// entries a claim returned) by effect id, feeds each settle back with
+// `complete`, arms one timer at the machine's deadline and aborts what the
+// machine cancels. Logs run at once, in order; a throwing logger is completed
+// as failed, and the rest of that batch is dropped by the machine.
+
+const native = require('./native.cjs');
+const { withCoreMessage, messageOf, SandboxReclaimFailedError, SandboxDestroyTimeoutError } = require('./flow-errors.cjs');
+
+const protocol = native.protocol();
+const HEADER = protocol.header;
+const [RUNNING, RESOLVE_UNDEFINED, RESOLVE_STRING, RESOLVE_JSON, REJECT_HOST_ERROR, REJECT_RECLAIM_FAILED] = protocol.endings;
+const [GET_INSTANCE, DELETE_INSTANCE, DELETE_RECORDING_LEAK, DESTROY, CLAIM_LEAKS, RESOLVE_LEAK, RECORD_RETRY_FAILURE, LOG, CANCEL] =
+  protocol.ops;
+const [META_TEXT, META_HOST_ERROR, META_DESTROY_TIMEOUT] = protocol.metaKinds;
+const [COMPLETE_OK, COMPLETE_FAILED, COMPLETE_INSTANCE, COMPLETE_NO_INSTANCE] = protocol.completions;
+
+/** Where time comes from; the vector suite swaps in a virtual clock. */
+let clock = { now: Date.now, setTimer: (callback, ms) => setTimeout(callback, ms), clearTimer: (timer) => clearTimeout(timer) };
+
+/** Internal, for tests: replaces the clock (`{ now, setTimer, clearTimer }`); returns the previous one. */
+function setClock(next) {
+  const previous = clock;
+  clock = next;
+  return previous;
+}
+
+/**
+ * A checked string for the core: a lone UTF-16 surrogate cannot cross into
+ * Rust unchanged (it would become U+FFFD and could name another record), so
+ * it is refused, never altered.
+ */
+function exactString(value, name) {
+  if (typeof value !== 'string') throw new TypeError(`${name} must be a string`);
+  if (!value.isWellFormed()) throw new TypeError(`${name} must not contain a lone UTF-16 surrogate (it cannot be carried exactly)`);
+  return value;
+}
+
+/** `(provider, providerSandboxId)` of what `get` answered, each read once. */
+function instanceFields(instance) {
+  if (typeof instance !== 'object') {
+    throw new TypeError(`options.instances.get must resolve to a SandboxInstanceRecord or null, got ${instance === undefined ? 'undefined' : typeof instance}`);
+  }
+  const provider = instance.provider;
+  if (typeof provider !== 'string') throw new TypeError('the instance record from options.instances.get has no string `provider`');
+  const providerSandboxId = instance.providerSandboxId;
+  if (typeof providerSandboxId !== 'string') throw new TypeError('the instance record from options.instances.get has no string `providerSandboxId`');
+  exactString(provider, 'the instance record\'s `provider`');
+  exactString(providerSandboxId, 'the instance record\'s `providerSandboxId`');
+  return [provider, providerSandboxId];
+}
+
+/** The provider sandbox id of each entry `claimLeaks` answered, each read once. */
+function claimedSandboxIds(entries) {
+  if (!Array.isArray(entries)) throw new TypeError('options.instances.claimLeaks must resolve to an array of leak entries');
+  return entries.map((entry, index) => {
+    if (entry === null || typeof entry !== 'object') throw new TypeError(`leak entry ${index} from claimLeaks must be an object`);
+    return exactString(entry.providerSandboxId, `leak entry ${index}'s providerSandboxId`);
+  });
+}
+
+/**
+ * One flow run. `host` holds the checked host objects and their methods,
+ * read once: { provider, destroy, instances, get, remove, deleteRecordingLeak,
+ * claimLeaks, resolveLeak, recordRetryFailure, logger, log: {warn, errors, sandbox} }.
+ */
+class Run {
+  constructor(host, resolve, reject) {
+    this.host = host;
+    this.resolve = resolve;
+    this.reject = reject;
+    this.run = -1;
+    this.done = false;
+    /** Effect id → op, and → the host value it produced (error, entries). */
+    this.ops = [];
+    this.values = [];
+    /** Effect id → AbortController, for destroys with a deadline. */
+    this.controllers = undefined;
+    this.cancelled = undefined;
+    this.timer = undefined;
+    this.deadline = -1;
+  }
+
+  /** Starts every effect of `batch`, then arms the timer or ends. */
+  process(batch) {
+    while (batch !== undefined) {
+      this.run = batch[0];
+      let replaced;
+      let at = HEADER;
+      while (at < batch.length && replaced === undefined) {
+        const op = batch[at];
+        const id = batch[at + 1];
+        at += 2;
+        switch (op) {
+          case GET_INSTANCE:
+            this.call(id, op, this.host.get, this.host.instances, batch[at++]);
+            break;
+          case DELETE_INSTANCE:
+            this.call(id, op, this.host.remove, this.host.instances, batch[at++]);
+            break;
+          case DELETE_RECORDING_LEAK: {
+            const key = batch[at];
+            const leak = { key: batch[at + 1], provider: batch[at + 2], providerSandboxId: batch[at + 3], runId: batch[at + 4], errorMessage: batch[at + 5], failedAt: batch[at + 6] };
+            at += 7;
+            this.call(id, op, this.host.deleteRecordingLeak, this.host.instances, key, leak);
+            break;
+          }
+          case DESTROY: {
+            const input = { id: batch[at] };
+            if (batch[at + 1] !== -1) {
+              const controller = new AbortController();
+              (this.controllers ??= new Map()).set(id, controller);
+              input.signal = controller.signal;
+            }
+            at += 2;
+            this.call(id, op, this.host.destroy, this.host.provider, input);
+            break;
+          }
+          case CLAIM_LEAKS:
+            this.call(id, op, this.host.claimLeaks, this.host.instances, batch[at], batch[at + 1], batch[at + 2]);
+            at += 3;
+            break;
+          case RESOLVE_LEAK:
+            this.call(id, op, this.host.resolveLeak, this.host.instances, this.values[batch[at]][batch[at + 1]]);
+            at += 2;
+            break;
+          case RECORD_RETRY_FAILURE:
+            this.call(id, op, this.host.recordRetryFailure, this.host.instances, this.values[batch[at]][batch[at + 1]], batch[at + 2], batch[at + 3]);
+            at += 4;
+            break;
+          case LOG: {
+            const level = batch[at];
+            const message = batch[at + 1];
+            const count = batch[at + 2];
+            at += 3;
+            const meta = {};
+            for (let i = 0; i < count; i++) {
+              const key = batch[at];
+              const kind = batch[at + 1];
+              if (kind === META_TEXT) {
+                meta[key] = batch[at + 2];
+                at += 3;
+              } else if (kind === META_HOST_ERROR) {
+                meta[key] = this.values[batch[at + 2]];
+                at += 3;
+              } else {
+                meta[key] = withCoreMessage(SandboxDestroyTimeoutError, batch[at + 4], batch[at + 2], batch[at + 3]);
+                at += 5;
+              }
+            }
+            const logger = this.host.logger;
+            if (logger !== undefined) {
+              try {
+                // Called as a method (`this` is the logger), never awaited, like the reference.
+                this.host.log[level].call(logger, message, meta);
+              } catch (error) {
+                this.values[id] = error;
+                replaced = native.complete(this.run, id, COMPLETE_FAILED, undefined, undefined, clock.now());
+              }
+            }
+            break;
+          }
+          case CANCEL: {
+            const target = batch[at++];
+            (this.cancelled ??= new Set()).add(target);
+            const controller = this.controllers?.get(target);
+            if (controller !== undefined) controller.abort();
+            break;
+          }
+          default:
+            throw new Error(`sandbox-reclaim: unknown effect op ${op}`);
+        }
+      }
+      if (replaced !== undefined) {
+        batch = replaced;
+        continue;
+      }
+      if (batch[2] !== RUNNING) return this.finish(batch);
+      this.arm(batch[1]);
+      batch = undefined;
+    }
+  }
+
+  /** Calls a host method for effect `id` and feeds its settle back. */
+  call(id, op, method, target, ...args) {
+    this.ops[id] = op;
+    let answer;
+    try {
+      answer = Promise.resolve(method.call(target, ...args));
+    } catch (error) {
+      answer = Promise.reject(error);
+    }
+    answer.then(
+      (value) => this.settled(id, value, false),
+      (error) => this.settled(id, error, true),
+    );
+  }
+
+  settled(id, value, failed) {
+    if (this.done || this.cancelled?.has(id)) return; // a late settle changes nothing
+    let batch;
+    try {
+      batch = this.completion(id, value, failed);
+    } catch (error) {
+      return this.abandon(error);
+    }
+    try {
+      this.process(batch);
+    } catch (error) {
+      this.abandon(error);
+    }
+  }
+
+  /** Feeds one settle to the machine; answers the next batch. */
+  completion(id, value, failed) {
+    const now = clock.now();
+    const op = this.ops[id];
+    this.controllers?.delete(id);
+    if (failed) {
+      this.values[id] = value;
+      // Only a destroy's message is kept (for the ledger); a store failure propagates as it is.
+      const message = op === DESTROY ? messageOf(value).toWellFormed() : undefined;
+      return native.complete(this.run, id, COMPLETE_FAILED, message, undefined, now);
+    }
+    if (op === GET_INSTANCE) {
+      if (value === null) return native.complete(this.run, id, COMPLETE_NO_INSTANCE, undefined, undefined, now);
+      const [provider, providerSandboxId] = instanceFields(value);
+      return native.complete(this.run, id, COMPLETE_INSTANCE, provider, providerSandboxId, now);
+    }
+    if (op === CLAIM_LEAKS) {
+      const sandboxIds = claimedSandboxIds(value);
+      this.values[id] = value;
+      return native.completeLeaks(this.run, id, sandboxIds, now);
+    }
+    return native.complete(this.run, id, COMPLETE_OK, undefined, undefined, now);
+  }
+
+  arm(deadline) {
+    if (deadline === this.deadline) return;
+    if (this.timer !== undefined) clock.clearTimer(this.timer);
+    this.timer = undefined;
+    this.deadline = deadline;
+    if (deadline === -1) return;
+    this.timer = clock.setTimer(() => {
+      this.timer = undefined;
+      this.deadline = -1;
+      if (this.done) return;
+      try {
+        this.process(native.timeout(this.run, clock.now()));
+      } catch (error) {
+        this.abandon(error);
+      }
+    }, Math.max(0, deadline - clock.now()));
+  }
+
+  finish(batch) {
+    this.done = true;
+    this.arm(-1);
+    switch (batch[2]) {
+      case RESOLVE_UNDEFINED:
+        return this.resolve(undefined);
+      case RESOLVE_STRING:
+        return this.resolve(batch[3]);
+      case RESOLVE_JSON:
+        return this.resolve(JSON.parse(batch[3]));
+      case REJECT_HOST_ERROR:
+        return this.reject(this.values[batch[3]]);
+      case REJECT_RECLAIM_FAILED:
+        return this.reject(withCoreMessage(SandboxReclaimFailedError, batch[5], batch[3], batch[4]));
+      default:
+        return this.reject(new Error(`sandbox-reclaim: unknown ending ${batch[2]}`));
+    }
+  }
+
+  /** A host answer broke its contract (or a bug): reject with it, drop the run. */
+  abandon(error) {
+    if (this.done) return;
+    this.done = true;
+    this.arm(-1);
+    native.abandon(this.run);
+    this.reject(error);
+  }
+}
+
+/**
+ * Runs a flow whose first batch is `start()` against `host`; resolves or
+ * rejects as the machine ends it.
+ */
+function drive(start, host) {
+  return new Promise((resolve, reject) => {
+    const run = new Run(host, resolve, reject);
+    const batch = start(clock.now());
+    try {
+      run.process(batch);
+    } catch (error) {
+      run.abandon(error);
+    }
+  });
+}
+
+module.exports = { drive, exactString, setClock, levels: protocol.levels };
