@@ -84,7 +84,7 @@ class Run {
     this.controllers = undefined;
     this.cancelled = undefined;
     this.timer = undefined;
-    this.deadline = -1;
+    this.deadline = undefined;
   }
 
   /** Starts every effect of `batch`, then arms the timer or ends. */
@@ -113,7 +113,7 @@ class Run {
           }
           case DESTROY: {
             const input = { id: batch[at] };
-            if (batch[at + 1] !== -1) {
+            if (batch[at + 1] !== undefined) {
               const controller = new AbortController();
               (this.controllers ??= new Map()).set(id, controller);
               input.signal = controller.signal;
@@ -241,15 +241,16 @@ class Run {
     return native.complete(this.run, id, COMPLETE_OK, undefined, undefined, now);
   }
 
+  /** Arms the one timer at `deadline` (epoch ms), or disarms it (undefined). */
   arm(deadline) {
     if (deadline === this.deadline) return;
     if (this.timer !== undefined) clock.clearTimer(this.timer);
     this.timer = undefined;
     this.deadline = deadline;
-    if (deadline === -1) return;
+    if (deadline === undefined) return;
     this.timer = clock.setTimer(() => {
       this.timer = undefined;
-      this.deadline = -1;
+      this.deadline = undefined;
       if (this.done) return;
       try {
         this.process(native.timeout(this.run, clock.now()));
@@ -261,7 +262,7 @@ class Run {
 
   finish(batch) {
     this.done = true;
-    this.arm(-1);
+    this.arm(undefined);
     switch (batch[2]) {
       case RESOLVE_UNDEFINED:
         return this.resolve(undefined);
@@ -282,7 +283,7 @@ class Run {
   abandon(error) {
     if (this.done) return;
     this.done = true;
-    this.arm(-1);
+    this.arm(undefined);
     native.abandon(this.run);
     this.reject(error);
   }

@@ -29,6 +29,7 @@ pub mod model;
 pub mod providers;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub mod stores;
+pub mod wire;
 
 pub use driver::{
     reclaim_sandbox, retry_leaks, sandbox_reclaimer, LogMeta, LogValue, ReclaimLogger, ReclaimOptions,
