@@ -1,15 +1,14 @@
-//! `InMemorySandboxInstanceStore` for Python: the core's in-memory store
-//! behind the same synchronous `get` / `upsert` / `delete` methods a Python
-//! store has, so it plugs into the reclaim like any host object; passed as
-//! is, the program walker calls it synchronously and reads `_reclaim_view`
-//! instead of building a record.
+//! The native half of `InMemorySandboxInstanceStore`: the core's in-memory
+//! store with synchronous methods, which the Python class
+//! (`sandbox_reclaim/_memory.py`) makes awaitable like every other store's.
 
 use std::sync::Arc;
 
 use pyo3::prelude::*;
 use sandbox_reclaim::{InMemorySandboxInstanceStore, LeakLedger, SandboxInstanceStore};
 
-use crate::ready::ready;
+use pyo3::exceptions::PyRuntimeError;
+use sandbox_reclaim::memory::now_or_never;
 use crate::records::{instance_from_py, instance_to_py, leak_entry_from_py, leak_entry_to_py, new_leak_from_py};
 
 /// An instance store in memory. It copies records in and out: mutating
@@ -41,24 +40,6 @@ impl MemoryStore {
         }
     }
 
-    /// What a reclaim reads of the record under `key`: `(provider,
-    /// provider_sandbox_id)`, or `None` (no record object is built).
-    fn _reclaim_view<'py>(
-        &self,
-        py: Python<'py>,
-        key: &str,
-    ) -> Option<(Bound<'py, pyo3::types::PyString>, Bound<'py, pyo3::types::PyString>)> {
-        // Borrowed in place: no clone of the record, two Python strings out.
-        self.inner.with_record(key, |found| {
-            found.map(|record| {
-                (
-                    pyo3::types::PyString::new(py, &record.provider),
-                    pyo3::types::PyString::new(py, &record.provider_sandbox_id),
-                )
-            })
-        })
-    }
-
     /// Stores a copy of `record`, replacing any under the same key. A record
     /// breaking the store contract is refused before anything is written.
     fn upsert(&self, record: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -67,8 +48,8 @@ impl MemoryStore {
     }
 
     /// Deletes the record under `key`; a missing key is a no-op.
-    fn delete(&self, key: &str) {
-        self.inner.remove(key);
+    fn delete(&self, key: &str) -> PyResult<()> {
+        ready(self.inner.delete(key))?.map_err(store_error)
     }
 
     /// Every record, sorted by key.
@@ -148,6 +129,11 @@ impl MemoryLedgerStore {
         let entry = leak_entry_from_py(entry)?;
         ready(slf.as_super().inner.record_retry_failure(&entry, message, failed_at))?.map_err(store_error)
     }
+}
+
+/// Runs an in-memory store call, which never waits, synchronously.
+fn ready<T>(future: impl std::future::Future<Output = T>) -> PyResult<T> {
+    now_or_never(future).ok_or_else(|| PyRuntimeError::new_err("an in-memory store call did not complete at once"))
 }
 
 /// The in-memory store only fails on a record it refuses; anything else

@@ -1,0 +1,144 @@
+//! The core's flow machines for the generic asyncio driver
+//! (`sandbox_reclaim/_driver.py`), in the core's batch form
+//! ([`sandbox_reclaim::wire`]): a run lives in one table under a number,
+//! every call answers one flat tuple.
+
+use std::sync::Mutex;
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyString, PyTuple};
+use sandbox_reclaim::flows::{BoxedFlow, Reclaim, ReclaimApi, ReclaimInput, Retry, RetryInput};
+use sandbox_reclaim::messages;
+use sandbox_reclaim::wire::{self, RunTable, Slot, WireError};
+
+/// The runs of this interpreter (calls hold the GIL, so the lock is uncontended).
+static RUNS: Mutex<RunTable> = Mutex::new(RunTable::new());
+
+fn runs<T>(use_table: impl FnOnce(&mut RunTable) -> T) -> T {
+    // A panic cannot leave the table half-updated (each call is one operation).
+    use_table(&mut RUNS.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+}
+
+/// The batch layout and the fixed names the driver checks input against, as
+/// a dict (read once at import).
+#[pyfunction]
+pub fn protocol(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let protocol = wire::protocol();
+    let dict = pyo3::types::PyDict::new(py);
+    dict.set_item("header", protocol.header)?;
+    dict.set_item("endings", protocol.endings.to_vec())?;
+    dict.set_item("ops", protocol.ops.to_vec())?;
+    dict.set_item("meta_kinds", protocol.meta_kinds.to_vec())?;
+    dict.set_item("completions", protocol.completions.to_vec())?;
+    dict.set_item("levels", protocol.levels.to_vec())?;
+    dict.set_item("reclaim_failed_error_name", protocol.reclaim_failed_error_name)?;
+    dict.set_item("destroy_timeout_error_name", protocol.destroy_timeout_error_name)?;
+    dict.set_item("unreadable_error_message", protocol.unreadable_error_message)?;
+    Ok(dict.into_any())
+}
+
+/// The message of `SandboxReclaimFailedError`, built by the core.
+#[pyfunction]
+#[pyo3(signature = (run_id, sandbox_key=None))]
+pub fn reclaim_failed_message(run_id: &str, sandbox_key: Option<&str>) -> String {
+    messages::reclaim_failed_message(run_id, sandbox_key)
+}
+
+/// The message of `SandboxDestroyTimeoutError`, built by the core.
+#[pyfunction]
+pub fn destroy_timeout_message(provider_sandbox_id: &str, timeout_ms: u64) -> String {
+    messages::destroy_timeout_message(provider_sandbox_id, timeout_ms)
+}
+
+/// Starts `reclaim_sandbox` (`reclaimer` false) or a `sandbox_reclaimer` call.
+#[pyfunction]
+#[pyo3(signature = (reclaimer, run_id, sandbox_key, provider_name, store_has_ledger, destroy_timeout_ms, now))]
+#[allow(clippy::too_many_arguments)]
+pub fn start_reclaim(
+    py: Python<'_>,
+    reclaimer: bool,
+    run_id: String,
+    sandbox_key: Option<String>,
+    provider_name: String,
+    store_has_ledger: bool,
+    destroy_timeout_ms: Option<u64>,
+    now: u64,
+) -> PyResult<Bound<'_, PyTuple>> {
+    let api = if reclaimer { ReclaimApi::SandboxReclaimer } else { ReclaimApi::ReclaimSandbox };
+    let input = ReclaimInput { api, run_id, sandbox_key, provider_name, store_has_ledger, destroy_timeout_ms };
+    start(py, Box::new(Reclaim::new(input, now)))
+}
+
+/// Starts `retry_leaks`.
+#[pyfunction]
+pub fn start_retry(
+    py: Python<'_>,
+    provider_name: String,
+    limit: u32,
+    lease_ms: u64,
+    destroy_timeout_ms: Option<u64>,
+    now: u64,
+) -> PyResult<Bound<'_, PyTuple>> {
+    let input = RetryInput { provider_name, limit, lease_ms: lease_ms.max(1), destroy_timeout_ms };
+    start(py, Box::new(Retry::new(input, now)))
+}
+
+/// Feeds how effect `id` of run `run` settled (see `wire::completion`).
+#[pyfunction]
+#[pyo3(signature = (run, id, kind, a, b, now))]
+pub fn complete(
+    py: Python<'_>,
+    run: u32,
+    id: u32,
+    kind: u32,
+    a: Option<String>,
+    b: Option<String>,
+    now: u64,
+) -> PyResult<Bound<'_, PyTuple>> {
+    answer(py, runs(|table| table.complete(run, id, kind, a, b, now)))
+}
+
+/// Feeds a `claim_leaks` answer: the provider sandbox id of each entry.
+#[pyfunction]
+pub fn complete_leaks(
+    py: Python<'_>,
+    run: u32,
+    id: u32,
+    sandbox_ids: Vec<String>,
+    now: u64,
+) -> PyResult<Bound<'_, PyTuple>> {
+    answer(py, runs(|table| table.complete_leaks(run, id, sandbox_ids, now)))
+}
+
+/// Tells run `run` the time (its deadline was reached).
+#[pyfunction]
+pub fn timeout(py: Python<'_>, run: u32, now: u64) -> PyResult<Bound<'_, PyTuple>> {
+    answer(py, runs(|table| table.timeout(run, now)))
+}
+
+/// Forgets run `run` (the driver gave up on it, or it was cancelled).
+#[pyfunction]
+pub fn abandon(run: u32) {
+    runs(|table| table.abandon(run));
+}
+
+fn start(py: Python<'_>, flow: BoxedFlow) -> PyResult<Bound<'_, PyTuple>> {
+    let batch = runs(|table| table.start(flow));
+    tuple(py, batch)
+}
+
+fn answer(py: Python<'_>, batch: Result<Vec<Slot>, WireError>) -> PyResult<Bound<'_, PyTuple>> {
+    tuple(py, batch.map_err(|error| PyRuntimeError::new_err(error.to_string()))?)
+}
+
+fn tuple(py: Python<'_>, batch: Vec<Slot>) -> PyResult<Bound<'_, PyTuple>> {
+    let items = batch.into_iter().map(|slot| -> PyResult<Bound<'_, PyAny>> {
+        Ok(match slot {
+            Slot::Int(value) => value.into_pyobject(py)?.into_any(),
+            Slot::Text(value) => PyString::new(py, &value).into_any(),
+            Slot::Nothing => py.None().into_bound(py),
+        })
+    });
+    PyTuple::new(py, items.collect::<PyResult<Vec<_>>>()?)
+}
