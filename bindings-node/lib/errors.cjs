@@ -1,9 +1,9 @@
 'use strict';
 // How native failures become JavaScript errors. The addon reports them by
-// napi status (bindings-node/src/provider.rs): `InvalidArg` is input the core
-// refused, naming the field (→ TypeError); `Cancelled` is the providers'
-// ownership guard (→ SandboxNotOwnedError); anything else stays an Error with
-// the backend's message.
+// `code` (bindings-node/src/provider.rs): napi's `InvalidArg` is input the
+// core refused, naming the field (→ TypeError); our own `SANDBOX_NOT_OWNED` is
+// the providers' ownership guard (→ SandboxNotOwnedError); anything else
+// stays an Error with the backend's message.
 
 /** The code of the ownership guard's error. */
 const NOT_OWNED_CODE = 'SANDBOX_NOT_OWNED';
@@ -26,7 +26,7 @@ class SandboxNotOwnedError extends Error {
 function fromNative(error) {
   if (error instanceof Error && !(error instanceof TypeError)) {
     if (error.code === 'InvalidArg') return new TypeError(error.message);
-    if (error.code === 'Cancelled') return new SandboxNotOwnedError(error.message);
+    if (error.code === NOT_OWNED_CODE) return new SandboxNotOwnedError(error.message);
   }
   return error;
 }
