@@ -4,7 +4,7 @@
 const binding = require('./lib/reclaim.cjs');
 const stores = require('./lib/stores.cjs');
 const providers = require('./lib/providers.cjs');
-const { SandboxNotOwnedError } = require('./lib/errors.cjs');
+const { SandboxNotOwnedError, SandboxStoreError, SandboxStoreOpenError, SchemaTooNewError } = require('./lib/errors.cjs');
 
 const retryLeaks = stores.makeRetryLeaks({ nativeProviderOf: providers.nativeProviderOf, memoryNativeOf: binding.memoryNativeOf });
 
@@ -21,4 +21,7 @@ module.exports = {
   DockerProvider: providers.DockerProvider,
   LocalProvider: providers.LocalProvider,
   SandboxNotOwnedError,
+  SandboxStoreError,
+  SandboxStoreOpenError,
+  SchemaTooNewError,
 };

@@ -15,4 +15,7 @@ export const {
   DockerProvider,
   LocalProvider,
   SandboxNotOwnedError,
+  SandboxStoreError,
+  SandboxStoreOpenError,
+  SchemaTooNewError,
 } = binding;

@@ -132,7 +132,7 @@ class SqlSandboxInstanceStore {
     await nativeCall(() => this.#native.recordRetryFailure(entry, message, failedAt));
   }
 
-  /** Closes the connection pool; later calls reject. */
+  /** Closes the connection pool; later calls reject with a SandboxStoreError. */
   async close() {
     await nativeCall(() => this.#native.close());
   }
@@ -147,7 +147,10 @@ class SqliteSandboxInstanceStore extends SqlSandboxInstanceStore {
   static factoryName = 'open';
 
   /**
-   * Opens (creating if missing) the store at `path` and migrates it.
+   * Opens (creating if missing) the store at `path` and migrates it. A file
+   * that is not ours (another application's tables, a table of ours we did
+   * not create, a newer schema) rejects with a SandboxStoreOpenError and is
+   * left unchanged.
    * @param {string} path
    * @param {{ busyTimeoutMs?: number, maxConnections?: number }} [options]
    */
