@@ -14,8 +14,12 @@ const {
   checkString,
   checkOptionalString,
   checkOptionalWhole,
+  checkWhole,
   messageOf,
 } = require('./errors.cjs');
+
+/** The largest count the native side takes (a `u32`: pool sizes, limits, attempts). */
+const MAX_U32 = 0xffff_ffff;
 
 /** Lets only the static factories construct a store. */
 const OPENING = Symbol('opening');
@@ -45,7 +49,7 @@ function checkEntry(entry) {
   checkObject(entry, 'entry');
   for (const field of ['key', 'provider', 'providerSandboxId', 'runId', 'lastError']) checkString(entry[field], `entry.${field}`);
   if (typeof entry.failedAt !== 'number') throw new TypeError('entry.failedAt must be a number (epoch milliseconds)');
-  if (!Number.isInteger(entry.attempts) || entry.attempts < 0) throw new TypeError('entry.attempts must be a whole number >= 0');
+  checkWhole(entry.attempts, 'entry.attempts', 0, MAX_U32);
   return entry;
 }
 
@@ -57,13 +61,11 @@ function checkProvider(provider) {
 }
 
 function checkLimit(limit) {
-  if (!(Number.isInteger(limit) && limit >= 0 && limit <= 0xffff_ffff)) throw new TypeError('limit must be a whole number >= 0');
-  return limit;
+  return checkWhole(limit, 'limit', 0, MAX_U32);
 }
 
 function checkLeaseMs(leaseMs) {
-  if (!(Number.isInteger(leaseMs) && leaseMs >= 0)) throw new TypeError('leaseMs must be a whole number of milliseconds >= 0');
-  return leaseMs;
+  return checkWhole(leaseMs, 'leaseMs', 0, Number.MAX_SAFE_INTEGER);
 }
 
 /** What both SQL stores share: the methods, over one native `SqlStore`. */
@@ -128,7 +130,7 @@ class SqlSandboxInstanceStore {
   async recordRetryFailure(entry, message, failedAt) {
     checkEntry(entry);
     checkString(message, 'message');
-    if (typeof failedAt !== 'number') throw new TypeError('failedAt must be a number (epoch milliseconds)');
+    checkWhole(failedAt, 'failedAt', 0, Number.MAX_SAFE_INTEGER);
     await nativeCall(() => this.#native.recordRetryFailure(entry, message, failedAt));
   }
 
@@ -158,7 +160,7 @@ class SqliteSandboxInstanceStore extends SqlSandboxInstanceStore {
     checkString(path, 'path');
     checkObject(options, 'options');
     checkOptionalWhole(options, 'busyTimeoutMs', 'options');
-    checkOptionalWhole(options, 'maxConnections', 'options');
+    checkOptionalWhole(options, 'maxConnections', 'options', 1, MAX_U32);
     const { busyTimeoutMs, maxConnections } = options;
     const store = await nativeCall(() => native.SqlStore.openSqlite(path, { busyTimeoutMs, maxConnections }));
     return new SqliteSandboxInstanceStore(OPENING, store);
@@ -178,7 +180,7 @@ class PostgresSandboxInstanceStore extends SqlSandboxInstanceStore {
     checkString(url, 'url');
     checkObject(options, 'options');
     for (const field of ['schema', 'instancesTable', 'leaksTable', 'schemaVersionTable']) checkOptionalString(options, field, 'options');
-    checkOptionalWhole(options, 'maxConnections', 'options');
+    checkOptionalWhole(options, 'maxConnections', 'options', 1, MAX_U32);
     const { schema, instancesTable, leaksTable, schemaVersionTable, maxConnections } = options;
     const store = await nativeCall(() =>
       native.SqlStore.connectPostgres(url, { schema, instancesTable, leaksTable, schemaVersionTable, maxConnections }),

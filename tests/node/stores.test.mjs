@@ -352,3 +352,42 @@ test('the store error classes can be built and told apart', () => {
   assert.equal(new SandboxStoreOpenError('x').code, 'SANDBOX_STORE_OPEN_FAILED');
   assert.ok(!(new SandboxStoreError('x') instanceof SandboxStoreOpenError));
 });
+
+// ------------------------------------------------ numbers out of range
+
+const U32_RANGE = /must be a whole number between 1 and 4294967295/;
+
+for (const maxConnections of [0, -1, 1.5, 2 ** 32, 2 ** 40, 2 ** 70, Number.NaN]) {
+  test(`maxConnections ${maxConnections} is a TypeError stating the range, before any effect`, async () => {
+    const path = join(scratch, `never-${(files += 1)}.db`);
+    await assert.rejects(SqliteSandboxInstanceStore.open(path, { maxConnections }), { name: 'TypeError', message: /options\.maxConnections/ });
+    await assert.rejects(SqliteSandboxInstanceStore.open(path, { maxConnections }), { message: U32_RANGE });
+    await assert.rejects(PostgresSandboxInstanceStore.connect('postgres://nobody@127.0.0.1:1/x', { maxConnections }), {
+      name: 'TypeError',
+      message: U32_RANGE,
+    });
+    assert.ok(!existsSync(path), 'the file was not created');
+  });
+}
+
+test('out-of-range numbers of store methods are TypeErrors naming the argument, before any effect', async () => {
+  const store = await SqliteSandboxInstanceStore.open(join(scratch, 'ranges.db'));
+  try {
+    await store.deleteRecordingLeak('k', { key: 'k', provider: 'docker', providerSandboxId: 'c', runId: 'r', errorMessage: 'e', failedAt: 5 });
+    const [entry] = await store.listLeaks();
+    for (const limit of [-1, 1.5, 2 ** 32, 2 ** 70]) {
+      await assert.rejects(store.claimLeaks('docker', limit, 0), { name: 'TypeError', message: /^limit must be a whole number between 0 and 4294967295$/ });
+    }
+    for (const leaseMs of [-1, 2 ** 70]) {
+      await assert.rejects(store.claimLeaks('docker', 1, leaseMs), { name: 'TypeError', message: /leaseMs/ });
+    }
+    for (const failedAt of [-1, 1.5, 2 ** 70]) {
+      await assert.rejects(store.recordRetryFailure(entry, 'm', failedAt), { name: 'TypeError', message: /^failedAt must be a whole number between 0 and/ });
+    }
+    await assert.rejects(store.recordRetryFailure({ ...entry, attempts: 2 ** 40 }, 'm', 6), { name: 'TypeError', message: /entry\.attempts/ });
+    await assert.rejects(SqliteSandboxInstanceStore.open(join(scratch, 'x.db'), { busyTimeoutMs: 2 ** 70 }), { name: 'TypeError', message: /busyTimeoutMs/ });
+    assert.deepStrictEqual(await store.listLeaks(), [entry], 'nothing was claimed or bumped');
+  } finally {
+    await store.close();
+  }
+});
