@@ -158,3 +158,42 @@ async fn empty_and_own_files_still_open() {
     store.close().await;
     remove_db(&shared);
 }
+
+#[tokio::test]
+async fn out_of_range_options_are_refused_before_the_file_exists() {
+    use sandbox_reclaim::stores::sqlite::MAX_BUSY_TIMEOUT;
+    use sandbox_reclaim::SqliteOptions;
+    use std::time::Duration;
+
+    let path = temp_db_path("options");
+    let cases = [
+        (
+            SqliteOptions { max_connections: 0, ..SqliteOptions::default() },
+            "maxConnections",
+            "between 1 and 4294967295",
+        ),
+        // SQLite's busy timeout is an `int` of milliseconds: sqlx would panic on more.
+        (
+            SqliteOptions { busy_timeout: MAX_BUSY_TIMEOUT + Duration::from_millis(1), ..SqliteOptions::default() },
+            "busyTimeout",
+            "at most 2147483647 milliseconds",
+        ),
+    ];
+    for (options, field, range) in cases {
+        match SqliteSandboxInstanceStore::open_with(&path, options).await {
+            Err(error @ StoreOpenError::InvalidOption { .. }) => {
+                let message = error.to_string();
+                assert!(message.contains(field) && message.contains(range), "{message}");
+            }
+            other => panic!("expected InvalidOption for {field}, got {other:?}"),
+        }
+    }
+    assert!(!path.exists(), "a refused option must not create the file");
+    let longest = SqliteOptions { busy_timeout: MAX_BUSY_TIMEOUT, ..SqliteOptions::default() };
+    SqliteSandboxInstanceStore::open_with(&path, longest)
+        .await
+        .expect("the longest busy timeout is fine")
+        .close()
+        .await;
+    remove_db(&path);
+}

@@ -36,10 +36,14 @@ const RECORD_COLUMNS: &str =
     "sandbox_key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, latest_run_id, updated_at";
 const LEAK_COLUMNS: &str = "id, sandbox_key, provider, provider_sandbox_id, run_id, last_error, failed_at, attempts";
 
+/// The longest busy timeout SQLite can wait: `i32::MAX` milliseconds.
+pub const MAX_BUSY_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
+
 /// How [`SqliteSandboxInstanceStore::open_with`] opens the file.
 #[derive(Debug, Clone, Copy)]
 pub struct SqliteOptions {
-    /// How long a write waits for another process's write lock before failing.
+    /// How long a write waits for another process's write lock before
+    /// failing; at most [`MAX_BUSY_TIMEOUT`].
     pub busy_timeout: Duration,
     /// Connections in this handle's pool (readers run in parallel in WAL mode).
     pub max_connections: u32,
@@ -85,6 +89,10 @@ impl SqliteSandboxInstanceStore {
         }
         if options.max_connections == 0 {
             return Err(invalid("maxConnections", super::MAX_CONNECTIONS_RANGE));
+        }
+        // SQLite takes the busy timeout as an `int` of milliseconds (sqlx panics beyond it).
+        if options.busy_timeout > MAX_BUSY_TIMEOUT {
+            return Err(invalid("busyTimeout", "must be at most 2147483647 milliseconds (about 24.8 days)"));
         }
         // Read-only first: a file that is not (and cannot become) ours is
         // refused before the WAL switch or a migration changes a byte of it.
