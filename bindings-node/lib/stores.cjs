@@ -20,6 +20,8 @@ const {
 
 /** The largest count the native side takes (a `u32`: pool sizes, limits, attempts). */
 const MAX_U32 = 0xffff_ffff;
+/** The longest busy timeout SQLite takes: an `int` of milliseconds. */
+const MAX_BUSY_TIMEOUT_MS = 0x7fff_ffff;
 
 /** Lets only the static factories construct a store. */
 const OPENING = Symbol('opening');
@@ -159,7 +161,7 @@ class SqliteSandboxInstanceStore extends SqlSandboxInstanceStore {
   static async open(path, options = {}) {
     checkString(path, 'path');
     checkObject(options, 'options');
-    checkOptionalWhole(options, 'busyTimeoutMs', 'options');
+    checkOptionalWhole(options, 'busyTimeoutMs', 'options', 0, MAX_BUSY_TIMEOUT_MS);
     checkOptionalWhole(options, 'maxConnections', 'options', 1, MAX_U32);
     const { busyTimeoutMs, maxConnections } = options;
     const store = await nativeCall(() => native.SqlStore.openSqlite(path, { busyTimeoutMs, maxConnections }));

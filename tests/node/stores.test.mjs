@@ -385,7 +385,14 @@ test('out-of-range numbers of store methods are TypeErrors naming the argument, 
       await assert.rejects(store.recordRetryFailure(entry, 'm', failedAt), { name: 'TypeError', message: /^failedAt must be a whole number between 0 and/ });
     }
     await assert.rejects(store.recordRetryFailure({ ...entry, attempts: 2 ** 40 }, 'm', 6), { name: 'TypeError', message: /entry\.attempts/ });
-    await assert.rejects(SqliteSandboxInstanceStore.open(join(scratch, 'x.db'), { busyTimeoutMs: 2 ** 70 }), { name: 'TypeError', message: /busyTimeoutMs/ });
+    for (const busyTimeoutMs of [-1, 2 ** 31, 2 ** 70]) {
+      // SQLite takes an `int` of milliseconds: sqlx used to panic on a longer timeout.
+      await assert.rejects(SqliteSandboxInstanceStore.open(join(scratch, 'x.db'), { busyTimeoutMs }), {
+        name: 'TypeError',
+        message: /^options\.busyTimeoutMs must be a whole number between 0 and 2147483647$/,
+      });
+    }
+    assert.ok(!existsSync(join(scratch, 'x.db')), 'a refused option creates no file');
     assert.deepStrictEqual(await store.listLeaks(), [entry], 'nothing was claimed or bumped');
   } finally {
     await store.close();
