@@ -7,9 +7,11 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import pickle
 import re
+import sqlite3
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, closing
 from pathlib import Path
 from typing import Any
 
@@ -182,13 +184,89 @@ async def test_postgres_connect_failure_is_a_store_error() -> None:
 async def test_closed_store_raises_store_error(tmp_path: Path) -> None:
     store = await sr.SqliteSandboxInstanceStore.open(tmp_path / "closed.db")
     await store.close()
-    with pytest.raises(sr.SandboxStoreError):
+    with pytest.raises(sr.SandboxStoreError, match="closed") as raised:
         await store.get("k")
+    assert type(raised.value) is sr.SandboxStoreError, "a failed call is not an open failure"
 
 
-def test_store_cannot_be_built_without_open() -> None:
-    with pytest.raises(TypeError, match="open"):
-        sr.SqliteSandboxInstanceStore(object())  # type: ignore[arg-type]
+async def test_unopenable_sqlite_file_is_a_store_open_error(tmp_path: Path) -> None:
+    with pytest.raises(sr.SandboxStoreOpenError, match="could not open"):
+        await sr.SqliteSandboxInstanceStore.open(tmp_path / "no-such-directory" / "store.db")
+
+
+# ---------------------------------------------------------------- files that are not ours
+
+
+def sqlite_file(path: Path, sql: str) -> bytes:
+    """Creates ``path`` with ``sql`` as another program would (rollback
+    journal) and returns its bytes."""
+    with closing(sqlite3.connect(path)) as database:
+        database.executescript(sql)
+    return path.read_bytes()
+
+
+def journal_mode(path: Path) -> str:
+    with closing(sqlite3.connect(path)) as database:
+        mode: str = database.execute("PRAGMA journal_mode").fetchone()[0]
+    return mode
+
+
+def tables(path: Path) -> list[str]:
+    with closing(sqlite3.connect(path)) as database:
+        rows = database.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").fetchall()
+    return [name for (name,) in rows]
+
+
+def assert_unchanged(path: Path, before: bytes, table_names: list[str]) -> None:
+    assert path.read_bytes() == before, "not a byte of the file changed"
+    assert before[18:20] == b"\x01\x01", "header bytes 18-19 still say rollback journal, not WAL"
+    for side in ("-wal", "-shm", "-journal"):
+        assert not Path(f"{path}{side}").exists(), f"no {side} file"
+    assert journal_mode(path) == "delete"
+    assert tables(path) == table_names, "no table was added"
+
+
+@pytest.mark.parametrize(
+    ("sql", "named", "table_names"),
+    [
+        (
+            "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users (name) VALUES ('ada');",
+            "users",
+            ["users"],
+        ),
+        ("CREATE TABLE sandbox_instances (id INTEGER PRIMARY KEY, blob BLOB);", "`sandbox_instances`", ["sandbox_instances"]),
+    ],
+    ids=["another-application", "misshapen-instances-table"],
+)
+async def test_sqlite_file_not_ours_is_refused_unchanged(
+    tmp_path: Path, sql: str, named: str, table_names: list[str]
+) -> None:
+    path = tmp_path / "app.db"
+    before = sqlite_file(path, sql)
+    with pytest.raises(sr.SandboxStoreOpenError) as raised:
+        await sr.SqliteSandboxInstanceStore.open(path)
+    assert type(raised.value) is sr.SandboxStoreOpenError
+    assert isinstance(raised.value, sr.SandboxStoreError)
+    message = str(raised.value)
+    assert str(path) in message and named in message, message
+    assert_unchanged(path, before, table_names)
+
+
+async def test_newer_schema_raises_schema_too_new_before_any_write(tmp_path: Path) -> None:
+    path = tmp_path / "newer.db"
+    async with await sr.SqliteSandboxInstanceStore.open(path):
+        pass
+    with closing(sqlite3.connect(path)) as database, database:
+        database.execute("INSERT INTO sandbox_reclaim_schema_version (version, applied_at) VALUES (99, 0)")
+    before = path.read_bytes()
+    with pytest.raises(sr.SchemaTooNewError, match="version 99") as raised:
+        await sr.SqliteSandboxInstanceStore.open(path)
+    error = raised.value
+    assert isinstance(error, sr.SandboxStoreOpenError) and isinstance(error, sr.SandboxStoreError)
+    assert (error.found, error.supported) == (99, 1)
+    assert path.read_bytes() == before, "not a byte of the file changed"
+    copy = pickle.loads(pickle.dumps(error))
+    assert (type(copy), str(copy), copy.found, copy.supported) == (sr.SchemaTooNewError, str(error), 99, 1)
 
 
 # ---------------------------------------------------------------- reclaim with a durable store
