@@ -34,6 +34,8 @@ def _check_str(field: str, value: object) -> str:
 
 
 def _check_seconds(field: str, value: object, maximum: float = _MAX_LEASE) -> float:
+    """A lease (or another duration up to ``maximum``) in seconds; ``retry_leaks``
+    (_ledger.py) checks its ``lease`` with it too."""
     return seconds(value, field, maximum)
 
 
