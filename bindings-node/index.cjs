@@ -6,7 +6,7 @@ const memory = require('./lib/memory.cjs');
 const stores = require('./lib/stores.cjs');
 const providers = require('./lib/providers.cjs');
 const { SandboxReclaimFailedError, SandboxDestroyTimeoutError } = require('./lib/flow-errors.cjs');
-const { SandboxNotOwnedError } = require('./lib/errors.cjs');
+const { SandboxNotOwnedError, SandboxStoreError, SandboxStoreOpenError, SchemaTooNewError } = require('./lib/errors.cjs');
 
 module.exports = {
   reclaimSandbox: flows.reclaimSandbox,
@@ -22,4 +22,7 @@ module.exports = {
   DockerProvider: providers.DockerProvider,
   LocalProvider: providers.LocalProvider,
   SandboxNotOwnedError,
+  SandboxStoreError,
+  SandboxStoreOpenError,
+  SchemaTooNewError,
 };

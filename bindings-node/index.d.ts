@@ -373,3 +373,50 @@ export declare class SandboxNotOwnedError extends Error {
   readonly name: 'SandboxNotOwnedError';
   readonly code: 'SANDBOX_NOT_OWNED';
 }
+
+// ------------------------------------------------ store errors
+
+/** The `code` of each {@link SandboxStoreError}. */
+export type SandboxStoreErrorCode =
+  | 'SANDBOX_STORE_FAILED'
+  | 'SANDBOX_STORE_OPEN_FAILED'
+  | 'SANDBOX_STORE_FOREIGN_DATABASE'
+  | 'SANDBOX_STORE_INCOMPATIBLE_SCHEMA'
+  | 'SANDBOX_STORE_SCHEMA_TOO_NEW';
+
+/**
+ * A durable store (SQLite, PostgreSQL) failed; the message is the backend's.
+ * Refused input is a `TypeError` instead, thrown before anything is written.
+ * A failed query has `code` `'SANDBOX_STORE_FAILED'` (a closed store's calls too).
+ */
+export declare class SandboxStoreError extends Error {
+  constructor(message: string, code?: SandboxStoreErrorCode);
+  readonly name: 'SandboxStoreError' | 'SandboxStoreOpenError' | 'SchemaTooNewError';
+  readonly code: SandboxStoreErrorCode;
+}
+
+/**
+ * A store could not be opened: the database was unreachable or a migration
+ * failed (`'SANDBOX_STORE_OPEN_FAILED'`), or the SQLite file is not ours and
+ * was left unchanged: another application's tables
+ * (`'SANDBOX_STORE_FOREIGN_DATABASE'`), or a table of ours in a shape we did
+ * not create (`'SANDBOX_STORE_INCOMPATIBLE_SCHEMA'`).
+ */
+export declare class SandboxStoreOpenError extends SandboxStoreError {
+  constructor(message: string, code?: SandboxStoreErrorCode);
+  readonly name: 'SandboxStoreOpenError' | 'SchemaTooNewError';
+}
+
+/**
+ * The database was migrated by a newer version of this library; `code` is
+ * `'SANDBOX_STORE_SCHEMA_TOO_NEW'`. Upgrade this package to open it.
+ */
+export declare class SchemaTooNewError extends SandboxStoreOpenError {
+  constructor(message: string, found: number, supported: number);
+  readonly name: 'SchemaTooNewError';
+  readonly code: 'SANDBOX_STORE_SCHEMA_TOO_NEW';
+  /** The schema version the database is at. */
+  readonly found: number;
+  /** The newest schema version this library knows. */
+  readonly supported: number;
+}

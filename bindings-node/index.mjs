@@ -16,4 +16,7 @@ export const {
   DockerProvider,
   LocalProvider,
   SandboxNotOwnedError,
+  SandboxStoreError,
+  SandboxStoreOpenError,
+  SchemaTooNewError,
 } = binding;

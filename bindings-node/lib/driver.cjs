@@ -12,6 +12,7 @@
 
 const native = require('./native.cjs');
 const { withCoreMessage, messageOf, SandboxReclaimFailedError, SandboxDestroyTimeoutError } = require('./flow-errors.cjs');
+const { checkString: exactString } = require('./errors.cjs');
 
 const protocol = native.protocol();
 const HEADER = protocol.header;
@@ -29,17 +30,6 @@ function setClock(next) {
   const previous = clock;
   clock = next;
   return previous;
-}
-
-/**
- * A checked string for the core: a lone UTF-16 surrogate cannot cross into
- * Rust unchanged (it would become U+FFFD and could name another record), so
- * it is refused, never altered.
- */
-function exactString(value, name) {
-  if (typeof value !== 'string') throw new TypeError(`${name} must be a string`);
-  if (!value.isWellFormed()) throw new TypeError(`${name} must not contain a lone UTF-16 surrogate (it cannot be carried exactly)`);
-  return value;
 }
 
 /** `(provider, providerSandboxId)` of what `get` answered, each read once. */

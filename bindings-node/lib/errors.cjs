@@ -1,12 +1,28 @@
 'use strict';
 // How native failures become JavaScript errors. The addon reports them by
-// napi status (bindings-node/src/provider.rs): `InvalidArg` is input the core
-// refused, naming the field (→ TypeError); `Cancelled` is the providers'
-// ownership guard (→ SandboxNotOwnedError); anything else stays an Error with
+// `code` (bindings-node/src/provider.rs, sql_store.rs): napi's `InvalidArg` is
+// input the core refused, naming the field (→ TypeError); our own
+// `SANDBOX_NOT_OWNED` is the providers' ownership guard
+// (→ SandboxNotOwnedError); `SANDBOX_STORE_*` are the SQL stores' failures
+// (→ SandboxStoreError and its subclasses). Anything else stays an Error with
 // the backend's message.
 
 /** The code of the ownership guard's error. */
 const NOT_OWNED_CODE = 'SANDBOX_NOT_OWNED';
+
+/** The codes of store failures, as the addon sets them. */
+const STORE_CODES = Object.freeze({
+  /** A query failed: SandboxStoreError. */
+  failed: 'SANDBOX_STORE_FAILED',
+  /** The database could not be reached, opened or migrated: SandboxStoreOpenError. */
+  openFailed: 'SANDBOX_STORE_OPEN_FAILED',
+  /** The SQLite file holds another application's tables: SandboxStoreOpenError. */
+  foreignDatabase: 'SANDBOX_STORE_FOREIGN_DATABASE',
+  /** A table of ours exists in a shape we did not create: SandboxStoreOpenError. */
+  incompatibleSchema: 'SANDBOX_STORE_INCOMPATIBLE_SCHEMA',
+  /** A newer library migrated the database: SchemaTooNewError. */
+  schemaTooNew: 'SANDBOX_STORE_SCHEMA_TOO_NEW',
+});
 
 /**
  * A provider refused to touch a sandbox it does not own (a container without
@@ -22,12 +38,68 @@ class SandboxNotOwnedError extends Error {
   }
 }
 
+/**
+ * A durable store (SQLite, PostgreSQL) failed; the message is the backend's.
+ * Refused input is a TypeError instead, thrown before anything is written.
+ * `code` tells the failures apart (see STORE_CODES).
+ */
+class SandboxStoreError extends Error {
+  /**
+   * @param {string} message
+   * @param {string} [code]
+   */
+  constructor(message, code = STORE_CODES.failed) {
+    super(message);
+    this.name = 'SandboxStoreError';
+    this.code = code;
+  }
+}
+
+/**
+ * A store could not be opened: the database was unreachable, a migration
+ * failed, or the file is not ours (another application's tables, or a table
+ * of ours in a shape we did not create), in which case it was left unchanged.
+ */
+class SandboxStoreOpenError extends SandboxStoreError {
+  /**
+   * @param {string} message
+   * @param {string} [code]
+   */
+  constructor(message, code = STORE_CODES.openFailed) {
+    super(message, code);
+    this.name = 'SandboxStoreOpenError';
+  }
+}
+
+/**
+ * The database was migrated by a newer version of this library: schema
+ * version `found`, while this one knows up to `supported`.
+ */
+class SchemaTooNewError extends SandboxStoreOpenError {
+  /**
+   * @param {string} message
+   * @param {number} found
+   * @param {number} supported
+   */
+  constructor(message, found, supported) {
+    super(message, STORE_CODES.schemaTooNew);
+    this.name = 'SchemaTooNewError';
+    this.found = found;
+    this.supported = supported;
+  }
+}
+
+const OPEN_CODES = new Set([STORE_CODES.openFailed, STORE_CODES.foreignDatabase, STORE_CODES.incompatibleSchema]);
+
 /** The JS error for a native one. */
 function fromNative(error) {
-  if (error instanceof Error && !(error instanceof TypeError)) {
-    if (error.code === 'InvalidArg') return new TypeError(error.message);
-    if (error.code === 'Cancelled') return new SandboxNotOwnedError(error.message);
-  }
+  if (!(error instanceof Error) || error instanceof TypeError) return error;
+  const { code, message } = error;
+  if (code === 'InvalidArg') return new TypeError(message);
+  if (code === NOT_OWNED_CODE) return new SandboxNotOwnedError(message);
+  if (code === STORE_CODES.failed) return new SandboxStoreError(message);
+  if (code === STORE_CODES.schemaTooNew) return new SchemaTooNewError(message, error.found, error.supported);
+  if (OPEN_CODES.has(code)) return new SandboxStoreOpenError(message, code);
   return error;
 }
 
@@ -61,38 +133,47 @@ function checkOptionalString(object, field, owner) {
   if (value !== undefined && typeof value !== 'string') throw new TypeError(`${owner}.${field} must be a string`);
 }
 
+/**
+ * A string for the core. A lone UTF-16 surrogate cannot cross into Rust
+ * unchanged (napi would make it U+FFFD, which can name another record), so
+ * it is refused, never altered.
+ */
 function checkString(value, name) {
   if (typeof value !== 'string') throw new TypeError(`${name} must be a string`);
+  if (!value.isWellFormed()) throw new TypeError(`${name} must not contain a lone UTF-16 surrogate (it cannot be carried exactly)`);
   return value;
 }
 
-function checkOptionalWhole(object, field, owner) {
-  const value = object[field];
-  if (value !== undefined && !(Number.isInteger(value) && value >= 0)) {
-    throw new TypeError(`${owner}.${field} must be a whole number >= 0`);
+/**
+ * Checks that `value` is a whole number from `min` to `max` (TypeError naming
+ * it otherwise), so no native conversion wraps or truncates it.
+ */
+function checkWhole(value, name, min, max) {
+  if (!(Number.isInteger(value) && value >= min && value <= max)) {
+    throw new TypeError(`${name} must be a whole number between ${min} and ${max}`);
   }
+  return value;
+}
+
+function checkOptionalWhole(object, field, owner, min = 0, max = Number.MAX_SAFE_INTEGER) {
+  const value = object[field];
+  if (value !== undefined) checkWhole(value, `${owner}.${field}`, min, max);
 }
 
 function checkStringArray(value, name) {
-  if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) {
-    throw new TypeError(`${name} must be an array of strings`);
-  }
+  if (!Array.isArray(value)) throw new TypeError(`${name} must be an array of strings`);
+  value.forEach((item, index) => checkString(item, `${name}[${index}]`));
   return value;
-}
-
-/** The ledger's message for a thrown value: its `message`, else `String(thrown)`. */
-function messageOf(error) {
-  if (error !== null && typeof error === 'object' && typeof error.message === 'string') return error.message;
-  try {
-    return String(error);
-  } catch {
-    return Object.prototype.toString.call(error);
-  }
 }
 
 module.exports = {
   SandboxNotOwnedError,
+  SandboxStoreError,
+  SandboxStoreOpenError,
+  SchemaTooNewError,
   NOT_OWNED_CODE,
+  STORE_CODES,
+  checkWhole,
   nativeCall,
   nativeCallSync,
   checkObject,
@@ -100,5 +181,4 @@ module.exports = {
   checkOptionalString,
   checkOptionalWhole,
   checkStringArray,
-  messageOf,
 };

@@ -7,8 +7,6 @@
 const native = require('./native.cjs');
 const { nativeCall, nativeCallSync, checkObject, checkString, checkOptionalString, checkStringArray } = require('./errors.cjs');
 
-let nativeProviderOf;
-
 function checkLabels(labels) {
   if (labels === undefined || labels === null) return undefined;
   checkObject(labels, 'labels');
@@ -22,8 +20,6 @@ function checkLabels(labels) {
 class ManagedProvider {
   #native;
   #name;
-  /** The `destroy` this class installed: a replaced one is called from JS. */
-  static #destroy;
 
   constructor(nativeProvider) {
     this.#native = nativeProvider;
@@ -67,16 +63,6 @@ class ManagedProvider {
     checkString(id, 'id');
     checkStringArray(argv, 'argv');
     return nativeCall(() => this.#native.exec(id, argv));
-  }
-
-  static {
-    ManagedProvider.#destroy = ManagedProvider.prototype.destroy;
-    // Native only while `destroy` is the class's own (a subclass or instance
-    // that replaces it gets its method called, by the JS retry loop).
-    nativeProviderOf = (provider) =>
-      provider !== null && typeof provider === 'object' && #native in provider && provider.destroy === ManagedProvider.#destroy
-        ? provider.#native
-        : undefined;
   }
 }
 
@@ -129,4 +115,4 @@ class LocalProvider extends ManagedProvider {
   }
 }
 
-module.exports = { DockerProvider, LocalProvider, nativeProviderOf: (provider) => nativeProviderOf(provider) };
+module.exports = { DockerProvider, LocalProvider };

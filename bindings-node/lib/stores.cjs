@@ -14,8 +14,13 @@ const {
   checkString,
   checkOptionalString,
   checkOptionalWhole,
-  messageOf,
+  checkWhole,
 } = require('./errors.cjs');
+
+/** The largest count the native side takes (a `u32`: pool sizes, limits, attempts). */
+const MAX_U32 = 0xffff_ffff;
+/** The longest busy timeout SQLite takes: an `int` of milliseconds. */
+const MAX_BUSY_TIMEOUT_MS = 0x7fff_ffff;
 
 /** Lets only the static factories construct a store. */
 const OPENING = Symbol('opening');
@@ -43,7 +48,7 @@ function checkEntry(entry) {
   checkObject(entry, 'entry');
   for (const field of ['key', 'provider', 'providerSandboxId', 'runId', 'lastError']) checkString(entry[field], `entry.${field}`);
   if (typeof entry.failedAt !== 'number') throw new TypeError('entry.failedAt must be a number (epoch milliseconds)');
-  if (!Number.isInteger(entry.attempts) || entry.attempts < 0) throw new TypeError('entry.attempts must be a whole number >= 0');
+  checkWhole(entry.attempts, 'entry.attempts', 0, MAX_U32);
   return entry;
 }
 
@@ -55,13 +60,11 @@ function checkProvider(provider) {
 }
 
 function checkLimit(limit) {
-  if (!(Number.isInteger(limit) && limit >= 0 && limit <= 0xffff_ffff)) throw new TypeError('limit must be a whole number >= 0');
-  return limit;
+  return checkWhole(limit, 'limit', 0, MAX_U32);
 }
 
 function checkLeaseMs(leaseMs) {
-  if (!(Number.isInteger(leaseMs) && leaseMs >= 0)) throw new TypeError('leaseMs must be a whole number of milliseconds >= 0');
-  return leaseMs;
+  return checkWhole(leaseMs, 'leaseMs', 0, Number.MAX_SAFE_INTEGER);
 }
 
 /** What both SQL stores share: the methods, over one native `SqlStore`. */
@@ -126,11 +129,11 @@ class SqlSandboxInstanceStore {
   async recordRetryFailure(entry, message, failedAt) {
     checkEntry(entry);
     checkString(message, 'message');
-    if (typeof failedAt !== 'number') throw new TypeError('failedAt must be a number (epoch milliseconds)');
+    checkWhole(failedAt, 'failedAt', 0, Number.MAX_SAFE_INTEGER);
     await nativeCall(() => this.#native.recordRetryFailure(entry, message, failedAt));
   }
 
-  /** Closes the connection pool; later calls reject. */
+  /** Closes the connection pool; later calls reject with a SandboxStoreError. */
   async close() {
     await nativeCall(() => this.#native.close());
   }
@@ -141,15 +144,18 @@ class SqliteSandboxInstanceStore extends SqlSandboxInstanceStore {
   static factoryName = 'open';
 
   /**
-   * Opens (creating if missing) the store at `path` and migrates it.
+   * Opens (creating if missing) the store at `path` and migrates it. A file
+   * that is not ours (another application's tables, a table of ours we did
+   * not create, a newer schema) rejects with a SandboxStoreOpenError and is
+   * left unchanged.
    * @param {string} path
    * @param {{ busyTimeoutMs?: number, maxConnections?: number }} [options]
    */
   static async open(path, options = {}) {
     checkString(path, 'path');
     checkObject(options, 'options');
-    checkOptionalWhole(options, 'busyTimeoutMs', 'options');
-    checkOptionalWhole(options, 'maxConnections', 'options');
+    checkOptionalWhole(options, 'busyTimeoutMs', 'options', 0, MAX_BUSY_TIMEOUT_MS);
+    checkOptionalWhole(options, 'maxConnections', 'options', 1, MAX_U32);
     const { busyTimeoutMs, maxConnections } = options;
     const store = await nativeCall(() => native.SqlStore.openSqlite(path, { busyTimeoutMs, maxConnections }));
     return new SqliteSandboxInstanceStore(OPENING, store);
@@ -169,7 +175,7 @@ class PostgresSandboxInstanceStore extends SqlSandboxInstanceStore {
     checkString(url, 'url');
     checkObject(options, 'options');
     for (const field of ['schema', 'instancesTable', 'leaksTable', 'schemaVersionTable']) checkOptionalString(options, field, 'options');
-    checkOptionalWhole(options, 'maxConnections', 'options');
+    checkOptionalWhole(options, 'maxConnections', 'options', 1, MAX_U32);
     const { schema, instancesTable, leaksTable, schemaVersionTable, maxConnections } = options;
     const store = await nativeCall(() =>
       native.SqlStore.connectPostgres(url, { schema, instancesTable, leaksTable, schemaVersionTable, maxConnections }),

@@ -2,24 +2,89 @@
 //! either core managed provider.
 //!
 //! Methods return Promises settled on napi's tokio runtime. Errors travel by
-//! napi status and the JS facade (lib/providers.cjs) rebuilds them: refused
-//! input ([`InvalidInput`]) is `InvalidArg` → `TypeError`, and the ownership
-//! guard ([`ProviderError::NotOwned`]) is [`NOT_OWNED_STATUS`] → an `Error`
-//! with `code = 'SANDBOX_NOT_OWNED'`.
+//! `code` and the JS facade (lib/errors.cjs) rebuilds them: refused input
+//! ([`InvalidInput`]) is napi's `InvalidArg` → `TypeError`, and the ownership
+//! guard ([`ProviderError::NotOwned`]) is our own [`NOT_OWNED_CODE`] →
+//! `SandboxNotOwnedError`. napi's `Status` has no room for our own codes, so
+//! those errors are [`Coded`] and their Promises come from [`spawn_coded`].
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::Arc;
 
-use napi::bindgen_prelude::PromiseRaw;
-use napi::{Env, Error, Result, Status};
+use napi::bindgen_prelude::{JsObjectValue, JsValue, PromiseRaw, ToNapiValue};
+use napi::{Env, Error, JsError, Result, Status};
 use napi_derive::napi;
 use sandbox_reclaim::providers::{DockerConfig, IsolationRequest, LocalConfig};
 use sandbox_reclaim::{DockerProvider, InvalidInput, LocalProvider, ManagedSandboxProvider, ProviderError, SandboxHandle};
 
 use crate::memory_store::type_error;
 
-/// The napi status that carries `ProviderError::NotOwned` to the JS facade.
-pub const NOT_OWNED_STATUS: Status = Status::Cancelled;
+/// The code that carries `ProviderError::NotOwned` to the JS facade. Our
+/// own string, so no napi failure (a `Cancelled` one, say) can be mistaken
+/// for the ownership guard.
+pub const NOT_OWNED_CODE: &str = "SANDBOX_NOT_OWNED";
+
+/// A failure with the `code` (and extra numeric properties) the JS facade
+/// picks its error class by.
+#[derive(Debug)]
+pub struct Coded {
+    code: String,
+    message: String,
+    numbers: Vec<(&'static str, f64)>,
+}
+
+impl Coded {
+    /// A failure with our own `code`.
+    pub fn new(code: &str, message: impl Into<String>) -> Self {
+        Self { code: code.to_owned(), message: message.into(), numbers: Vec::new() }
+    }
+
+    /// Adds a numeric property to the JS error (e.g. `found`).
+    pub fn with_number(mut self, name: &'static str, value: f64) -> Self {
+        self.numbers.push((name, value));
+        self
+    }
+
+    /// The JS error object, built on the JS thread and handed to napi as
+    /// is: a Promise rejected with it keeps our `code`.
+    fn into_rejection(self, env: &Env) -> Error {
+        let error = JsError::from(Error::new(self.code, self.message)).into_unknown(Env::from_raw(env.raw()));
+        if let Ok(mut object) = error.coerce_to_object() {
+            for (name, value) in self.numbers {
+                // Only fails while the environment shuts down, when nobody reads it.
+                let _ = object.set_named_property(name, value);
+            }
+        }
+        Error::from(error)
+    }
+}
+
+/// napi's own failures keep their status as the code (`InvalidArg` → `TypeError`).
+impl From<Error> for Coded {
+    fn from(error: Error) -> Self {
+        Self::new(error.status.as_ref(), error.reason)
+    }
+}
+
+/// For synchronous calls, which throw an `Error<String>` with the code.
+impl From<Coded> for Error<String> {
+    fn from(coded: Coded) -> Self {
+        Error::new(coded.code, coded.message)
+    }
+}
+
+/// `env.spawn_future` for a future failing with a [`Coded`]: the rejection is
+/// built when the Promise settles, on the JS thread.
+pub fn spawn_coded<T, F>(env: &Env, future: F) -> Result<PromiseRaw<'_, T>>
+where
+    T: 'static + Send + ToNapiValue,
+    F: 'static + Send + Future<Output = std::result::Result<T, Coded>>,
+{
+    env.spawn_future_with_callback(async move { Ok(future.await) }, |env, settled| {
+        settled.map_err(|coded| coded.into_rejection(env))
+    })
+}
 
 /// `new DockerProvider(options)`.
 #[napi(object)]
@@ -85,15 +150,20 @@ pub struct ExecResult {
     pub exit_code: i64,
 }
 
-/// A provider failure as a napi error (see the module docs).
-pub fn provider_error(error: ProviderError) -> Error {
+/// A provider failure with its code (see the module docs).
+pub fn provider_error(error: ProviderError) -> Coded {
     match error {
-        ProviderError::NotOwned { .. } => Error::new(NOT_OWNED_STATUS, error.to_string()),
+        ProviderError::NotOwned { .. } => Coded::new(NOT_OWNED_CODE, error.to_string()),
         ProviderError::Backend(inner) => match inner.downcast_ref::<InvalidInput>() {
-            Some(invalid) => type_error(invalid.to_string()),
-            None => Error::new(Status::GenericFailure, inner.to_string()),
+            Some(invalid) => type_error(invalid.to_string()).into(),
+            None => Error::new(Status::GenericFailure, inner.to_string()).into(),
         },
     }
+}
+
+/// What a synchronous factory throws: the same codes as a rejection.
+fn thrown(failure: impl Into<Coded>) -> Error<String> {
+    failure.into().into()
 }
 
 /// A Docker or local managed provider.
@@ -107,7 +177,7 @@ pub struct NativeProvider {
 impl NativeProvider {
     /// A Docker provider; refuses bad options with a `TypeError` naming the field.
     #[napi(factory)]
-    pub fn docker(options: DockerOptions) -> Result<Self> {
+    pub fn docker(options: DockerOptions) -> Result<Self, String> {
         let mut config = DockerConfig::new(options.image);
         if let Some(keep_alive) = options.keep_alive {
             config.keep_alive = keep_alive;
@@ -118,9 +188,9 @@ impl NativeProvider {
         config.cpus = options.cpus;
         if let Some(memory) = options.memory_bytes {
             if memory.fract() != 0.0 || !memory.is_finite() {
-                return Err(type_error(format!(
+                return Err(thrown(type_error(format!(
                     "invalid `memoryBytes`: must be a whole number of bytes, got {memory}"
-                )));
+                ))));
             }
             config.memory_bytes = Some(memory as i64);
         }
@@ -132,13 +202,13 @@ impl NativeProvider {
         }
         config.docker_host = options.docker_host;
         let provider = napi::bindgen_prelude::within_runtime_if_available(|| DockerProvider::new(config))
-            .map_err(provider_error)?;
+            .map_err(|error| thrown(provider_error(error)))?;
         Ok(Self { inner: Arc::new(provider), isolation: None })
     }
 
     /// A local provider (creates `baseDir`, probes namespaces once).
     #[napi(factory)]
-    pub fn local(options: LocalOptions) -> Result<Self> {
+    pub fn local(options: LocalOptions) -> Result<Self, String> {
         let mut config = LocalConfig::new(options.base_dir);
         if let Some(owner) = options.owner {
             config.owner = owner;
@@ -154,12 +224,12 @@ impl NativeProvider {
             Some("namespaces") => IsolationRequest::Namespaces,
             Some("process-group") => IsolationRequest::ProcessGroup,
             Some(other) => {
-                return Err(type_error(format!(
+                return Err(thrown(type_error(format!(
                     "invalid `isolation`: must be 'auto', 'namespaces' or 'process-group', got {other:?}"
-                )))
+                ))))
             }
         };
-        let provider = LocalProvider::new(config).map_err(provider_error)?;
+        let provider = LocalProvider::new(config).map_err(|error| thrown(provider_error(error)))?;
         let isolation = Some(provider.isolation().as_str());
         Ok(Self { inner: Arc::new(provider), isolation })
     }
@@ -180,7 +250,7 @@ impl NativeProvider {
     #[napi]
     pub fn destroy<'env>(&self, env: &'env Env, id: String) -> Result<PromiseRaw<'env, ()>> {
         let inner = self.inner.clone();
-        env.spawn_future(async move { inner.destroy(&id).await.map_err(provider_error) })
+        spawn_coded(env, async move { inner.destroy(&id).await.map_err(provider_error) })
     }
 
     /// Creates (or finds) the sandbox for `key`.
@@ -193,7 +263,7 @@ impl NativeProvider {
     ) -> Result<PromiseRaw<'env, SandboxHandleObject>> {
         let inner = self.inner.clone();
         let labels = labels.unwrap_or_default();
-        env.spawn_future(async move {
+        spawn_coded(env, async move {
             Ok(SandboxHandleObject::from(inner.create(&key, &labels).await.map_err(provider_error)?))
         })
     }
@@ -202,7 +272,7 @@ impl NativeProvider {
     #[napi]
     pub fn list<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Vec<SandboxHandleObject>>> {
         let inner = self.inner.clone();
-        env.spawn_future(async move {
+        spawn_coded(env, async move {
             let handles = inner.list().await.map_err(provider_error)?;
             Ok(handles.into_iter().map(SandboxHandleObject::from).collect())
         })
@@ -212,7 +282,7 @@ impl NativeProvider {
     #[napi]
     pub fn exec<'env>(&self, env: &'env Env, id: String, argv: Vec<String>) -> Result<PromiseRaw<'env, ExecResult>> {
         let inner = self.inner.clone();
-        env.spawn_future(async move {
+        spawn_coded(env, async move {
             let output = inner.exec(&id, &argv).await.map_err(provider_error)?;
             Ok(ExecResult { stdout: output.stdout_text(), stderr: output.stderr_text(), exit_code: output.exit_code })
         })

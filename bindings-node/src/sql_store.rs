@@ -3,22 +3,34 @@
 //!
 //! Every method returns a Promise settled on napi's tokio runtime, where sqlx
 //! runs; the JS facade classes (lib/stores.cjs) give each backend its own name
-//! and turn refused input into a `TypeError`.
+//! and turn refused input into a `TypeError`. Store failures carry one of the
+//! codes below, by which lib/errors.cjs picks `SandboxStoreError`,
+//! `SandboxStoreOpenError` or `SchemaTooNewError`.
 
 use std::sync::Arc;
 
 use napi::bindgen_prelude::PromiseRaw;
-use napi::{Env, Error, Result, Status};
+use napi::{Env, Result};
 use napi_derive::napi;
 use sandbox_reclaim::ledger::{LeakEntry, LeakLedger, NewLeak};
 use sandbox_reclaim::stores::{PostgresOptions, SqliteOptions, StoreOpenError};
 use sandbox_reclaim::{
-    PostgresSandboxInstanceStore, SandboxInstanceRecord, SandboxInstanceStore, SqliteSandboxInstanceStore,
+    PostgresSandboxInstanceStore, SandboxInstanceRecord, SandboxInstanceStore, SqliteSandboxInstanceStore, StoreError,
 };
 
-use crate::memory_store::{
-    epoch_millis, lease_duration, store_error, type_error, InstanceRecord, LeakInput, LeakRecord,
-};
+use crate::memory_store::{epoch_millis, lease_duration, type_error, InstanceRecord, LeakInput, LeakRecord};
+use crate::provider::{spawn_coded, Coded};
+
+/// A query failed (the backend's message): `SandboxStoreError`.
+pub const STORE_FAILED_CODE: &str = "SANDBOX_STORE_FAILED";
+/// The database could not be reached, opened or migrated: `SandboxStoreOpenError`.
+pub const STORE_OPEN_FAILED_CODE: &str = "SANDBOX_STORE_OPEN_FAILED";
+/// The SQLite file holds another application's tables: `SandboxStoreOpenError`.
+pub const FOREIGN_DATABASE_CODE: &str = "SANDBOX_STORE_FOREIGN_DATABASE";
+/// A table of ours exists in a shape we did not create: `SandboxStoreOpenError`.
+pub const INCOMPATIBLE_SCHEMA_CODE: &str = "SANDBOX_STORE_INCOMPATIBLE_SCHEMA";
+/// A newer library migrated the database: `SchemaTooNewError` (`found`, `supported`).
+pub const SCHEMA_TOO_NEW_CODE: &str = "SANDBOX_STORE_SCHEMA_TOO_NEW";
 
 /// `SqliteSandboxInstanceStore.open`'s options.
 #[napi(object)]
@@ -74,12 +86,28 @@ impl Backend {
     }
 }
 
-fn open_error(error: StoreOpenError) -> Error {
-    match error {
-        StoreOpenError::InvalidOption { field, reason } => {
-            type_error(format!("invalid store option `{field}`: {reason}"))
+/// Why a store did not open, with its code; a refused option is a `TypeError`.
+fn open_error(error: StoreOpenError) -> Coded {
+    let code = match &error {
+        StoreOpenError::InvalidOption { .. } => return type_error(error.to_string()).into(),
+        StoreOpenError::SchemaTooNew { found, supported } => {
+            let (found, supported) = (*found as f64, *supported as f64);
+            let coded = Coded::new(SCHEMA_TOO_NEW_CODE, error.to_string());
+            return coded.with_number("found", found).with_number("supported", supported);
         }
-        other => Error::new(Status::GenericFailure, other.to_string()),
+        StoreOpenError::ForeignDatabase { .. } => FOREIGN_DATABASE_CODE,
+        StoreOpenError::IncompatibleSchema { .. } => INCOMPATIBLE_SCHEMA_CODE,
+        StoreOpenError::Connect(_) | StoreOpenError::Migrate(_) => STORE_OPEN_FAILED_CODE,
+    };
+    Coded::new(code, error.to_string())
+}
+
+/// A store call's failure: refused input is a `TypeError`, a backend failure
+/// a `SandboxStoreError` with the backend's message.
+fn store_error(error: StoreError) -> Coded {
+    match error {
+        StoreError::InvalidRecord(_) | StoreError::InvalidKey(_) => type_error(error.to_string()).into(),
+        StoreError::Backend(_) => Coded::new(STORE_FAILED_CODE, error.to_string()),
     }
 }
 
@@ -101,7 +129,7 @@ impl SqlStore {
         if let Some(max) = options.max_connections {
             sqlite.max_connections = max;
         }
-        env.spawn_future(async move {
+        spawn_coded(env, async move {
             let store = SqliteSandboxInstanceStore::open_with(path, sqlite).await.map_err(open_error)?;
             Ok(SqlStore { backend: Backend::Sqlite(store) })
         })
@@ -130,8 +158,8 @@ impl SqlStore {
             postgres.max_connections = max;
         }
         // Refuse bad names now, so the Promise never starts a connection for them.
-        postgres.validate().map_err(open_error)?;
-        env.spawn_future(async move {
+        postgres.validate().map_err(|invalid| type_error(invalid.to_string()))?;
+        spawn_coded(env, async move {
             let store = PostgresSandboxInstanceStore::connect(&url, postgres).await.map_err(open_error)?;
             Ok(SqlStore { backend: Backend::Postgres(store) })
         })
@@ -141,7 +169,7 @@ impl SqlStore {
     #[napi]
     pub fn get<'env>(&self, env: &'env Env, key: String) -> Result<PromiseRaw<'env, Option<InstanceRecord>>> {
         let backend = self.backend.clone();
-        env.spawn_future(async move {
+        spawn_coded(env, async move {
             let record = backend.store().get(&key).await.map_err(store_error)?;
             Ok(record.map(InstanceRecord::from))
         })
@@ -152,14 +180,14 @@ impl SqlStore {
     pub fn upsert<'env>(&self, env: &'env Env, record: InstanceRecord) -> Result<PromiseRaw<'env, ()>> {
         let record = SandboxInstanceRecord::try_from(record)?;
         let backend = self.backend.clone();
-        env.spawn_future(async move { backend.store().upsert(&record).await.map_err(store_error) })
+        spawn_coded(env, async move { backend.store().upsert(&record).await.map_err(store_error) })
     }
 
     /// Removes the record under `key`; a missing key is a no-op.
     #[napi]
     pub fn delete<'env>(&self, env: &'env Env, key: String) -> Result<PromiseRaw<'env, ()>> {
         let backend = self.backend.clone();
-        env.spawn_future(async move { backend.store().delete(&key).await.map_err(store_error) })
+        spawn_coded(env, async move { backend.store().delete(&key).await.map_err(store_error) })
     }
 
     /// Deletes `key` and records `leak`, in one transaction.
@@ -172,7 +200,7 @@ impl SqlStore {
     ) -> Result<PromiseRaw<'env, ()>> {
         let leak = NewLeak::try_from(leak)?;
         let backend = self.backend.clone();
-        env.spawn_future(async move { backend.ledger().delete_recording_leak(&key, leak).await.map_err(store_error) })
+        spawn_coded(env, async move { backend.ledger().delete_recording_leak(&key, leak).await.map_err(store_error) })
     }
 
     /// Pending leaks, oldest first, of one provider or of all.
@@ -183,7 +211,7 @@ impl SqlStore {
         provider: Option<String>,
     ) -> Result<PromiseRaw<'env, Vec<LeakRecord>>> {
         let backend = self.backend.clone();
-        env.spawn_future(async move {
+        spawn_coded(env, async move {
             let entries = backend.ledger().list_leaks(provider.as_deref()).await.map_err(store_error)?;
             Ok(entries.into_iter().map(LeakRecord::from).collect())
         })
@@ -193,7 +221,7 @@ impl SqlStore {
     #[napi]
     pub fn count_leaks<'env>(&self, env: &'env Env, provider: Option<String>) -> Result<PromiseRaw<'env, f64>> {
         let backend = self.backend.clone();
-        env.spawn_future(async move {
+        spawn_coded(env, async move {
             Ok(backend.ledger().count_leaks(provider.as_deref()).await.map_err(store_error)? as f64)
         })
     }
@@ -209,7 +237,7 @@ impl SqlStore {
     ) -> Result<PromiseRaw<'env, Vec<LeakRecord>>> {
         let lease = lease_duration(lease_ms)?;
         let backend = self.backend.clone();
-        env.spawn_future(async move {
+        spawn_coded(env, async move {
             let entries = backend.ledger().claim_leaks(&provider, limit as usize, lease).await.map_err(store_error)?;
             Ok(entries.into_iter().map(LeakRecord::from).collect())
         })
@@ -220,7 +248,7 @@ impl SqlStore {
     pub fn resolve_leak<'env>(&self, env: &'env Env, entry: LeakRecord) -> Result<PromiseRaw<'env, ()>> {
         let entry = LeakEntry::try_from(entry)?;
         let backend = self.backend.clone();
-        env.spawn_future(async move { backend.ledger().resolve_leak(&entry).await.map_err(store_error) })
+        spawn_coded(env, async move { backend.ledger().resolve_leak(&entry).await.map_err(store_error) })
     }
 
     /// Bumps a claimed leak's attempts, keeps `message` and releases the claim.
@@ -235,7 +263,7 @@ impl SqlStore {
         let entry = LeakEntry::try_from(entry)?;
         let failed_at = epoch_millis("failedAt", failed_at)?;
         let backend = self.backend.clone();
-        env.spawn_future(async move {
+        spawn_coded(env, async move {
             backend.ledger().record_retry_failure(&entry, &message, failed_at).await.map_err(store_error)
         })
     }
@@ -244,7 +272,7 @@ impl SqlStore {
     #[napi]
     pub fn close<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
         let backend = self.backend.clone();
-        env.spawn_future(async move {
+        spawn_coded(env, async move {
             backend.close().await;
             Ok(())
         })

@@ -17,16 +17,26 @@ struct ErrorTypes {
     store: Py<PyType>,
     provider: Py<PyType>,
     not_owned: Py<PyType>,
+    store_open: Py<PyType>,
+    schema_too_new: Py<PyType>,
 }
 
 static ERROR_TYPES: PyOnceLock<ErrorTypes> = PyOnceLock::new();
 
 /// Called once by `sandbox_reclaim/__init__.py` with `SandboxStoreError`,
-/// `SandboxProviderError` and `SandboxNotOwnedError`.
+/// `SandboxProviderError`, `SandboxNotOwnedError`, `SandboxStoreOpenError`
+/// and `SchemaTooNewError`.
 #[pyfunction]
 #[pyo3(name = "_bind_error_types")]
-pub fn bind_error_types(py: Python<'_>, store: Py<PyType>, provider: Py<PyType>, not_owned: Py<PyType>) {
-    let _ = ERROR_TYPES.set(py, ErrorTypes { store, provider, not_owned });
+pub fn bind_error_types(
+    py: Python<'_>,
+    store: Py<PyType>,
+    provider: Py<PyType>,
+    not_owned: Py<PyType>,
+    store_open: Py<PyType>,
+    schema_too_new: Py<PyType>,
+) {
+    let _ = ERROR_TYPES.set(py, ErrorTypes { store, provider, not_owned, store_open, schema_too_new });
 }
 
 /// An exception of a registered class (built under the GIL: errors surface
@@ -65,13 +75,18 @@ pub fn store_error(error: StoreError) -> PyErr {
     }
 }
 
-/// A store that could not be opened: a bad option is a `ValueError` naming it.
+/// A store that could not be opened: a bad option is a `ValueError` naming
+/// it, a newer schema `SchemaTooNewError`, anything else (unreachable, failed
+/// migration, a file that is not ours) `SandboxStoreOpenError`.
 pub fn store_open_error(error: StoreOpenError) -> PyErr {
     match error {
         StoreOpenError::InvalidOption { field, reason } => {
             PyValueError::new_err(format!("invalid store option `{}`: {reason}", snake_case(field)))
         }
-        other => raise(|types| &types.store, (other.to_string(),)),
+        StoreOpenError::SchemaTooNew { found, supported } => {
+            raise(|types| &types.schema_too_new, (error.to_string(), found, supported))
+        }
+        other => raise(|types| &types.store_open, (other.to_string(),)),
     }
 }
 

@@ -33,7 +33,7 @@ test('npm pack → npm install of the tarball in an empty project → import and
     const packed = JSON.parse(run(npm, ['pack', '--json', '--pack-destination', work], packageDir));
     const files = packed[0].files.map((file) => file.path).sort();
     const expectedFiles = ['index.cjs', 'index.d.ts', 'index.mjs', 'package.json', 'sandbox-reclaim.node'];
-    for (const expected of [...expectedFiles, 'lib/reclaim.cjs', 'lib/stores.cjs', 'lib/providers.cjs', 'lib/errors.cjs']) {
+    for (const expected of [...expectedFiles, 'lib/driver.cjs', 'lib/flows.cjs', 'lib/memory.cjs', 'lib/stores.cjs', 'lib/providers.cjs', 'lib/errors.cjs', 'lib/flow-errors.cjs', 'lib/native.cjs']) {
       assert.ok(files.includes(expected), `tarball has ${expected}: ${files.join(', ')}`);
     }
     assert.ok(!files.some((file) => file.startsWith('src/') || file.startsWith('node_modules/')), 'no sources or deps in the tarball');

@@ -4,7 +4,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import * as binding from '../../bindings-node/index.mjs';
 import { service, tempDir } from './services.mjs';
@@ -86,7 +87,7 @@ test('LocalProvider: create, list, exec, reclaim, idempotent destroy, ownership 
   for (const handle of handles) await provider.destroy({ id: handle.id }); // idempotent
 
   // retryLeaks, native provider + native store (one call into the core): still not ours.
-  assert.deepStrictEqual(await binding.retryLeaks({ provider, instances: store, leaseMs: 0 }), { retried: 1, destroyed: 0, stillFailing: 1 });
+  assert.deepStrictEqual(await binding.retryLeaks({ provider, instances: store }), { retried: 1, destroyed: 0, stillFailing: 1 });
   assert.equal((await store.listLeaks())[0].attempts, 2);
   await stranger.destroy({ id: foreign.id });
   assert.deepStrictEqual(await stranger.list(), []);
@@ -94,6 +95,39 @@ test('LocalProvider: create, list, exec, reclaim, idempotent destroy, ownership 
   assert.deepStrictEqual(await binding.retryLeaks({ provider, instances: store }), { retried: 1, destroyed: 1, stillFailing: 0 });
   assert.equal(await store.countLeaks(), 0);
   assert.deepStrictEqual(readdirSync(baseDir), [], 'no sandbox directory left');
+});
+
+test('only the ownership guard is a SandboxNotOwnedError: a cancelled or other failure is not', async () => {
+  // The facade maps by code; napi's own `Cancelled` once doubled as "not owned".
+  const { nativeCall } = createRequire(import.meta.url)('../../bindings-node/lib/errors.cjs');
+  for (const code of ['Cancelled', 'GenericFailure', 'PendingException']) {
+    const failure = Object.assign(new Error(`napi said ${code}`), { code });
+    await assert.rejects(nativeCall(() => Promise.reject(failure)), (error) => {
+      assert.equal(error, failure, `a ${code} failure passes through unchanged`);
+      assert.ok(!(error instanceof SandboxNotOwnedError));
+      return true;
+    });
+  }
+
+  const baseDir = join(scratch, 'guard');
+  const provider = new LocalProvider({ baseDir, owner, isolation: 'process-group' });
+  // A directory without our owner file: the native guard refuses it.
+  mkdirSync(join(baseDir, 'stray'));
+  await assert.rejects(provider.destroy({ id: 'stray' }), (error) => {
+    assert.ok(error instanceof SandboxNotOwnedError && error instanceof Error, `got ${error}`);
+    assert.equal(error.name, 'SandboxNotOwnedError');
+    assert.equal(error.code, 'SANDBOX_NOT_OWNED');
+    assert.match(error.message, /refusing to touch sandbox `stray`/);
+    return true;
+  });
+  // A provider failure that is not the guard stays a plain Error with the backend's message.
+  await assert.rejects(provider.exec('missing', ['true']), (error) => {
+    assert.ok(error instanceof Error && !(error instanceof SandboxNotOwnedError) && !(error instanceof TypeError), `got ${error}`);
+    assert.notEqual(error.code, 'SANDBOX_NOT_OWNED');
+    assert.match(error.message, /no such sandbox/);
+    return true;
+  });
+  assert.deepStrictEqual(readdirSync(baseDir), ['stray'], 'the stray directory was left alone');
 });
 
 test('DockerProvider (podman): three sandboxes, list, exec, reclaim, idempotent destroy, foreign container refused, nothing left', { skip: docker.skip, timeout: 300_000 }, async () => {

@@ -4,9 +4,10 @@
 // failing JS provider (leak recorded, listLeaks, retryLeaks).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { gunzipSync } from 'node:zlib';
 import * as binding from '../../bindings-node/index.mjs';
 import { service, tempDir, uniqueSchema } from './services.mjs';
 
@@ -19,6 +20,9 @@ const {
   SandboxReclaimFailedError,
   listLeaks,
   retryLeaks,
+  SandboxStoreError,
+  SandboxStoreOpenError,
+  SchemaTooNewError,
 } = binding;
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -170,7 +174,7 @@ for (const kind of ['sqlite', 'postgres']) {
       assert.equal(await store.countLeaks('docker'), 2);
 
       // A retry that fails again bumps attempts and keeps the new error.
-      assert.deepStrictEqual(await retryLeaks({ provider: broken, instances: store, leaseMs: 0 }), { retried: 2, destroyed: 0, stillFailing: 2 });
+      assert.deepStrictEqual(await retryLeaks({ provider: broken, instances: store }), { retried: 2, destroyed: 0, stillFailing: 2 });
       assert.deepStrictEqual((await store.listLeaks()).map((leak) => leak.attempts), [2, 2]);
       // Another provider's name claims nothing.
       assert.deepStrictEqual(await retryLeaks({ provider: { name: 'local', destroy() {} }, instances: store }), { retried: 0, destroyed: 0, stillFailing: 0 });
@@ -191,7 +195,7 @@ test('retryLeaks over the native in-memory ledger with a JS provider', async () 
   const broken = { name: 'docker', destroy() { throw 'plain string thrown'; } };
   assert.equal(await reclaimSandbox(run('k'), { provider: broken, instances: store }), 'destroy-failed');
   assert.equal((await store.listLeaks())[0].lastError, 'plain string thrown');
-  assert.deepStrictEqual(await retryLeaks({ provider: broken, instances: store, leaseMs: 0 }), { retried: 1, destroyed: 0, stillFailing: 1 });
+  assert.deepStrictEqual(await retryLeaks({ provider: broken, instances: store }), { retried: 1, destroyed: 0, stillFailing: 1 });
   assert.deepStrictEqual(await retryLeaks({ provider: { name: 'docker', async destroy() {} }, instances: store }), { retried: 1, destroyed: 1, stillFailing: 0 });
   assert.deepStrictEqual(await listLeaks(store), []);
 });
@@ -230,7 +234,7 @@ test('store and retryLeaks input errors are TypeErrors naming the field, before 
   } finally {
     await store.close();
   }
-  await assert.rejects(store.get('k'), (error) => error instanceof Error && !(error instanceof TypeError), 'a closed store rejects');
+  await assert.rejects(store.get('k'), SandboxStoreError, 'a closed store rejects');
 });
 
 test('two handles on one SQLite file see each other\'s writes', async () => {
@@ -243,5 +247,154 @@ test('two handles on one SQLite file see each other\'s writes', async () => {
     assert.equal(await one.get('shared'), null);
   } finally {
     await Promise.all([one.close(), two.close()]);
+  }
+});
+
+// ------------------------------------------------ store errors
+
+test('a closed SQL store rejects with SandboxStoreError carrying the backend message and a code', async () => {
+  const store = await SqliteSandboxInstanceStore.open(join(scratch, 'closed.db'));
+  await store.close();
+  for (const call of [() => store.get('k'), () => store.upsert(record('k', 'i')), () => store.countLeaks()]) {
+    await assert.rejects(call(), (error) => {
+      assert.ok(error instanceof SandboxStoreError && error instanceof Error, `a SandboxStoreError, got ${error}`);
+      assert.ok(!(error instanceof SandboxStoreOpenError), 'a failed call is not an open failure');
+      assert.equal(error.name, 'SandboxStoreError');
+      assert.equal(error.code, 'SANDBOX_STORE_FAILED');
+      assert.match(error.message, /closed/, 'the backend message');
+      return true;
+    });
+  }
+});
+
+test('a SQLite file that cannot be opened rejects with SandboxStoreOpenError', async () => {
+  const path = join(scratch, 'no-such-directory', 'store.db');
+  await assert.rejects(SqliteSandboxInstanceStore.open(path), (error) => {
+    assert.ok(error instanceof SandboxStoreOpenError && error instanceof SandboxStoreError, `got ${error}`);
+    assert.equal(error.name, 'SandboxStoreOpenError');
+    assert.equal(error.code, 'SANDBOX_STORE_OPEN_FAILED');
+    return true;
+  });
+});
+
+test('an unreachable PostgreSQL database rejects with SandboxStoreOpenError', { skip: pg.skip }, async () => {
+  const missing = `${pg.value.slice(0, pg.value.lastIndexOf('/'))}/${uniqueSchema('no_such_db')}`;
+  await assert.rejects(PostgresSandboxInstanceStore.connect(missing), { name: 'SandboxStoreOpenError', code: 'SANDBOX_STORE_OPEN_FAILED' });
+});
+
+/**
+ * Small SQLite files (512-byte pages, rollback journal) as another program
+ * leaves them, gzipped and base64-encoded. Made with Python's sqlite3 after
+ * `PRAGMA page_size = 512`:
+ *   foreign:   CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users (name) VALUES ('ada');
+ *   misshapen: CREATE TABLE sandbox_instances (id INTEGER PRIMARY KEY, blob BLOB);
+ *   tooNew:    CREATE TABLE sandbox_reclaim_schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT;
+ *              INSERT INTO sandbox_reclaim_schema_version VALUES (1, 0), (99, 0);
+ */
+const SQLITE_FILES = {
+  foreign:
+    'H4sIAAAAAAACAwsO9MksSVVIyy/KTSxRMGZgYmBkZHBQUGBgADIhGAYYgZgFjU8IMDHoJTPyghQzbmIAolFAMfBhZBMXF2esLElMykktLU4tKgYTTM5Bro4hrgohjk4+rgpgIQWNzBQFT78QV3fXIIWAIE9fx6BIBW/XSB2FvMTcVIUQ14gQTUjc/GAAolEwggAbIzODcGJKIgCj6F5CAAQAAA==',
+  misshapen:
+    'H4sIAAAAAAACAwsO9MksSVVIyy/KTSxRMGZgYmBkZHBQUGBgYGAEYiYGBADxWdD4hAAjg14yIy+IwdjLAESjAB8oZGQX19dnbBQsSUzKSS1OzEtJyq+Iz8wrLknMS04txhBgcg5ydQxxVQhxdPJxVcCQVtDITFHw9AtxdXcNUggI8vR1DIpU8HaN1FFIyslPUnDy8XfSBMUNSiyPghEFAG4bnMIABAAA',
+  tooNew:
+    'H4sIAAAAAAACAwsO9MksSVVIyy/KTSxRMGZgYmBkZHBQUGBgADIhGAYYgZgFjU8IMDHoJTPyghQzujMA0XAFjWaM7OKenoyN6SWJSTmpxYl5KUn5FfFFqck5iZm58cXJGam5ifFlqUXFmfl5+GWZnINcHUNcFUIcnXxcFfCrVdCAMTz9QlzdXYMUAoI8fR2DIhW8XSN1FBILCnIyU1PigTELk/fzD1HwC/Xx0VQIDgnydA4BxQ0T4zcGxt9AYhSMEMCczMzAwcwIJACWqhtrAAQAAA==',
+};
+
+/**
+ * Writes SQLITE_FILES[name] to a new file, opens it expecting a rejection,
+ * and checks that not a byte changed: no WAL switch (header bytes 18-19 stay
+ * 1, rollback journal), no table added, no side file. Returns the error.
+ */
+async function refusedUnchanged(name) {
+  const path = join(scratch, `${name}-${(files += 1)}.db`);
+  writeFileSync(path, gunzipSync(Buffer.from(SQLITE_FILES[name], 'base64')));
+  const before = readFileSync(path);
+  assert.deepStrictEqual([...before.subarray(18, 20)], [1, 1], 'the file starts in rollback-journal mode');
+  let refusal;
+  await assert.rejects(SqliteSandboxInstanceStore.open(path), (error) => {
+    refusal = error;
+    return true;
+  });
+  assert.ok(readFileSync(path).equals(before), 'not a byte of the file changed');
+  for (const side of ['-wal', '-shm', '-journal']) assert.ok(!existsSync(`${path}${side}`), `no ${side} file`);
+  return { error: refusal, path };
+}
+
+test('another application\'s SQLite file is refused unchanged with SandboxStoreOpenError', async () => {
+  const { error, path } = await refusedUnchanged('foreign');
+  assert.ok(error instanceof SandboxStoreOpenError && error instanceof SandboxStoreError, `got ${error}`);
+  assert.ok(!(error instanceof SchemaTooNewError));
+  assert.equal(error.name, 'SandboxStoreOpenError');
+  assert.equal(error.code, 'SANDBOX_STORE_FOREIGN_DATABASE');
+  assert.ok(error.message.includes(path) && error.message.includes('users'), error.message);
+});
+
+test('a sandbox_instances table of the wrong shape is refused unchanged with SandboxStoreOpenError', async () => {
+  const { error, path } = await refusedUnchanged('misshapen');
+  assert.ok(error instanceof SandboxStoreOpenError, `got ${error}`);
+  assert.equal(error.code, 'SANDBOX_STORE_INCOMPATIBLE_SCHEMA');
+  assert.ok(error.message.includes(path) && error.message.includes('`sandbox_instances`'), error.message);
+});
+
+test('a schema newer than this library rejects with SchemaTooNewError (found, supported), file unchanged', async () => {
+  const { error } = await refusedUnchanged('tooNew');
+  assert.ok(error instanceof SchemaTooNewError && error instanceof SandboxStoreOpenError && error instanceof SandboxStoreError);
+  assert.equal(error.name, 'SchemaTooNewError');
+  assert.equal(error.code, 'SANDBOX_STORE_SCHEMA_TOO_NEW');
+  assert.deepStrictEqual([error.found, error.supported], [99, 1]);
+  assert.match(error.message, /version 99/);
+});
+
+test('the store error classes can be built and told apart', () => {
+  const tooNew = new SchemaTooNewError('too new', 3, 2);
+  assert.deepStrictEqual([tooNew.name, tooNew.code, tooNew.found, tooNew.supported], ['SchemaTooNewError', 'SANDBOX_STORE_SCHEMA_TOO_NEW', 3, 2]);
+  assert.equal(new SandboxStoreError('x').code, 'SANDBOX_STORE_FAILED');
+  assert.equal(new SandboxStoreOpenError('x').code, 'SANDBOX_STORE_OPEN_FAILED');
+  assert.ok(!(new SandboxStoreError('x') instanceof SandboxStoreOpenError));
+});
+
+// ------------------------------------------------ numbers out of range
+
+const U32_RANGE = /must be a whole number between 1 and 4294967295/;
+
+for (const maxConnections of [0, -1, 1.5, 2 ** 32, 2 ** 40, 2 ** 70, Number.NaN]) {
+  test(`maxConnections ${maxConnections} is a TypeError stating the range, before any effect`, async () => {
+    const path = join(scratch, `never-${(files += 1)}.db`);
+    await assert.rejects(SqliteSandboxInstanceStore.open(path, { maxConnections }), { name: 'TypeError', message: /options\.maxConnections/ });
+    await assert.rejects(SqliteSandboxInstanceStore.open(path, { maxConnections }), { message: U32_RANGE });
+    await assert.rejects(PostgresSandboxInstanceStore.connect('postgres://nobody@127.0.0.1:1/x', { maxConnections }), {
+      name: 'TypeError',
+      message: U32_RANGE,
+    });
+    assert.ok(!existsSync(path), 'the file was not created');
+  });
+}
+
+test('out-of-range numbers of store methods are TypeErrors naming the argument, before any effect', async () => {
+  const store = await SqliteSandboxInstanceStore.open(join(scratch, 'ranges.db'));
+  try {
+    await store.deleteRecordingLeak('k', { key: 'k', provider: 'docker', providerSandboxId: 'c', runId: 'r', errorMessage: 'e', failedAt: 5 });
+    const [entry] = await store.listLeaks();
+    for (const limit of [-1, 1.5, 2 ** 32, 2 ** 70]) {
+      await assert.rejects(store.claimLeaks('docker', limit, 0), { name: 'TypeError', message: /^limit must be a whole number between 0 and 4294967295$/ });
+    }
+    for (const leaseMs of [-1, 2 ** 70]) {
+      await assert.rejects(store.claimLeaks('docker', 1, leaseMs), { name: 'TypeError', message: /leaseMs/ });
+    }
+    for (const failedAt of [-1, 1.5, 2 ** 70]) {
+      await assert.rejects(store.recordRetryFailure(entry, 'm', failedAt), { name: 'TypeError', message: /^failedAt must be a whole number between 0 and/ });
+    }
+    await assert.rejects(store.recordRetryFailure({ ...entry, attempts: 2 ** 40 }, 'm', 6), { name: 'TypeError', message: /entry\.attempts/ });
+    for (const busyTimeoutMs of [-1, 2 ** 31, 2 ** 70]) {
+      // SQLite takes an `int` of milliseconds: sqlx used to panic on a longer timeout.
+      await assert.rejects(SqliteSandboxInstanceStore.open(join(scratch, 'x.db'), { busyTimeoutMs }), {
+        name: 'TypeError',
+        message: /^options\.busyTimeoutMs must be a whole number between 0 and 2147483647$/,
+      });
+    }
+    assert.ok(!existsSync(join(scratch, 'x.db')), 'a refused option creates no file');
+    assert.deepStrictEqual(await store.listLeaks(), [entry], 'nothing was claimed or bumped');
+  } finally {
+    await store.close();
   }
 });

@@ -14,6 +14,7 @@ import pytest
 from harness import load_vectors
 
 import sandbox_reclaim as sr
+from sandbox_reclaim._checks import whole_number
 
 REPO = Path(__file__).resolve().parents[2]
 NODE_BINDING = REPO / "bindings-node" / "index.mjs"
@@ -112,6 +113,71 @@ def test_bad_run_records_name_the_field(wire: Any, kind: type[Exception], field:
 def test_bad_instance_records_name_the_field(wire: Any, kind: type[Exception], field: str) -> None:
     with pytest.raises(kind, match=field):
         sr.SandboxInstanceRecord.from_dict(wire)
+
+
+FULL_LEAK_ENTRY = {
+    "key": "k",
+    "provider": "docker",
+    "providerSandboxId": "ctr",
+    "runId": "run",
+    "lastError": "boom",
+    "failedAt": 5,
+    "attempts": 1,
+}
+FULL_NEW_LEAK = {k: v for k, v in FULL_LEAK_ENTRY.items() if k not in ("lastError", "attempts")} | {"errorMessage": "boom"}
+
+
+@pytest.mark.parametrize(
+    ("wire", "kind", "field"),
+    [
+        ({**FULL_LEAK_ENTRY, "failedAt": -1}, ValueError, "failedAt"),
+        ({**FULL_LEAK_ENTRY, "failedAt": 2**53}, ValueError, "failedAt"),
+        ({**FULL_LEAK_ENTRY, "failedAt": 2**70}, ValueError, "failedAt"),
+        ({**FULL_LEAK_ENTRY, "attempts": -1}, ValueError, "attempts"),
+        ({**FULL_LEAK_ENTRY, "attempts": 2**32}, ValueError, "attempts"),
+        ({**FULL_LEAK_ENTRY, "attempts": 2**70}, ValueError, "attempts"),
+        ({**FULL_LEAK_ENTRY, "attempts": "1"}, TypeError, "attempts"),
+    ],
+)
+def test_bad_leak_entries_name_the_field(wire: Any, kind: type[Exception], field: str) -> None:
+    with pytest.raises(kind, match=field):
+        sr.LeakEntry.from_dict(wire)
+
+
+@pytest.mark.parametrize(
+    ("failed_at", "kind"),
+    [(-1, ValueError), (2**53, ValueError), (2**70, ValueError), (10**400, ValueError), (1.5, TypeError), (True, TypeError)],
+)
+def test_new_leak_failed_at_out_of_range_names_the_field(failed_at: Any, kind: type[Exception]) -> None:
+    with pytest.raises(kind, match="failedAt"):
+        sr.NewLeak.from_dict({**FULL_NEW_LEAK, "failedAt": failed_at})
+    with pytest.raises(kind, match="failed_at"):
+        sr.NewLeak("k", "docker", "ctr", "run", "boom", failed_at)
+
+
+def test_leak_records_at_the_edges_of_their_ranges_are_accepted() -> None:
+    entry = sr.LeakEntry.from_dict({**FULL_LEAK_ENTRY, "failedAt": 2**53 - 1, "attempts": 2**32 - 1})
+    assert (entry.failed_at, entry.attempts) == (2**53 - 1, 2**32 - 1)
+    assert sr.NewLeak.from_dict({**FULL_NEW_LEAK, "failedAt": 0}).failed_at == 0
+
+
+@pytest.mark.parametrize(
+    ("value", "kind", "message"),
+    [
+        (-1, ValueError, r"^`limit` must be a whole number between 0 and 4294967295, got -1$"),
+        (2**32, ValueError, r"between 0 and 4294967295, got 4294967296$"),
+        (10**400, ValueError, r"got an int of 1329 bits$"),
+        (1.0, TypeError, r"^`limit` must be an int, got float$"),
+        (True, TypeError, r"^`limit` must be an int, got bool$"),
+    ],
+)
+def test_whole_number_names_the_argument_and_its_range(value: object, kind: type[Exception], message: str) -> None:
+    with pytest.raises(kind, match=message):
+        whole_number(value, "limit", 0, 2**32 - 1)
+
+
+def test_whole_number_returns_values_in_range() -> None:
+    assert [whole_number(value, "n", 1, 3) for value in (1, 2, 3)] == [1, 2, 3]
 
 
 def test_whole_float_timestamps_and_str_status_are_accepted() -> None:

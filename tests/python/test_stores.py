@@ -7,9 +7,11 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import pickle
 import re
+import sqlite3
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, closing
 from pathlib import Path
 from typing import Any
 
@@ -182,8 +184,167 @@ async def test_postgres_connect_failure_is_a_store_error() -> None:
 async def test_closed_store_raises_store_error(tmp_path: Path) -> None:
     store = await sr.SqliteSandboxInstanceStore.open(tmp_path / "closed.db")
     await store.close()
-    with pytest.raises(sr.SandboxStoreError):
+    with pytest.raises(sr.SandboxStoreError, match="closed") as raised:
         await store.get("k")
+    assert type(raised.value) is sr.SandboxStoreError, "a failed call is not an open failure"
+
+
+async def test_unopenable_sqlite_file_is_a_store_open_error(tmp_path: Path) -> None:
+    with pytest.raises(sr.SandboxStoreOpenError, match="could not open"):
+        await sr.SqliteSandboxInstanceStore.open(tmp_path / "no-such-directory" / "store.db")
+
+
+# ---------------------------------------------------------------- files that are not ours
+
+
+def sqlite_file(path: Path, sql: str) -> bytes:
+    """Creates ``path`` with ``sql`` as another program would (rollback
+    journal) and returns its bytes."""
+    with closing(sqlite3.connect(path)) as database:
+        database.executescript(sql)
+    return path.read_bytes()
+
+
+def journal_mode(path: Path) -> str:
+    with closing(sqlite3.connect(path)) as database:
+        mode: str = database.execute("PRAGMA journal_mode").fetchone()[0]
+    return mode
+
+
+def tables(path: Path) -> list[str]:
+    with closing(sqlite3.connect(path)) as database:
+        rows = database.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").fetchall()
+    return [name for (name,) in rows]
+
+
+def assert_unchanged(path: Path, before: bytes, table_names: list[str]) -> None:
+    assert path.read_bytes() == before, "not a byte of the file changed"
+    assert before[18:20] == b"\x01\x01", "header bytes 18-19 still say rollback journal, not WAL"
+    for side in ("-wal", "-shm", "-journal"):
+        assert not Path(f"{path}{side}").exists(), f"no {side} file"
+    assert journal_mode(path) == "delete"
+    assert tables(path) == table_names, "no table was added"
+
+
+@pytest.mark.parametrize(
+    ("sql", "named", "table_names"),
+    [
+        (
+            "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users (name) VALUES ('ada');",
+            "users",
+            ["users"],
+        ),
+        ("CREATE TABLE sandbox_instances (id INTEGER PRIMARY KEY, blob BLOB);", "`sandbox_instances`", ["sandbox_instances"]),
+    ],
+    ids=["another-application", "misshapen-instances-table"],
+)
+async def test_sqlite_file_not_ours_is_refused_unchanged(
+    tmp_path: Path, sql: str, named: str, table_names: list[str]
+) -> None:
+    path = tmp_path / "app.db"
+    before = sqlite_file(path, sql)
+    with pytest.raises(sr.SandboxStoreOpenError) as raised:
+        await sr.SqliteSandboxInstanceStore.open(path)
+    assert type(raised.value) is sr.SandboxStoreOpenError
+    assert isinstance(raised.value, sr.SandboxStoreError)
+    message = str(raised.value)
+    assert str(path) in message and named in message, message
+    assert_unchanged(path, before, table_names)
+
+
+async def test_newer_schema_raises_schema_too_new_before_any_write(tmp_path: Path) -> None:
+    path = tmp_path / "newer.db"
+    async with await sr.SqliteSandboxInstanceStore.open(path):
+        pass
+    with closing(sqlite3.connect(path)) as database, database:
+        database.execute("INSERT INTO sandbox_reclaim_schema_version (version, applied_at) VALUES (99, 0)")
+    before = path.read_bytes()
+    with pytest.raises(sr.SchemaTooNewError, match="version 99") as raised:
+        await sr.SqliteSandboxInstanceStore.open(path)
+    error = raised.value
+    assert isinstance(error, sr.SandboxStoreOpenError) and isinstance(error, sr.SandboxStoreError)
+    assert (error.found, error.supported) == (99, 1)
+    assert path.read_bytes() == before, "not a byte of the file changed"
+    copy = pickle.loads(pickle.dumps(error))
+    assert (type(copy), str(copy), copy.found, copy.supported) == (sr.SchemaTooNewError, str(error), 99, 1)
+
+
+# ---------------------------------------------------------------- numbers out of range
+
+OUT_OF_COUNT_RANGE = (0, -1, 2**32, 2**40, 2**70, 10**400)
+NOT_INTS = ("4", 4.0, True, None)
+
+
+@pytest.mark.parametrize("value", OUT_OF_COUNT_RANGE)
+async def test_max_connections_out_of_range_states_the_range(tmp_path: Path, value: int) -> None:
+    path = tmp_path / "never.db"
+    expected = r"`max_connections` must be a whole number between 1 and 4294967295"
+    with pytest.raises(ValueError, match=expected):
+        await sr.SqliteSandboxInstanceStore.open(path, max_connections=value)
+    with pytest.raises(ValueError, match=expected):
+        await sr.PostgresSandboxInstanceStore.connect("postgres://nobody@127.0.0.1:1/none", max_connections=value)
+    assert not path.exists(), "a refused option must not create the file"
+
+
+@pytest.mark.parametrize("value", NOT_INTS)
+async def test_max_connections_of_another_type_is_a_type_error(tmp_path: Path, value: Any) -> None:
+    with pytest.raises(TypeError, match="`max_connections` must be an int"):
+        await sr.SqliteSandboxInstanceStore.open(tmp_path / "never.db", max_connections=value)
+    with pytest.raises(TypeError, match="`max_connections` must be an int"):
+        await sr.PostgresSandboxInstanceStore.connect("postgres://nobody@127.0.0.1:1/none", max_connections=value)
+
+
+@pytest.mark.parametrize("value", (-1, -0.5, 2_147_484.0, 2**70, 10**400, float("inf"), float("nan")))
+async def test_busy_timeout_out_of_range_is_a_value_error(tmp_path: Path, value: float) -> None:
+    path = tmp_path / "never.db"
+    # SQLite waits at most an int of milliseconds (about 24.8 days).
+    with pytest.raises(ValueError, match=r"`busy_timeout` must be a number of seconds between 0 and 2147483\.647"):
+        await sr.SqliteSandboxInstanceStore.open(path, busy_timeout=value)
+    assert not path.exists(), "a refused option must not create the file"
+
+
+@asynccontextmanager
+async def store_with_one_leak(tmp_path: Path) -> AsyncIterator[tuple[sr.SqliteSandboxInstanceStore, sr.LeakEntry]]:
+    async with await sr.SqliteSandboxInstanceStore.open(tmp_path / "ledger.db") as store:
+        await store.delete_recording_leak("k", sr.NewLeak("k", "docker", "ctr", "run", "boom", 5))
+        [entry] = await store.list_leaks()
+        yield store, entry
+        assert await store.list_leaks() == [entry], "no refused call claimed or bumped the entry"
+
+
+@pytest.mark.parametrize("limit", (-1, 2**32, 2**70, 10**400))
+async def test_claim_leaks_limit_out_of_range_is_a_value_error(tmp_path: Path, limit: int) -> None:
+    async with store_with_one_leak(tmp_path) as (store, _):
+        with pytest.raises(ValueError, match=r"`limit` must be a whole number between 0 and 4294967295"):
+            await store.claim_leaks("docker", limit, 0)
+
+
+@pytest.mark.parametrize("limit", ("1", 1.0, True, None))
+async def test_claim_leaks_limit_of_another_type_is_a_type_error(tmp_path: Path, limit: Any) -> None:
+    async with store_with_one_leak(tmp_path) as (store, _):
+        with pytest.raises(TypeError, match="`limit` must be an int"):
+            await store.claim_leaks("docker", limit, 0)
+
+
+@pytest.mark.parametrize("lease", (-1, 2**70, 10**400, float("inf"), float("nan")))
+async def test_claim_leaks_lease_out_of_range_is_a_value_error(tmp_path: Path, lease: float) -> None:
+    async with store_with_one_leak(tmp_path) as (store, _):
+        with pytest.raises(ValueError, match="`lease` must be a number of seconds between 0 and"):
+            await store.claim_leaks("docker", 1, lease)
+
+
+@pytest.mark.parametrize("failed_at", (-1, 2**53, 2**64, 2**70, 10**400))
+async def test_record_retry_failure_failed_at_out_of_range_is_a_value_error(tmp_path: Path, failed_at: int) -> None:
+    async with store_with_one_leak(tmp_path) as (store, entry):
+        with pytest.raises(ValueError, match=r"`failed_at` must be a whole number between 0 and 9007199254740991"):
+            await store.record_retry_failure(entry, "again", failed_at)
+
+
+@pytest.mark.parametrize("failed_at", (1.5, "6", True))
+async def test_record_retry_failure_failed_at_of_another_type_is_a_type_error(tmp_path: Path, failed_at: Any) -> None:
+    async with store_with_one_leak(tmp_path) as (store, entry):
+        with pytest.raises(TypeError, match="`failed_at` must be an int"):
+            await store.record_retry_failure(entry, "again", failed_at)
 
 
 def test_store_cannot_be_built_without_open() -> None:

@@ -24,6 +24,8 @@ from ._errors import (
     SandboxReclaimError,
     SandboxReclaimFailedError,
     SandboxStoreError,
+    SandboxStoreOpenError,
+    SchemaTooNewError,
 )
 from ._ledger import list_leaks, retry_leaks
 from ._logging import ERRORS_LEVEL, SANDBOX_LEVEL, WARN_LEVEL
@@ -45,7 +47,9 @@ from ._records import (
 from ._stores import PostgresSandboxInstanceStore, SqliteSandboxInstanceStore
 
 _native._bind_record_types(SandboxInstanceRecord, LeakEntry)
-_native._bind_error_types(SandboxStoreError, SandboxProviderError, SandboxNotOwnedError)
+_native._bind_error_types(
+    SandboxStoreError, SandboxProviderError, SandboxNotOwnedError, SandboxStoreOpenError, SchemaTooNewError
+)
 # Store and provider futures finish on native threads: stop them touching the
 # interpreter once it exits (see bindings-python/src/bridge.rs).
 atexit.register(_native._shutdown)
@@ -80,6 +84,8 @@ __all__ = [
     "SandboxReclaimError",
     "SandboxReclaimFailedError",
     "SandboxStoreError",
+    "SandboxStoreOpenError",
+    "SchemaTooNewError",
     "SqliteSandboxInstanceStore",
     "list_leaks",
     "reclaim_sandbox",

@@ -44,6 +44,29 @@ class SandboxStoreError(SandboxReclaimError):
     instead, raised before anything is written."""
 
 
+class SandboxStoreOpenError(SandboxStoreError):
+    """A store could not be opened: the database was unreachable, a migration
+    failed, or the SQLite file is not ours (another application's tables, or a
+    table of ours in a shape we did not create), in which case it was left
+    unchanged."""
+
+
+class SchemaTooNewError(SandboxStoreOpenError):
+    """The database was migrated by a newer version of this library: its
+    schema is at version ``found``, this one knows up to ``supported``."""
+
+    found: int
+    supported: int
+
+    def __init__(self, message: str, found: int, supported: int) -> None:
+        super().__init__(message)
+        self.found = found
+        self.supported = supported
+
+    def __reduce__(self) -> tuple[type[SchemaTooNewError], tuple[str, int, int]]:
+        return (type(self), (str(self), self.found, self.supported))
+
+
 class SandboxProviderError(SandboxReclaimError):
     """A native provider (Docker, local) failed; the message is the
     backend's. Refused input is a ``ValueError`` naming the field instead."""

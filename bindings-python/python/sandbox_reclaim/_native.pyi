@@ -39,7 +39,12 @@ def _shutdown() -> None:
     """Registered with atexit: native completions stop touching the interpreter."""
 
 def _bind_error_types(
-    store: type[Exception], provider: type[Exception], not_owned: type[Exception], /
+    store: type[Exception],
+    provider: type[Exception],
+    not_owned: type[Exception],
+    store_open: type[Exception],
+    schema_too_new: type[Exception],
+    /,
 ) -> None: ...
 
 class InMemoryLeakLedgerStore(InMemorySandboxInstanceStore):

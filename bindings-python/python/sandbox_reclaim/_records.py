@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from ._checks import MAX_SAFE_INTEGER, MAX_U32
+
 JsonValue: TypeAlias = Any
 """An opaque JSON value (``error`` and ``usage`` belong to TanStack and grow)."""
-
-_MAX_SAFE_INTEGER = 2**53 - 1
 
 
 class ReclaimOutcome(str, enum.Enum):
@@ -73,11 +73,12 @@ def _check_number(owner: str, field: str, wire: str, value: object, optional: bo
         raise ValueError(f"{owner}.{field} (wire `{wire}`) must be finite, got {value!r}")
 
 
-def _check_whole(owner: str, field: str, wire: str, value: object) -> None:
+def _check_whole(owner: str, field: str, wire: str, value: object, maximum: int = MAX_SAFE_INTEGER) -> None:
+    """A whole number from 0 to ``maximum`` (epoch milliseconds by default)."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _field_error(owner, field, wire, "an int (epoch milliseconds)", value)
-    if not 0 <= value <= _MAX_SAFE_INTEGER:
-        raise ValueError(f"{owner}.{field} (wire `{wire}`) must be a whole number between 0 and 2^53-1")
+        raise _field_error(owner, field, wire, "an int", value)
+    if not 0 <= value <= maximum:
+        raise ValueError(f"{owner}.{field} (wire `{wire}`) must be a whole number between 0 and {maximum}")
 
 
 def _check_json(owner: str, field: str, wire: str, value: object) -> None:
@@ -280,6 +281,11 @@ class NewLeak:
     error_message: str
     failed_at: int
 
+    def __post_init__(self) -> None:
+        # Only the number: the text fields pass through to a host ledger
+        # store as the reclaim found them.
+        _check_whole("NewLeak", "failed_at", "failedAt", self.failed_at)
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> NewLeak:
         """Reads the camelCase wire form. Every field is required."""
@@ -325,7 +331,7 @@ class LeakEntry:
         _check_text(owner, "run_id", "runId", self.run_id)
         _check_text(owner, "last_error", "lastError", self.last_error)
         _check_whole(owner, "failed_at", "failedAt", self.failed_at)
-        _check_whole(owner, "attempts", "attempts", self.attempts)
+        _check_whole(owner, "attempts", "attempts", self.attempts, MAX_U32)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LeakEntry:

@@ -10,15 +10,21 @@ reads back unchanged in the others.
 
 from __future__ import annotations
 
-import math
 import os
 from types import TracebackType
 from typing import Any, TypeVar
 
 from . import _native
+from ._checks import MAX_SAFE_INTEGER, MAX_U32, seconds, whole_number
 from ._records import LeakEntry, NewLeak, SandboxInstanceRecord
 
 _Store = TypeVar("_Store", bound="_SqlStore")
+
+_MAX_LEASE = MAX_SAFE_INTEGER / 1000
+"""The longest claim lease, in seconds: 2^53-1 milliseconds, as in Node."""
+
+_MAX_BUSY_TIMEOUT = 2_147_483.647
+"""The longest busy timeout, in seconds: SQLite waits an ``int`` of milliseconds."""
 
 
 def _check_str(field: str, value: object) -> str:
@@ -27,20 +33,10 @@ def _check_str(field: str, value: object) -> str:
     return value
 
 
-def _check_count(field: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"`{field}` must be an int, got {type(value).__name__}")
-    if not 1 <= value <= 2**32 - 1:
-        raise ValueError(f"`{field}` must be at least 1, got {value}")
-    return value
-
-
-def _check_seconds(field: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"`{field}` must be a number of seconds, got {type(value).__name__}")
-    if not (math.isfinite(value) and value >= 0):
-        raise ValueError(f"`{field}` must be a finite, non-negative number of seconds, got {value!r}")
-    return float(value)
+def _check_seconds(field: str, value: object, maximum: float = _MAX_LEASE) -> float:
+    """A lease (or another duration up to ``maximum``) in seconds; ``retry_leaks``
+    (_ledger.py) checks its ``lease`` with it too."""
+    return seconds(value, field, maximum)
 
 
 class _SqlStore:
@@ -83,15 +79,18 @@ class _SqlStore:
         """Claims up to ``limit`` of ``provider``'s entries for ``lease``
         seconds (used by :func:`retry_leaks`; an entry another retrier holds
         is skipped until its lease ends)."""
-        return await self._native.claim_leaks(provider, limit, _check_seconds("lease", lease))
+        count = whole_number(limit, "limit", 0, MAX_U32)
+        return await self._native.claim_leaks(provider, count, _check_seconds("lease", lease))
 
     async def resolve_leak(self, entry: LeakEntry) -> None:
         """Removes a claimed entry whose sandbox is now destroyed."""
         await self._native.resolve_leak(entry)
 
     async def record_retry_failure(self, entry: LeakEntry, message: str, failed_at: int) -> None:
-        """Bumps a claimed entry's attempts, keeps ``message`` and releases the claim."""
-        await self._native.record_retry_failure(entry, message, failed_at)
+        """Bumps a claimed entry's attempts, keeps ``message`` and releases the
+        claim; ``failed_at`` is epoch milliseconds."""
+        millis = whole_number(failed_at, "failed_at", 0, MAX_SAFE_INTEGER)
+        await self._native.record_retry_failure(entry, message, millis)
 
     async def close(self) -> None:
         """Closes the connection pool; later calls raise ``SandboxStoreError``."""
@@ -118,15 +117,19 @@ class SqliteSandboxInstanceStore(_SqlStore):
         cls, path: str | os.PathLike[str], *, busy_timeout: float = 30.0, max_connections: int = 4
     ) -> SqliteSandboxInstanceStore:
         """Opens (creating if missing) the store file, switches it to WAL and
-        applies pending migrations. ``busy_timeout`` (seconds) is how long a
-        write waits for another process's lock."""
+        applies pending migrations. ``busy_timeout`` (seconds, at most about
+        24.8 days) is how long a write waits for another process's lock.
+
+        A file that is not ours is refused, unchanged, with
+        ``SandboxStoreOpenError`` (another application's tables, or a table of
+        ours we did not create) or ``SchemaTooNewError``."""
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"`path` must be a str or os.PathLike, got {type(path).__name__}")
         file = os.fspath(path)
         if not isinstance(file, str):
             raise TypeError("`path` must be a text path, not bytes")
-        timeout = _check_seconds("busy_timeout", busy_timeout)
-        connections = _check_count("max_connections", max_connections)
+        timeout = _check_seconds("busy_timeout", busy_timeout, _MAX_BUSY_TIMEOUT)
+        connections = whole_number(max_connections, "max_connections", 1, MAX_U32)
         return cls(await _native.open_sqlite(file, timeout, connections))
 
     def __repr__(self) -> str:
@@ -163,7 +166,7 @@ class PostgresSandboxInstanceStore(_SqlStore):
         }
         for field, value in names.items():
             _check_str(field, value)
-        connections = _check_count("max_connections", max_connections)
+        connections = whole_number(max_connections, "max_connections", 1, MAX_U32)
         native = await _native.connect_postgres(
             url, schema, instances_table, leaks_table, schema_version_table, connections
         )

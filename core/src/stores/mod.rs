@@ -22,6 +22,8 @@ pub use postgres::{PostgresOptions, PostgresSandboxInstanceStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteOptions, SqliteSandboxInstanceStore};
 
+use std::path::PathBuf;
+
 use crate::errors::StoreError;
 use crate::ledger::{LeakEntry, NewLeak};
 use crate::model::SandboxInstanceRecord;
@@ -42,7 +44,29 @@ pub enum StoreOpenError {
     /// The database was migrated by a newer version of this library.
     #[error("instance store schema is at version {found}, newer than the {supported} this library knows")]
     SchemaTooNew { found: i64, supported: i64 },
+    /// The SQLite file holds another application's tables and none of ours.
+    /// Refused before anything was written: adding our tables (and switching
+    /// the file to WAL) would change a database we were never given.
+    #[error(
+        "refusing to use `{}` as an instance store: it holds another application's tables ({}) and none of \
+         sandbox-reclaim's; the file was left unchanged",
+        .path.display(),
+        .tables.join(", ")
+    )]
+    ForeignDatabase { path: PathBuf, tables: Vec<String> },
+    /// A table with one of our names exists, but no schema version of ours
+    /// vouches for it (or the version table itself is malformed). Refused
+    /// before anything was written.
+    #[error(
+        "refusing to use `{}` as an instance store: table `{table}` is not one sandbox-reclaim created ({reason}); \
+         the file was left unchanged",
+        .path.display()
+    )]
+    IncompatibleSchema { path: PathBuf, table: &'static str, reason: String },
 }
+
+/// Why `maxConnections` was refused: a pool holds 1 to `u32::MAX` connections.
+pub(crate) const MAX_CONNECTIONS_RANGE: &str = "must be a whole number between 1 and 4294967295";
 
 /// One embedded migration: its version and its SQL (statements separated by
 /// `;` at line ends; no statement contains one elsewhere).

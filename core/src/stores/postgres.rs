@@ -92,7 +92,7 @@ impl PostgresOptions {
         if self.max_connections == 0 {
             return Err(StoreOpenError::InvalidOption {
                 field: "maxConnections",
-                reason: "must be at least 1".to_owned(),
+                reason: super::MAX_CONNECTIONS_RANGE.to_owned(),
             });
         }
         Ok(())

@@ -36,10 +36,14 @@ const RECORD_COLUMNS: &str =
     "sandbox_key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, latest_run_id, updated_at";
 const LEAK_COLUMNS: &str = "id, sandbox_key, provider, provider_sandbox_id, run_id, last_error, failed_at, attempts";
 
+/// The longest busy timeout SQLite can wait: `i32::MAX` milliseconds.
+pub const MAX_BUSY_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
+
 /// How [`SqliteSandboxInstanceStore::open_with`] opens the file.
 #[derive(Debug, Clone, Copy)]
 pub struct SqliteOptions {
-    /// How long a write waits for another process's write lock before failing.
+    /// How long a write waits for another process's write lock before
+    /// failing; at most [`MAX_BUSY_TIMEOUT`].
     pub busy_timeout: Duration,
     /// Connections in this handle's pool (readers run in parallel in WAL mode).
     pub max_connections: u32,
@@ -64,6 +68,12 @@ pub struct SqliteSandboxInstanceStore {
 impl SqliteSandboxInstanceStore {
     /// Opens (creating if missing) the store file at `path` with default
     /// options, switches it to WAL mode and applies pending migrations.
+    ///
+    /// An existing file must be empty or already ours: one holding another
+    /// application's tables ([`StoreOpenError::ForeignDatabase`]), a table with
+    /// one of our names that we did not create
+    /// ([`StoreOpenError::IncompatibleSchema`]) or a newer schema
+    /// ([`StoreOpenError::SchemaTooNew`]) is refused before a byte changes.
     pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreOpenError> {
         Self::open_with(path, SqliteOptions::default()).await
     }
@@ -78,7 +88,16 @@ impl SqliteSandboxInstanceStore {
             return Err(invalid("path", "must be a file: an in-memory SQLite database is not shared"));
         }
         if options.max_connections == 0 {
-            return Err(invalid("maxConnections", "must be at least 1"));
+            return Err(invalid("maxConnections", super::MAX_CONNECTIONS_RANGE));
+        }
+        // SQLite takes the busy timeout as an `int` of milliseconds (sqlx panics beyond it).
+        if options.busy_timeout > MAX_BUSY_TIMEOUT {
+            return Err(invalid("busyTimeout", "must be at most 2147483647 milliseconds (about 24.8 days)"));
+        }
+        // Read-only first: a file that is not (and cannot become) ours is
+        // refused before the WAL switch or a migration changes a byte of it.
+        if path.exists() {
+            inspect(path, options.busy_timeout).await?;
         }
         let connect =
             SqliteConnectOptions::new().filename(path).create_if_missing(true).busy_timeout(options.busy_timeout);
@@ -112,6 +131,81 @@ impl SqliteSandboxInstanceStore {
 
 fn invalid(field: &'static str, reason: &str) -> StoreOpenError {
     StoreOpenError::InvalidOption { field, reason: reason.to_owned() }
+}
+
+/// Checks, on a read-only connection, that the existing file at `path` is
+/// empty, or already ours (a schema-version table with valid versions), or
+/// holds nothing of ours and nothing else: anything else is refused.
+async fn inspect(path: &Path, timeout: Duration) -> Result<(), StoreOpenError> {
+    let mut connection = SqliteConnectOptions::new()
+        .filename(path)
+        .read_only(true)
+        .busy_timeout(timeout)
+        .connect()
+        .await
+        .map_err(StoreOpenError::Connect)?;
+    let verdict = inspect_schema(&mut connection, path).await;
+    connection.close().await.map_err(StoreOpenError::Connect)?;
+    verdict
+}
+
+async fn inspect_schema(connection: &mut SqliteConnection, path: &Path) -> Result<(), StoreOpenError> {
+    // Indexes and triggers come with a table; SQLite's own tables
+    // (`sqlite_sequence`, `sqlite_stat1`) belong to no application.
+    let sql = "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') \
+               AND name NOT LIKE 'sqlite!_%' ESCAPE '!' ORDER BY name";
+    let names: Vec<String> =
+        sqlx::query_scalar(sql).fetch_all(&mut *connection).await.map_err(StoreOpenError::Connect)?;
+    let has = |table: &str| names.iter().any(|name| name == table);
+    if has(SCHEMA_VERSION_TABLE) && check_versions(connection, path).await? > 0 {
+        return Ok(());
+    }
+    for table in [INSTANCES_TABLE, LEAKS_TABLE] {
+        if has(table) {
+            let columns: Vec<String> = sqlx::query_scalar("SELECT name FROM pragma_table_info(?1)")
+                .bind(table)
+                .fetch_all(&mut *connection)
+                .await
+                .map_err(StoreOpenError::Connect)?;
+            let reason = format!("no schema version is recorded for it; its columns are ({})", columns.join(", "));
+            return Err(StoreOpenError::IncompatibleSchema { path: path.to_owned(), table, reason });
+        }
+    }
+    let ours = [SCHEMA_VERSION_TABLE, INSTANCES_TABLE, LEAKS_TABLE];
+    let foreign: Vec<String> = names.into_iter().filter(|name| !ours.contains(&name.as_str())).collect();
+    if foreign.is_empty() {
+        return Ok(());
+    }
+    Err(StoreOpenError::ForeignDatabase { path: path.to_owned(), tables: foreign })
+}
+
+/// The highest schema version recorded (0 for none), refusing versions this
+/// library cannot have written and ones newer than it knows.
+async fn check_versions(connection: &mut SqliteConnection, path: &Path) -> Result<i64, StoreOpenError> {
+    let malformed = |reason: String| StoreOpenError::IncompatibleSchema {
+        path: path.to_owned(),
+        table: SCHEMA_VERSION_TABLE,
+        reason,
+    };
+    let sql = format!("SELECT version FROM {SCHEMA_VERSION_TABLE}");
+    let versions: Vec<i64> = sqlx::query_scalar(&sql)
+        .fetch_all(&mut *connection)
+        .await
+        .map_err(|error| malformed(format!("its versions cannot be read: {error}")))?;
+    if let Some(bad) = versions.iter().find(|version| **version < 1) {
+        return Err(malformed(format!("it records version {bad}, and versions start at 1")));
+    }
+    let found = versions.iter().copied().max().unwrap_or(0);
+    let supported = supported_version();
+    if found > supported {
+        return Err(StoreOpenError::SchemaTooNew { found, supported });
+    }
+    Ok(found)
+}
+
+/// The newest schema version this library knows.
+fn supported_version() -> i64 {
+    MIGRATIONS.last().map_or(0, |migration| migration.version)
 }
 
 /// Whether SQLite answered "busy" (any extended form of `SQLITE_BUSY`).
@@ -155,7 +249,7 @@ async fn migrate(connection: &mut SqliteConnection) -> Result<(), StoreOpenError
         .fetch_one(&mut *tx)
         .await
         .map_err(StoreOpenError::Migrate)?;
-    let supported = MIGRATIONS.last().map_or(0, |migration| migration.version);
+    let supported = supported_version();
     if current > supported {
         return Err(StoreOpenError::SchemaTooNew { found: current, supported });
     }
