@@ -16,6 +16,7 @@ const { checkString: exactString } = require('./errors.cjs');
 
 const protocol = native.protocol();
 const HEADER = protocol.header;
+const ENDING_OPERANDS = protocol.endingOperands;
 const [RUNNING, RESOLVE_UNDEFINED, RESOLVE_STRING, RESOLVE_JSON, REJECT_HOST_ERROR, REJECT_RECLAIM_FAILED] = protocol.endings;
 const [GET_INSTANCE, DELETE_INSTANCE, DELETE_RECORDING_LEAK, DESTROY, CLAIM_LEAKS, RESOLVE_LEAK, RECORD_RETRY_FAILURE, LOG, CANCEL] =
   protocol.ops;
@@ -82,7 +83,7 @@ class Run {
     while (batch !== undefined) {
       this.run = batch[0];
       let replaced;
-      let at = HEADER;
+      let at = HEADER + ENDING_OPERANDS[batch[2]];
       while (at < batch.length && replaced === undefined) {
         const op = batch[at];
         const id = batch[at + 1];

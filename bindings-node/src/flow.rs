@@ -28,6 +28,7 @@ thread_local! {
 pub struct Protocol {
     pub header: u32,
     pub endings: Vec<u32>,
+    pub ending_operands: Vec<u32>,
     pub ops: Vec<u32>,
     pub meta_kinds: Vec<u32>,
     pub completions: Vec<u32>,
@@ -45,6 +46,7 @@ pub fn protocol() -> Protocol {
     Protocol {
         header: protocol.header,
         endings: protocol.endings.to_vec(),
+        ending_operands: protocol.ending_operands.to_vec(),
         ops: protocol.ops.to_vec(),
         meta_kinds: protocol.meta_kinds.to_vec(),
         completions: protocol.completions.to_vec(),

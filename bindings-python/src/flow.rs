@@ -28,6 +28,7 @@ pub fn protocol(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     let dict = pyo3::types::PyDict::new(py);
     dict.set_item("header", protocol.header)?;
     dict.set_item("endings", protocol.endings.to_vec())?;
+    dict.set_item("ending_operands", protocol.ending_operands.to_vec())?;
     dict.set_item("ops", protocol.ops.to_vec())?;
     dict.set_item("meta_kinds", protocol.meta_kinds.to_vec())?;
     dict.set_item("completions", protocol.completions.to_vec())?;

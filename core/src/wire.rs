@@ -7,8 +7,12 @@
 //! the effects to start, so a reclaim crosses the boundary once per host call:
 //!
 //! ```text
-//! [run, deadline | None, ending, endA, endB, endC, op, id, args..., op, id, args..., ...]
+//! [run, deadline | None, ending, ending operands..., op, id, args..., op, id, args..., ...]
 //! ```
+//!
+//! How many operands follow the ending kind is [`Protocol::ending_operands`]
+//! (none while the run goes on): every slot costs a host call to build, so a
+//! batch carries only what the driver reads.
 //!
 //! Both bindings turn [`Slot`]s into their own values and read the layout's
 //! numbers from [`Protocol`], so no driver hard-codes them.
@@ -27,8 +31,8 @@ pub enum Slot {
     Nothing,
 }
 
-/// Batch header: run, deadline, ending kind and its three operands.
-pub const HEADER: usize = 6;
+/// Batch header: run, deadline, ending kind (its operands follow).
+pub const HEADER: usize = 3;
 
 /// Ending kinds (header slot 2).
 pub mod ending {
@@ -42,6 +46,9 @@ pub mod ending {
     pub const REJECT_HOST_ERROR: u32 = 4;
     /// Reject with `SandboxReclaimFailedError(runId = slot 3, sandboxKey = slot 4)`, message slot 5.
     pub const REJECT_RECLAIM_FAILED: u32 = 5;
+
+    /// How many operands follow each ending kind, by kind.
+    pub const OPERANDS: [u32; 6] = [0, 0, 1, 1, 1, 3];
 }
 
 /// Effect ops and their arguments after `op, id`.
@@ -91,6 +98,8 @@ pub mod completion {
 pub struct Protocol {
     pub header: u32,
     pub endings: [u32; 6],
+    /// Operands after each ending kind (indexed by kind).
+    pub ending_operands: [u32; 6],
     pub ops: [u32; 9],
     pub meta_kinds: [u32; 3],
     pub completions: [u32; 4],
@@ -107,6 +116,7 @@ pub fn protocol() -> Protocol {
     Protocol {
         header: HEADER as u32,
         endings: [RUNNING, RESOLVE_NOTHING, RESOLVE_STRING, RESOLVE_JSON, REJECT_HOST_ERROR, REJECT_RECLAIM_FAILED],
+        ending_operands: OPERANDS,
         ops: [
             op::GET_INSTANCE,
             op::DELETE_INSTANCE,
@@ -151,28 +161,30 @@ struct Run {
 #[derive(Default)]
 pub struct RunTable {
     runs: Vec<Option<Run>>,
+    /// Slots free for the next run (ended or abandoned), so starting one is
+    /// O(1) however many are in flight.
+    free: Vec<u32>,
 }
 
 impl RunTable {
     pub const fn new() -> Self {
-        Self { runs: Vec::new() }
+        Self { runs: Vec::new(), free: Vec::new() }
     }
 
     /// Admits a started flow; answers its first batch.
     pub fn start(&mut self, flow: BoxedFlow) -> Vec<Slot> {
         let entry = Some(Run { flow, ended: false });
-        let free = self.runs.iter().position(|slot| slot.as_ref().is_none_or(|run| run.ended));
-        let run = match free {
+        let run = match self.free.pop() {
             Some(free) => {
-                self.runs[free] = entry;
+                self.runs[free as usize] = entry;
                 free
             }
             None => {
                 self.runs.push(entry);
-                self.runs.len() - 1
+                (self.runs.len() - 1) as u32
             }
         };
-        self.advance(run as u32, |_| Ok(())).unwrap_or_default()
+        self.advance(run, |_| Ok(())).unwrap_or_default()
     }
 
     /// Feeds how effect `id` settled (`kind`: a [`completion`] kind).
@@ -220,7 +232,10 @@ impl RunTable {
     /// Forgets run `run` (its driver gave up: a host answer broke its contract).
     pub fn abandon(&mut self, run: u32) {
         if let Some(slot) = self.runs.get_mut(run as usize) {
-            *slot = None;
+            // An ended run's slot is already free.
+            if slot.take().is_some_and(|run| !run.ended) {
+                self.free.push(run);
+            }
         }
     }
 
@@ -232,7 +247,10 @@ impl RunTable {
         let entry = self.runs.get_mut(run as usize).and_then(Option::as_mut).ok_or(WireError::UnknownRun(run))?;
         step(&mut entry.flow)?;
         let (slots, ended) = encode(run, &mut entry.flow);
-        entry.ended = ended;
+        if ended && !entry.ended {
+            entry.ended = true;
+            self.free.push(run);
+        }
         Ok(slots)
     }
 }
@@ -245,16 +263,17 @@ fn text(value: impl Into<String>) -> Slot {
     Slot::Text(value.into())
 }
 
-/// The batch of `flow`: its effects, then its deadline or its ending.
+/// The batch of `flow`: its deadline or its ending, then its effects.
 fn encode(run: u32, flow: &mut BoxedFlow) -> (Vec<Slot>, bool) {
-    let mut slots = vec![int(run), Slot::Nothing, int(ending::RUNNING), Slot::Nothing, Slot::Nothing, Slot::Nothing];
+    let mut effects = Vec::new();
     while let Some((id, effect)) = flow.poll_effect() {
-        encode_effect(&mut slots, id, effect);
+        encode_effect(&mut effects, id, effect);
     }
     let Some(end) = flow.poll_done() else {
-        if let Some(deadline) = flow.poll_timeout() {
-            slots[1] = int(deadline);
-        }
+        let deadline = flow.poll_timeout().map_or(Slot::Nothing, int);
+        let mut slots = Vec::with_capacity(HEADER + effects.len());
+        slots.extend([int(run), deadline, int(ending::RUNNING)]);
+        slots.extend(effects);
         return (slots, false);
     };
     let (kind, operands) = match end {
@@ -270,10 +289,10 @@ fn encode(run: u32, flow: &mut BoxedFlow) -> (Vec<Slot>, bool) {
             (ending::REJECT_RECLAIM_FAILED, vec![text(failure.run_id), key, text(message)])
         }
     };
-    slots[2] = int(kind);
-    for (index, operand) in operands.into_iter().enumerate() {
-        slots[3 + index] = operand;
-    }
+    debug_assert_eq!(operands.len(), ending::OPERANDS[kind as usize] as usize);
+    let mut slots = vec![int(run), Slot::Nothing, int(kind)];
+    slots.extend(operands);
+    slots.extend(effects);
     (slots, true)
 }
 
@@ -347,6 +366,7 @@ mod tests {
         let mut table = RunTable::new();
         let batch = table.start(reclaim(Some("k")));
         assert_eq!(batch[2], int(ending::RUNNING));
+        assert_eq!(batch.len(), HEADER + 3, "a running batch carries no ending operands");
         assert_eq!(&batch[HEADER..], &[int(op::GET_INSTANCE), int(1u32), text("k")]);
         let batch = table.complete(0, 1, completion::NO_INSTANCE, None, None, 0).unwrap();
         assert_eq!(batch[2], int(ending::RESOLVE_STRING));
@@ -363,5 +383,8 @@ mod tests {
         assert!(matches!(table.complete(0, 1, 99, None, None, 0), Err(WireError::UnknownCompletion(99))));
         table.abandon(0);
         assert_eq!(table.timeout(0, 0), Err(WireError::UnknownRun(0)));
+        table.abandon(0);
+        assert_eq!(table.start(reclaim(Some("a")))[0], int(0u32));
+        assert_eq!(table.start(reclaim(Some("b")))[0], int(1u32), "a slot is handed out once");
     }
 }

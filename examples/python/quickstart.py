@@ -40,7 +40,7 @@ async def main() -> None:
 
     instances = InMemorySandboxInstanceStore()
     for key, container in (("thread-1:sandbox", "ctr-1"), ("thread-2:sandbox", "ctr-2")):
-        instances.upsert(SandboxInstanceRecord(key, "docker", container, key.split(":")[0], 1_700_000_000_000))
+        await instances.upsert(SandboxInstanceRecord(key, "docker", container, key.split(":")[0], 1_700_000_000_000))
     provider = DockerProvider()
 
     # A finished run that ran in a sandbox: destroy it, then forget it.

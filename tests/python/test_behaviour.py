@@ -147,27 +147,27 @@ async def test_a_get_answering_garbage_is_a_type_error_and_nothing_is_destroyed(
 async def test_native_store_copies_records_and_validates() -> None:
     store = sr.InMemorySandboxInstanceStore()
     record = instance()
-    store.upsert(record)
-    first, second = store.get(KEY), store.get(KEY)
+    await store.upsert(record)
+    first, second = await store.get(KEY), await store.get(KEY)
     assert first == record and first is not record and first is not second
-    assert store.get("missing") is None
+    assert await store.get("missing") is None
     with pytest.raises(ValueError, match="provider_sandbox_id"):
-        store.upsert(sr.SandboxInstanceRecord("k", "docker", "", "t", 1))
+        await store.upsert(sr.SandboxInstanceRecord("k", "docker", "", "t", 1))
     with pytest.raises(ValueError, match="key"):
-        store.upsert(sr.SandboxInstanceRecord("", "docker", "c", "t", 1))
+        await store.upsert(sr.SandboxInstanceRecord("", "docker", "c", "t", 1))
     with pytest.raises(ValueError, match="NUL"):
-        store.upsert(sr.SandboxInstanceRecord("k\0", "docker", "c", "t", 1))
+        await store.upsert(sr.SandboxInstanceRecord("k\0", "docker", "c", "t", 1))
     with pytest.raises(TypeError, match="SandboxInstanceRecord.*key"):
-        store.upsert(object())  # type: ignore[arg-type]
+        await store.upsert(object())  # type: ignore[arg-type]
     assert len(store) == 1 and store.records() == [record]
-    store.delete(KEY)
-    store.delete(KEY)
+    await store.delete(KEY)
+    await store.delete(KEY)
     assert len(store) == 0
 
 
 async def test_native_and_python_stores_in_one_gather() -> None:
     native = sr.InMemorySandboxInstanceStore()
-    native.upsert(instance("a", sandbox_id="ctr-a"))
+    await native.upsert(instance("a", sandbox_id="ctr-a"))
     python = AsyncStore(instance("b", sandbox_id="ctr-b"))
     provider = AsyncProvider()
     logger = CollectingLogger()
@@ -186,16 +186,16 @@ async def test_python_subclass_of_the_native_store_is_called() -> None:
     seen: list[str] = []
 
     class Audited(sr.InMemorySandboxInstanceStore):
-        def get(self, key: str) -> sr.SandboxInstanceRecord | None:
+        async def get(self, key: str) -> sr.SandboxInstanceRecord | None:
             seen.append(f"get {key}")
-            return super().get(key)
+            return await super().get(key)
 
-        def delete(self, key: str) -> None:
+        async def delete(self, key: str) -> None:
             seen.append(f"delete {key}")
-            super().delete(key)
+            await super().delete(key)
 
     store = Audited()
-    store.upsert(instance())
+    await store.upsert(instance())
     assert await sr.reclaim_sandbox(run_record(), provider=SyncProvider(), instances=store) == "destroyed"
     assert seen == [f"get {KEY}", f"delete {KEY}"]
     assert len(store) == 0
@@ -207,13 +207,13 @@ async def test_python_store_delegating_to_a_native_store() -> None:
             self.inner = sr.InMemorySandboxInstanceStore()
 
         async def get(self, key: str) -> sr.SandboxInstanceRecord | None:
-            return self.inner.get(key)
+            return await self.inner.get(key)
 
         async def upsert(self, record: sr.SandboxInstanceRecord) -> None:
-            self.inner.upsert(record)
+            await self.inner.upsert(record)
 
         async def delete(self, key: str) -> None:
-            self.inner.delete(key)
+            await self.inner.delete(key)
 
     store = Delegating()
     await store.upsert(instance())
@@ -224,7 +224,7 @@ async def test_python_store_delegating_to_a_native_store() -> None:
 async def test_native_ledger_store_records_the_leak_with_a_python_provider() -> None:
     store = sr.InMemorySandboxInstanceStore.with_ledger()
     assert isinstance(store, sr.InMemoryLeakLedgerStore) and isinstance(store, sr.InMemorySandboxInstanceStore)
-    store.upsert(instance())
+    await store.upsert(instance())
     failure = ConnectionError("engine down")
     logger = CollectingLogger()
     outcome = await sr.reclaim_sandbox(
@@ -232,11 +232,11 @@ async def test_native_ledger_store_records_the_leak_with_a_python_provider() -> 
     )
     assert outcome is sr.ReclaimOutcome.DESTROY_FAILED
     assert len(store) == 0
-    [leak] = store.list_leaks()
+    [leak] = await store.list_leaks()
     assert (leak.key, leak.provider, leak.provider_sandbox_id, leak.run_id, leak.last_error, leak.attempts) == (
         KEY, "docker", "ctr-1", "run-1", "engine down", 1,
     )
-    assert store.list_leaks("other") == []
+    assert await store.list_leaks("other") == []
     [(level, message, meta)] = logger.lines
     assert level == "warn" and meta["error"] is failure
 
@@ -280,7 +280,7 @@ async def test_cancelling_during_destroy_stops_the_reclaim(store_kind: str) -> N
     release = asyncio.Event()
     python_store = SyncStore(instance())
     native_store = sr.InMemorySandboxInstanceStore()
-    native_store.upsert(instance())
+    await native_store.upsert(instance())
     store: Any = python_store if store_kind == "python" else native_store
 
     class Provider:
@@ -424,7 +424,7 @@ async def test_the_destroy_error_is_released_after_the_reclaim(native: bool) -> 
     store: Any
     if native:
         store = sr.InMemorySandboxInstanceStore()
-        store.upsert(instance())
+        await store.upsert(instance())
     else:
         store = SyncStore(instance())
     outcome = await sr.reclaim_sandbox(run_record(), provider=Provider(), instances=store, logger=Keeping())

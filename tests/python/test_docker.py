@@ -120,7 +120,7 @@ async def test_refuses_a_container_it_does_not_own(image: str, owner: str, stran
     assert outcome is sr.ReclaimOutcome.DESTROY_FAILED
     [leak] = await store.list_leaks("docker")
     assert leak.provider_sandbox_id == stranger and "refusing" in leak.last_error
-    summary = await sr.retry_leaks(provider=provider, instances=store, lease=0)
+    summary = await sr.retry_leaks(provider=provider, instances=store)
     assert summary == sr.RetrySummary(retried=1, destroyed=0, still_failing=1)
     assert running(stranger)
     assert await provider.list() == [], "a stranger is never listed"

@@ -47,11 +47,11 @@ async def test_create_exec_list_reclaim_destroy(tmp_path: Path) -> None:
 
     store = sr.InMemorySandboxInstanceStore.with_ledger()
     for handle in handles:
-        store.upsert(sr.SandboxInstanceRecord(handle.key, provider.name, handle.id, "thread", handle.created_at))
+        await store.upsert(sr.SandboxInstanceRecord(handle.key, provider.name, handle.id, "thread", handle.created_at))
     for index, handle in enumerate(handles):
         outcome = await sr.reclaim_sandbox(run_record(handle.key, f"run-{index}"), provider=provider, instances=store)
         assert outcome is sr.ReclaimOutcome.DESTROYED
-    assert len(store) == 0 and store.list_leaks() == []
+    assert len(store) == 0 and await store.list_leaks() == []
 
     for handle in handles:
         await provider.destroy(handle.id)  # already gone: success

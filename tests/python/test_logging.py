@@ -118,7 +118,7 @@ async def test_a_raising_logger_stops_the_reclaim_like_the_reference() -> None:
 
 async def test_native_store_logs_before_it_deletes() -> None:
     store = sr.InMemorySandboxInstanceStore()
-    store.upsert(instance())
+    await store.upsert(instance())
     seen: list[int] = []
 
     class Watching(CollectingLogger):

@@ -46,7 +46,8 @@ FULL_INSTANCE = {
 
 def test_every_vector_record_round_trips() -> None:
     for vector in load_vectors():
-        assert sr.RunRecord.from_dict(vector["record"]).to_dict() == vector["record"], vector["name"]
+        if "record" in vector:  # retryLeaks vectors reclaim no run
+            assert sr.RunRecord.from_dict(vector["record"]).to_dict() == vector["record"], vector["name"]
         for wire in vector["store"]["instances"]:
             assert sr.SandboxInstanceRecord.from_dict(wire).to_dict() == wire, vector["name"]
 
@@ -264,7 +265,7 @@ async def test_records_cross_between_python_and_the_node_binding(tmp_path: Path)
 
     # And Python reclaims with what Node wrote.
     store = sr.InMemorySandboxInstanceStore()
-    store.upsert(node_instance)
+    await store.upsert(node_instance)
 
     class Provider:
         name = "docker"

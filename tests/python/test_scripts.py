@@ -21,7 +21,7 @@ SCRIPT = textwrap.dedent(
 
     async def main():
         store = sr.InMemorySandboxInstanceStore()
-        store.upsert(sr.SandboxInstanceRecord("k", "docker", "ctr-1", "t", 1))
+        await store.upsert(sr.SandboxInstanceRecord("k", "docker", "ctr-1", "t", 1))
         record = {"runId": "r", "threadId": "t", "status": "completed", "startedAt": 0, "sandboxKey": "k"}
         print(await sr.reclaim_sandbox(record, provider=Provider(), instances=store))
         print(await sr.reclaim_sandbox(record, provider=Provider(), instances=store))

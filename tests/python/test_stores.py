@@ -48,7 +48,7 @@ CASES = load_cases()
 
 
 async def settle(value: Any) -> Any:
-    """The native in-memory store answers synchronously, the SQL stores with awaitables."""
+    """Every store method is awaitable; a plain value (a sync host store) is taken as is."""
     return await value if inspect.isawaitable(value) else value
 
 
@@ -418,7 +418,7 @@ async def test_failed_destroy_is_recorded_then_retried(backend: str, tmp_path: P
 
 async def test_retry_leaks_with_in_memory_ledger_and_sync_provider() -> None:
     store = sr.InMemorySandboxInstanceStore.with_ledger()
-    store.upsert(instance())
+    await store.upsert(instance())
 
     class Broken:
         name = "docker"
@@ -427,8 +427,8 @@ async def test_retry_leaks_with_in_memory_ledger_and_sync_provider() -> None:
             raise OSError("still down")
 
     assert await sr.reclaim_sandbox(run_record(), provider=Broken(), instances=store) is sr.ReclaimOutcome.DESTROY_FAILED
-    assert await sr.retry_leaks(provider=Broken(), instances=store, lease=0) == sr.RetrySummary(1, 0, 1)
-    [leak] = store.list_leaks()
+    assert await sr.retry_leaks(provider=Broken(), instances=store) == sr.RetrySummary(1, 0, 1)
+    [leak] = await store.list_leaks()
     assert (leak.attempts, leak.last_error) == (2, "still down")
 
 
@@ -441,7 +441,7 @@ async def test_retry_leaks_checks_its_arguments(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="lease"):
         await sr.retry_leaks(provider=FlakyProvider(), instances=store, lease=float("nan"))
     with pytest.raises(TypeError, match="provider.name"):
-        await sr.retry_leaks(provider=object(), instances=store)
+        await sr.retry_leaks(provider=object(), instances=store)  # type: ignore[arg-type]
 
 
 async def test_sqlite_store_is_an_async_context_manager(tmp_path: Path) -> None:

@@ -17,8 +17,8 @@ from __future__ import annotations
 import atexit
 
 from . import _native
-from ._driver import Logger, RecordInput, reclaim_sandbox, sandbox_reclaimer
 from ._errors import (
+    SandboxDestroyTimeoutError,
     SandboxNotOwnedError,
     SandboxProviderError,
     SandboxReclaimError,
@@ -27,9 +27,9 @@ from ._errors import (
     SandboxStoreOpenError,
     SchemaTooNewError,
 )
-from ._ledger import list_leaks, retry_leaks
+from ._flows import Logger, RecordInput, list_leaks, reclaim_sandbox, retry_leaks, sandbox_reclaimer
 from ._logging import ERRORS_LEVEL, SANDBOX_LEVEL, WARN_LEVEL
-from ._native import InMemoryLeakLedgerStore, InMemorySandboxInstanceStore
+from ._memory import InMemoryLeakLedgerStore, InMemorySandboxInstanceStore
 from ._providers import DockerProvider, LocalProvider
 from ._protocols import LeakLedgerStore, ReclaimLogger, SandboxInstanceStore, SandboxProvider
 from ._records import (
@@ -78,6 +78,7 @@ __all__ = [
     "SandboxHandle",
     "SandboxInstanceRecord",
     "SandboxInstanceStore",
+    "SandboxDestroyTimeoutError",
     "SandboxNotOwnedError",
     "SandboxProvider",
     "SandboxProviderError",

@@ -39,3 +39,14 @@ def seconds(value: object, name: str, maximum: float) -> float:
     if not 0 <= value <= maximum:
         raise ValueError(f"`{name}` must be a number of seconds between 0 and {maximum}, got {_shown(value)}")
     return float(value)
+
+
+def exact(value: str, name: str) -> str:
+    """A string for the core: one holding a lone surrogate cannot cross into
+    Rust unchanged, so it is refused (``TypeError`` naming it), never altered."""
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise TypeError(f"`{name}` must not contain a lone surrogate (it cannot be carried exactly)") from None
+    return value

@@ -37,6 +37,46 @@ class SandboxReclaimFailedError(SandboxReclaimError):
         # The default would call cls(message): rebuild from the fields instead.
         return (type(self), (self.run_id, self.sandbox_key))
 
+    @classmethod
+    def _from_core(cls, run_id: str, sandbox_key: str | None, message: str) -> SandboxReclaimFailedError:
+        """Built by the driver with the message the core already sent."""
+        error = cls.__new__(cls)
+        Exception.__init__(error, message)
+        error.run_id = run_id
+        error.sandbox_key = sandbox_key
+        return error
+
+
+class SandboxDestroyTimeoutError(SandboxReclaimError, TimeoutError):
+    """A provider's ``destroy`` did not finish within ``destroy_timeout``: its
+    task was cancelled and the reclaim took the destroy-failed path. It is the
+    ``error`` of that ``warn`` line, and its message the leak entry's."""
+
+    provider_sandbox_id: str
+    timeout_ms: int
+
+    def __init__(self, provider_sandbox_id: str, timeout_ms: int) -> None:
+        super().__init__(_native.destroy_timeout_message(provider_sandbox_id, timeout_ms))
+        self.provider_sandbox_id = provider_sandbox_id
+        self.timeout_ms = timeout_ms
+
+    @property
+    def timeout(self) -> float:
+        """The deadline in seconds, as ``destroy_timeout`` was given."""
+        return self.timeout_ms / 1000
+
+    def __reduce__(self) -> tuple[type[SandboxDestroyTimeoutError], tuple[str, int]]:
+        return (type(self), (self.provider_sandbox_id, self.timeout_ms))
+
+    @classmethod
+    def _from_core(cls, provider_sandbox_id: str, timeout_ms: int, message: str) -> SandboxDestroyTimeoutError:
+        """Built by the driver with the message the core already sent."""
+        error = cls.__new__(cls)
+        Exception.__init__(error, message)
+        error.provider_sandbox_id = provider_sandbox_id
+        error.timeout_ms = timeout_ms
+        return error
+
 
 class SandboxStoreError(SandboxReclaimError):
     """A durable store (SQLite, PostgreSQL) failed: it could not be opened,

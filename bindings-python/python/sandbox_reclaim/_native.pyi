@@ -2,6 +2,7 @@
 
 import builtins
 from collections.abc import Awaitable
+from typing import Any
 
 from ._records import LeakEntry, NewLeak, SandboxInstanceRecord
 
@@ -9,15 +10,33 @@ def reclaim_failed_message(run_id: str, sandbox_key: str | None = None) -> str:
     """The message of SandboxReclaimFailedError, built by the core."""
 
 def _bind_record_types(instance: type[SandboxInstanceRecord], leak_entry: type[LeakEntry], /) -> None: ...
-def reclaim_program(api: str, ledger: bool, /) -> str:
-    """The core's compiled reclaim program of ``api`` ("reclaimSandbox" or
-    "sandboxReclaimer"), for a store with or without a ledger, as JSON."""
+def destroy_timeout_message(provider_sandbox_id: str, timeout_ms: int, /) -> str:
+    """The message of SandboxDestroyTimeoutError, built by the core."""
+
+def protocol() -> dict[str, Any]:
+    """The batch layout (core/src/wire.rs) and the names the driver checks against."""
+
+Batch = tuple[Any, ...]
+
+def start_reclaim(
+    reclaimer: bool,
+    run_id: str,
+    sandbox_key: str | None,
+    provider_name: str,
+    store_has_ledger: bool,
+    destroy_timeout_ms: int | None,
+    now: int,
+    /,
+) -> Batch: ...
+def start_retry(provider_name: str, limit: int, lease_ms: int, destroy_timeout_ms: int | None, now: int, /) -> Batch: ...
+def complete(run: int, id: int, kind: int, a: str | None, b: str | None, now: int, /) -> Batch: ...
+def complete_leaks(run: int, id: int, sandbox_ids: list[str], now: int, /) -> Batch: ...
+def timeout(run: int, now: int, /) -> Batch: ...
+def abandon(run: int, /) -> None: ...
 
 class InMemorySandboxInstanceStore:
-    """An instance store in memory (the core's). Copies records in and out.
-
-    Passed as is to ``reclaim_sandbox`` it is answered natively, without
-    building records in Python."""
+    """The native half of the in-memory store (the core's): synchronous
+    methods that ``sandbox_reclaim.InMemorySandboxInstanceStore`` wraps."""
 
     def __init__(self) -> None: ...
     @staticmethod
@@ -29,8 +48,6 @@ class InMemorySandboxInstanceStore:
         """Stores a copy; ``ValueError`` naming the field for a record breaking the store contract."""
     def delete(self, key: str, /) -> None:
         """Deletes the record; a missing key is a no-op."""
-    def _reclaim_view(self, key: str, /) -> tuple[str, str] | None:
-        """``(provider, provider_sandbox_id)`` of the record, or ``None``."""
     def records(self) -> list[SandboxInstanceRecord]:
         """Every record, sorted by key."""
     def __len__(self) -> int: ...
@@ -116,6 +133,3 @@ def docker_provider(
 def local_provider(
     base_dir: str, owner: str, keep_alive: list[str] | None, isolation: str, name: str, /
 ) -> ManagedProvider: ...
-def retry_leaks(
-    provider: ManagedProvider, instances: SqlStore | InMemoryLeakLedgerStore, limit: int, lease: float, /
-) -> Awaitable[tuple[int, int, int]]: ...

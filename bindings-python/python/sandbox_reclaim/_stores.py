@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from . import _native
-from ._checks import MAX_SAFE_INTEGER, MAX_U32, seconds, whole_number
+from ._checks import MAX_SAFE_INTEGER, MAX_U32, exact, seconds, whole_number
 from ._records import LeakEntry, NewLeak, SandboxInstanceRecord
 
 _Store = TypeVar("_Store", bound="_SqlStore")
@@ -30,12 +30,11 @@ _MAX_BUSY_TIMEOUT = 2_147_483.647
 def _check_str(field: str, value: object) -> str:
     if not isinstance(value, str):
         raise TypeError(f"`{field}` must be a str, got {type(value).__name__}")
-    return value
+    return exact(value, field)
 
 
 def _check_seconds(field: str, value: object, maximum: float = _MAX_LEASE) -> float:
-    """A lease (or another duration up to ``maximum``) in seconds; ``retry_leaks``
-    (_ledger.py) checks its ``lease`` with it too."""
+    """A lease (or another duration up to ``maximum``) in seconds."""
     return seconds(value, field, maximum)
 
 
