@@ -16,7 +16,9 @@ use napi::bindgen_prelude::{JsObjectValue, JsValue, PromiseRaw, ToNapiValue};
 use napi::{Env, Error, JsError, Result, Status};
 use napi_derive::napi;
 use sandbox_reclaim::providers::{DockerConfig, IsolationRequest, LocalConfig};
-use sandbox_reclaim::{DockerProvider, InvalidInput, LocalProvider, ManagedSandboxProvider, ProviderError, SandboxHandle};
+use sandbox_reclaim::{
+    DockerProvider, InvalidInput, LocalProvider, ManagedSandboxProvider, ProviderError, SandboxHandle,
+};
 
 use crate::memory_store::type_error;
 

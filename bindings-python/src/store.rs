@@ -7,9 +7,9 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use sandbox_reclaim::{InMemorySandboxInstanceStore, LeakLedger, SandboxInstanceStore};
 
+use crate::records::{instance_from_py, instance_to_py, leak_entry_from_py, leak_entry_to_py, new_leak_from_py};
 use pyo3::exceptions::PyRuntimeError;
 use sandbox_reclaim::memory::now_or_never;
-use crate::records::{instance_from_py, instance_to_py, leak_entry_from_py, leak_entry_to_py, new_leak_from_py};
 
 /// An instance store in memory. It copies records in and out: mutating
 /// nothing a caller holds can change what it stores.

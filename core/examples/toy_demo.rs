@@ -72,7 +72,8 @@ async fn main() {
         RunRecord::new("run-4", "t4", RunStatus::Completed).with_sandbox_key("t4:sb"),
         RunRecord::new("run-5", "t5", RunStatus::Completed),
     ];
-    let options = ReclaimOptions { provider: &ToyProvider, instances: &store, logger: Some(&PrintLogger), destroy_timeout: None };
+    let options =
+        ReclaimOptions { provider: &ToyProvider, instances: &store, logger: Some(&PrintLogger), destroy_timeout: None };
     for run in &runs {
         println!("{}:", run.run_id);
         match sandbox_reclaimer(run, options).await {

@@ -269,7 +269,10 @@ fn start<'a>(
     let ledger = || host.ledger.ok_or(Misuse(messages::MISUSE_NO_LEDGER));
     let entry = |entry: HostRef| {
         let entries = claimed.get(&entry.effect);
-        entries.and_then(|entries| entries.get(entry.index as usize)).cloned().ok_or(Misuse(messages::MISUSE_UNKNOWN_EFFECT))
+        entries
+            .and_then(|entries| entries.get(entry.index as usize))
+            .cloned()
+            .ok_or(Misuse(messages::MISUSE_UNKNOWN_EFFECT))
     };
     let instances = || host.instances.ok_or(Misuse(messages::MISUSE_WRONG_COMPLETION));
     Ok(match effect {
@@ -295,7 +298,10 @@ fn start<'a>(
             let ledger = ledger()?;
             let lease = Duration::from_millis(lease_ms);
             Box::pin(async move {
-                ledger.claim_leaks(&provider, limit as usize, lease).await.map_or_else(Settled::StoreFailed, Settled::Leaks)
+                ledger
+                    .claim_leaks(&provider, limit as usize, lease)
+                    .await
+                    .map_or_else(Settled::StoreFailed, Settled::Leaks)
             })
         }
         Effect::ResolveLeak { entry: reference } => {

@@ -17,7 +17,9 @@
 //! Both bindings turn [`Slot`]s into their own values and read the layout's
 //! numbers from [`Protocol`], so no driver hard-codes them.
 
-use crate::effects::{Completion, Effect, EffectId, Ending, InstanceFields, LogLevel, MetaValue, Millis, Misuse, Output};
+use crate::effects::{
+    Completion, Effect, EffectId, Ending, InstanceFields, LogLevel, MetaValue, Millis, Misuse, Output,
+};
 use crate::flows::BoxedFlow;
 use crate::messages;
 
@@ -331,7 +333,12 @@ fn encode_effect(slots: &mut Vec<Slot>, id: EffectId, effect: Effect) {
                     MetaValue::HostError(effect) => args.extend([int(meta::HOST_ERROR), int(effect)]),
                     MetaValue::DestroyTimeout { provider_sandbox_id, timeout_ms } => {
                         let message = messages::destroy_timeout_message(&provider_sandbox_id, timeout_ms);
-                        args.extend([int(meta::DESTROY_TIMEOUT), text(provider_sandbox_id), int(timeout_ms), text(message)]);
+                        args.extend([
+                            int(meta::DESTROY_TIMEOUT),
+                            text(provider_sandbox_id),
+                            int(timeout_ms),
+                            text(message),
+                        ]);
                     }
                 }
             }

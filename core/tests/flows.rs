@@ -71,7 +71,12 @@ fn completions_it_did_not_ask_for_are_misuse_not_panics() {
 fn a_throwing_logger_rejects_with_its_error_and_stops_the_batch() {
     let mut flow = Reclaim::new(input(ReclaimApi::ReclaimSandbox, Some("k"), false, None), NOW);
     let get = drain(&mut flow)[0].0;
-    flow.complete(get, Completion::Instance(Some(InstanceFields { provider: "docker".into(), provider_sandbox_id: "c".into() })), NOW).unwrap();
+    flow.complete(
+        get,
+        Completion::Instance(Some(InstanceFields { provider: "docker".into(), provider_sandbox_id: "c".into() })),
+        NOW,
+    )
+    .unwrap();
     let destroy = drain(&mut flow)[0].0;
     flow.complete(destroy, Completion::Failed { message: "down".into() }, NOW).unwrap();
     // Warn, then delete: the driver runs the warn first; it throws.
@@ -86,7 +91,12 @@ fn a_throwing_logger_rejects_with_its_error_and_stops_the_batch() {
 fn a_deadline_cancels_the_destroy_and_ignores_its_late_settle() {
     let mut flow = Reclaim::new(input(ReclaimApi::ReclaimSandbox, Some("k"), true, Some(100)), NOW);
     let get = drain(&mut flow)[0].0;
-    flow.complete(get, Completion::Instance(Some(InstanceFields { provider: "docker".into(), provider_sandbox_id: "c".into() })), NOW + 5).unwrap();
+    flow.complete(
+        get,
+        Completion::Instance(Some(InstanceFields { provider: "docker".into(), provider_sandbox_id: "c".into() })),
+        NOW + 5,
+    )
+    .unwrap();
     let (destroy, Effect::Destroy { deadline: Some(deadline), .. }) = one(&mut flow) else {
         panic!("destroy with a deadline")
     };
@@ -113,9 +123,7 @@ fn retry_checks_its_lease_before_each_destroy() {
     let mut flow = Retry::new(input, NOW);
     let claim = drain(&mut flow)[0].0;
     flow.complete(claim, Completion::Leaks(vec!["a".into(), "b".into()]), NOW + 10).unwrap();
-    let (destroy, Effect::Destroy { deadline: Some(deadline), .. }) = one(&mut flow) else {
-        panic!("destroy")
-    };
+    let (destroy, Effect::Destroy { deadline: Some(deadline), .. }) = one(&mut flow) else { panic!("destroy") };
     assert_eq!(deadline, NOW + 50, "no destroy runs past the lease");
     flow.complete(destroy, Completion::Ok, NOW + 20).unwrap();
     let resolve = drain(&mut flow)[0].0;
@@ -169,9 +177,12 @@ fn run(scenario: &Scenario) -> (Vec<Effect>, Ending) {
         let mut answers = Vec::new();
         for (id, effect) in drain(&mut flow) {
             let answer = match &effect {
-                Effect::GetInstance { .. } => Some(Completion::Instance(scenario.instance_provider.clone().map(
-                    |provider| InstanceFields { provider, provider_sandbox_id: "ctr-1".into() },
-                ))),
+                Effect::GetInstance { .. } => Some(Completion::Instance(
+                    scenario
+                        .instance_provider
+                        .clone()
+                        .map(|provider| InstanceFields { provider, provider_sandbox_id: "ctr-1".into() }),
+                )),
                 Effect::Destroy { .. } => match scenario.destroy {
                     0 => Some(Completion::Ok),
                     1 => Some(Completion::Failed { message: "down".into() }),

@@ -70,7 +70,8 @@ fn fault_child() {
         for index in 0..count {
             let run = RunRecord::new(format!("run-{index}"), "thread", RunStatus::Failed)
                 .with_sandbox_key(format!("k{index}"));
-            let options = ReclaimOptions { provider: &provider, instances: &store, logger: None, destroy_timeout: None };
+            let options =
+                ReclaimOptions { provider: &provider, instances: &store, logger: None, destroy_timeout: None };
             reclaim_sandbox(&run, options).await.unwrap();
         }
         println!("DONE");

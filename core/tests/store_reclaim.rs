@@ -92,7 +92,8 @@ async fn successful_destroy_records_nothing(backend: Backend) {
     let fresh = Fresh::new(backend).await;
     fresh.store.upsert(&instance("k", "ctr-1")).await.unwrap();
     let provider = ScriptedProvider::new("docker");
-    let options = ReclaimOptions { provider: &provider, instances: fresh.store.as_ref(), logger: None, destroy_timeout: None };
+    let options =
+        ReclaimOptions { provider: &provider, instances: fresh.store.as_ref(), logger: None, destroy_timeout: None };
     assert_eq!(reclaim_sandbox(&run("run-1", "k"), options).await.unwrap(), ReclaimOutcome::Destroyed);
     assert_eq!(fresh.store.get("k").await.unwrap(), None);
     assert_eq!(fresh.ledger().count_leaks(None).await.unwrap(), 0, "{backend:?}");

@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use sandbox_reclaim::{
-    reclaim_sandbox, sandbox_reclaimer, LeakEntry, LeakLedger, LogMeta, LogValue, NewLeak, ProviderError,
-    ReclaimError, ReclaimLogger, ReclaimOptions, ReclaimerError, RunRecord, SandboxInstanceRecord,
-    SandboxInstanceStore, SandboxProvider, StoreError,
+    reclaim_sandbox, sandbox_reclaimer, LeakEntry, LeakLedger, LogMeta, LogValue, NewLeak, ProviderError, ReclaimError,
+    ReclaimLogger, ReclaimOptions, ReclaimerError, RunRecord, SandboxInstanceRecord, SandboxInstanceStore,
+    SandboxProvider, StoreError,
 };
 use serde_json::{json, Value};
 

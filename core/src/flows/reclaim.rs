@@ -168,10 +168,8 @@ impl Reclaim {
         }
         if outcome == ReclaimOutcome::DestroyFailed {
             self.out.log(LogLine { level: LogLevel::Errors, message: messages::RECLAIMER_DESTROY_FAILED, meta });
-            let failure = SandboxReclaimFailed {
-                run_id: self.input.run_id.clone(),
-                sandbox_key: self.input.sandbox_key.clone(),
-            };
+            let failure =
+                SandboxReclaimFailed { run_id: self.input.run_id.clone(), sandbox_key: self.input.sandbox_key.clone() };
             self.out.finish(Ending::ReclaimFailed(failure));
         } else {
             let message = messages::reclaimer_outcome_line(outcome);

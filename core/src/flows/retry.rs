@@ -107,7 +107,9 @@ impl Retry {
 
     fn awaited(&self) -> Option<EffectId> {
         match self.phase {
-            Phase::Claiming(effect) | Phase::Destroying { effect, .. } | Phase::Recording { effect, .. } => Some(effect),
+            Phase::Claiming(effect) | Phase::Destroying { effect, .. } | Phase::Recording { effect, .. } => {
+                Some(effect)
+            }
             Phase::Finished => None,
         }
     }

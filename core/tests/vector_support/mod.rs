@@ -71,7 +71,9 @@ struct Behaviour {
 fn behaviour(script: &Value) -> Behaviour {
     let latency = script["latencyMs"].as_u64().unwrap_or(0);
     match script["mode"].as_str().unwrap_or("resolve") {
-        "throw" | "reject" => Behaviour { fails: Some(script["message"].as_str().unwrap().to_owned()), latency: Some(latency) },
+        "throw" | "reject" => {
+            Behaviour { fails: Some(script["message"].as_str().unwrap().to_owned()), latency: Some(latency) }
+        }
         "hang" => Behaviour { fails: None, latency: None },
         _ => Behaviour { fails: None, latency: Some(latency) },
     }
@@ -121,7 +123,8 @@ pub fn run_virtual(vector: &Value) -> Observed {
     loop {
         while let Some((id, effect)) = flow.poll_effect() {
             let at = now - start;
-            let call = |on: &str, method: &str, args: Value| json!({"on": on, "method": method, "args": args, "at": at});
+            let call =
+                |on: &str, method: &str, args: Value| json!({"on": on, "method": method, "args": args, "at": at});
             let (script, source, call) = match &effect {
                 Effect::Log(line) => {
                     if logger {
@@ -164,7 +167,11 @@ pub fn run_virtual(vector: &Value) -> Observed {
                 Effect::RecordRetryFailure { entry, message, failed_at } => {
                     let sandbox_id = claimed[&entry.effect][entry.index as usize]["providerSandboxId"].clone();
                     let args = json!([sandbox_id, message, failed_at - start]);
-                    (&vector["store"]["recordRetryFailure"], "recordRetryFailure", call("store", "recordRetryFailure", args))
+                    (
+                        &vector["store"]["recordRetryFailure"],
+                        "recordRetryFailure",
+                        call("store", "recordRetryFailure", args),
+                    )
                 }
             };
             calls.push(call);
