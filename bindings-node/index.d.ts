@@ -1,7 +1,7 @@
 // Type declarations of `sandbox-reclaim`, a drop-in for the reclaim module of
 // `@tanstack/ai-sandbox`. TanStack's own types (`RunRecord` from
 // `@tanstack/ai`, `InternalLogger`, `SandboxProvider`, `SandboxStore`) are
-// assignable to these: see tests/types/tanstack.ts.
+// assignable to these: see type-tests/tanstack.ts (`npm run typecheck`).
 
 /** Lifecycle state of an agent run (TanStack's `RunStatus`). */
 export type RunStatus = 'running' | 'interrupted' | 'completed' | 'failed' | 'aborted';
@@ -93,9 +93,14 @@ export interface LedgerSandboxInstanceStore extends SandboxInstanceStore {
   deleteRecordingLeak(key: string, leak: SandboxLeak): Promise<void> | void;
 }
 
-/** What the provider's `destroy` receives: a fresh object per call. */
+/**
+ * What the provider's `destroy` receives: a fresh object per call. `signal`
+ * is present only when a deadline applies (`destroyTimeoutMs`): it aborts
+ * when the deadline passes, and a destroy that settles later changes nothing.
+ */
 export interface ReclaimDestroyInput {
   id: string;
+  signal?: AbortSignal;
 }
 
 /** The part of a `SandboxProvider` a reclaim uses. */
@@ -119,6 +124,13 @@ export interface ReclaimSandboxOptions {
   provider: ReclaimProvider;
   instances: SandboxInstanceStore;
   logger?: ReclaimLogger;
+  /**
+   * Cancel a destroy still running after this many milliseconds (a whole
+   * number >= 1): its `signal` aborts and the reclaim takes the destroy-failed
+   * path with a {@link SandboxDestroyTimeoutError}. Absent: no deadline, as
+   * the reference.
+   */
+  destroyTimeoutMs?: number;
 }
 
 /**
@@ -134,9 +146,22 @@ export declare function reclaimSandbox(record: ReclaimableRun, options: ReclaimS
 
 /**
  * Adapts {@link reclaimSandbox} to `ReapOptions.reclaim`: logs the outcome and
- * rejects with {@link SandboxReclaimFailedError} on `'destroy-failed'`.
+ * rejects with {@link SandboxReclaimFailedError} on `'destroy-failed'`. The
+ * options are checked here (a `TypeError` naming the field); `provider.name`
+ * is read at each reclaim.
  */
 export declare function sandboxReclaimer(options: ReclaimSandboxOptions): (record: ReclaimableRun) => Promise<void>;
+
+/**
+ * A destroy that did not settle within `destroyTimeoutMs`: the `error` of the
+ * destroy-failed warning, and the leak entry's message.
+ */
+export declare class SandboxDestroyTimeoutError extends Error {
+  constructor(providerSandboxId: string, timeoutMs: number);
+  readonly name: 'SandboxDestroyTimeoutError';
+  readonly providerSandboxId: string;
+  readonly timeoutMs: number;
+}
 
 /** Thrown by {@link sandboxReclaimer} when the destroy failed and the record was deleted anyway. */
 export declare class SandboxReclaimFailedError extends Error {
@@ -153,8 +178,8 @@ export interface InMemorySandboxInstanceStoreOptions {
 }
 
 /**
- * A native (Rust) in-memory store. It copies records in and out. Given to a
- * reclaim, its `get`/`delete` are answered natively within the same call.
+ * A native (Rust) in-memory store. It copies records in and out; a reclaim
+ * calls it like any store.
  */
 export declare class InMemorySandboxInstanceStore implements SandboxInstanceStore {
   constructor(options?: InMemorySandboxInstanceStoreOptions);
@@ -268,8 +293,14 @@ export interface RetryLeaksOptions {
   instances: Pick<LeakLedgerStore, 'claimLeaks' | 'resolveLeak' | 'recordRetryFailure'>;
   /** Most leaks claimed in this call. Default 100. */
   limit?: number;
-  /** How long a claim holds before another retrier may take the entry, in ms. Default 300 000. */
+  /**
+   * How long a claim holds before another retrier may take the entry, in ms
+   * (a whole number >= 1). No destroy starts after it ends, and one still
+   * running then is cancelled and its entry left to its new holder. Default 300 000.
+   */
   leaseMs?: number;
+  /** Cancel a destroy still running after this many ms and record it as failed. */
+  destroyTimeoutMs?: number;
 }
 
 /** What one {@link retryLeaks} call did. */
@@ -280,8 +311,9 @@ export interface RetrySummary {
 }
 
 /**
- * Retries the destroy of the provider's pending leaks: claims them, destroys
- * each, removes the entry on success and records the failure otherwise.
+ * Retries the destroy of the provider's pending leaks: claims them under a
+ * lease, destroys each while the lease holds, removes the entry on success
+ * and records the failure otherwise.
  */
 export declare function retryLeaks(options: RetryLeaksOptions): Promise<RetrySummary>;
 
