@@ -124,10 +124,10 @@ fn retry_checks_its_lease_before_each_destroy() {
     let claim = drain(&mut flow)[0].0;
     flow.complete(claim, Completion::Leaks(vec!["a".into(), "b".into()]), NOW + 10).unwrap();
     let (destroy, Effect::Destroy { deadline: Some(deadline), .. }) = one(&mut flow) else { panic!("destroy") };
-    assert_eq!(deadline, NOW + 50, "no destroy runs past the lease");
+    assert_eq!(deadline, NOW + 45, "no destroy runs into the lease's last tenth, kept for the store write");
     flow.complete(destroy, Completion::Ok, NOW + 20).unwrap();
     let resolve = drain(&mut flow)[0].0;
-    flow.complete(resolve, Completion::Ok, NOW + 50).unwrap();
+    flow.complete(resolve, Completion::Ok, NOW + 45).unwrap();
     assert!(drain(&mut flow).is_empty(), "the lease has ended: b is not destroyed");
     let Some(Ending::Resolved(Output::Retry(summary))) = flow.poll_done() else { panic!("summary") };
     assert_eq!((summary.retried, summary.destroyed, summary.still_failing), (1, 1, 0));

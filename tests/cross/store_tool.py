@@ -14,12 +14,17 @@ Commands print one JSON document on stdout (exit 0); on failure
                        seeded upsert/get/delete on keys <prefix>0..<prefix>7 (the Node tool's PRNG and
                        mix), every read checked against this process's writes, then every key read again;
                        prints {"ok": true, "finalKeys": [...]}
+    retry <provider> <lease-ms> <limit> <destroy-ms> <log>
+                       retry_leaks until the provider has no pending leak, with a provider whose destroy
+                       takes <destroy-ms> (cancellable); each completed destroy appends "<id> <pid>" to
+                       <log>; prints {"ok": true, "rounds": n, "destroyed": m}
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -118,6 +123,34 @@ async def ops(store: Store, seed_text: str, count_text: str, prefix: str) -> dic
     return {"ok": True, "finalKeys": sorted(model)}
 
 
+class SlowProvider:
+    """A provider whose destroy takes a while, stops when cancelled, and logs completions."""
+
+    def __init__(self, name: str, destroy_ms: int, log: str) -> None:
+        self.name = name
+        self.destroy_ms = destroy_ms
+        self.log = log
+        self.destroyed = 0
+
+    async def destroy(self, sandbox_id: str) -> None:
+        await asyncio.sleep(self.destroy_ms / 1000)
+        # One small O_APPEND write: lines of concurrent processes never mix.
+        with open(self.log, "a", encoding="utf-8") as log:
+            log.write(f"{sandbox_id} {os.getpid()}\n")
+        self.destroyed += 1
+
+
+async def retry(store: Store, name: str, lease_ms: str, limit: str, destroy_ms: str, log: str) -> dict[str, Any]:
+    provider = SlowProvider(name, int(destroy_ms), log)
+    rounds = 0
+    while await store.count_leaks(name) > 0:
+        rounds += 1
+        await sr.retry_leaks(provider=provider, instances=store, lease=int(lease_ms) / 1000, limit=int(limit))
+        # Leaks held by another retrier: wait a moment before claiming again.
+        await asyncio.sleep(0.02)
+    return {"ok": True, "rounds": rounds, "destroyed": provider.destroyed}
+
+
 async def main(argv: list[str]) -> int:
     if len(argv) < 4:
         print(json.dumps({"ok": False, "error": USAGE}))
@@ -134,6 +167,10 @@ async def main(argv: list[str]) -> int:
             if len(args) != 3:
                 raise ValueError("ops takes <seed> <count> <prefix>")
             result = await ops(store, *args)
+        elif command == "retry":
+            if len(args) != 5:
+                raise ValueError("retry takes <provider> <lease-ms> <limit> <destroy-ms> <log>")
+            result = await retry(store, *args)
         else:
             raise ValueError(f"unknown command {command!r}; {USAGE}")
     except Exception as error:  # noqa: BLE001 - every failure is reported as JSON

@@ -227,3 +227,61 @@ def test_concurrent_python_and_node_processes_on_one_sqlite_file(node: str, tmp_
 
 def without_prefixed_fields(record: dict[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in record.items() if name not in ("key", "threadId")}
+
+
+LEAKS = 200
+LEASE_MS = 1000
+DESTROY_MS = 20
+
+
+def test_two_retriers_never_destroy_a_leak_twice(node: str, location: Location, tmp_path: Path) -> None:
+    """A Node and a Python retrier (and one more of each) on one ledger: 200
+    leaks, limit 200, lease 1 s, destroys of 20 ms. A batch takes far longer
+    than its lease, so each retrier must stop when its claim lapses: every
+    leak is destroyed exactly once, none twice, none missed."""
+    leaks = [
+        {
+            "key": f"lease-{index}",
+            "leak": {
+                "key": f"lease-{index}",
+                "provider": "docker",
+                "providerSandboxId": f"ctr-{index:03d}",
+                "runId": f"run-{index}",
+                "errorMessage": "engine down",
+                "failedAt": 1_700_000_000_000 + index,
+            },
+        }
+        for index in range(LEAKS)
+    ]
+    run_tool("python", node, location, "write", json.dumps({"instances": [], "leaks": leaks}))
+    log = tmp_path / "destroyed.log"
+    log.touch()
+    retriers = [
+        subprocess.Popen(
+            command(language, node, location, "retry", "docker", str(LEASE_MS), str(LEAKS), str(DESTROY_MS), str(log)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for language in ("node", "python", "node", "python")
+    ]
+    destroyed_by: list[int] = []
+    failures: list[str] = []
+    for process in retriers:
+        try:
+            stdout, stderr = process.communicate(timeout=600)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            stdout, stderr = process.communicate()
+        try:
+            destroyed_by.append(parse("retrier", process.returncode, stdout, stderr)["destroyed"])
+        except AssertionError as failure:
+            failures.append(str(failure))
+    assert not failures, "\n".join(failures)
+
+    destroys = [line.split()[0] for line in log.read_text(encoding="utf-8").splitlines()]
+    twice = sorted({sandbox_id for sandbox_id in destroys if destroys.count(sandbox_id) > 1})
+    assert twice == [], f"destroyed more than once: {twice}"
+    assert sorted(destroys) == [f"ctr-{index:03d}" for index in range(LEAKS)], "every leak destroyed, none missed"
+    assert sum(destroyed_by) == LEAKS
+    assert run_tool("node", node, location, "dump")["leaks"] == [], "the ledger is empty"

@@ -23,7 +23,15 @@
 //                      what this process wrote (keys with a distinct prefix are
 //                      private to it), then reads every key once more.
 //                      Prints {"ok": true, "finalKeys": [...sorted keys present]}.
-import { SqliteSandboxInstanceStore, PostgresSandboxInstanceStore } from '../../bindings-node/index.mjs';
+//   retry <provider> <leaseMs> <limit> <destroyMs> <log>
+//                      Calls retryLeaks until the provider has no pending leak,
+//                      with a provider whose destroy takes <destroyMs> and stops
+//                      at its abort signal. Each destroy that completes appends
+//                      "<sandbox id> <pid>\n" to <log> (an O_APPEND write: lines
+//                      of concurrent processes never mix).
+//                      Prints {"ok": true, "rounds": n, "destroyed": m}.
+import { SqliteSandboxInstanceStore, PostgresSandboxInstanceStore, retryLeaks } from '../../bindings-node/index.mjs';
+import { appendFileSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 
 const USAGE = 'usage: store-tool.mjs <sqlite|postgres> <path-or-url> <schema|-> <dump [keys-json]|write <json>|ops <seed> <count> <prefix>>';
@@ -105,6 +113,42 @@ async function ops(store, seedText, countText, prefix) {
   return { ok: true, finalKeys: [...model.keys()].sort() };
 }
 
+/** A provider whose destroy takes `destroyMs`, honours its abort signal, and logs completions. */
+function slowProvider(name, destroyMs, log) {
+  let destroyed = 0;
+  return {
+    name,
+    get destroyed() {
+      return destroyed;
+    },
+    destroy({ id, signal }) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          appendFileSync(log, `${id} ${process.pid}\n`);
+          destroyed += 1;
+          resolve();
+        }, destroyMs);
+        signal?.addEventListener('abort', () => {
+          clearTimeout(timer);
+          reject(new Error(`destroy of ${id} aborted`));
+        });
+      });
+    },
+  };
+}
+
+async function retry(store, name, leaseMs, limit, destroyMs, log) {
+  const provider = slowProvider(name, Number(destroyMs), log);
+  let rounds = 0;
+  while ((await store.countLeaks(name)) > 0) {
+    rounds += 1;
+    await retryLeaks({ provider, instances: store, leaseMs: Number(leaseMs), limit: Number(limit) });
+    // Leaks held by another retrier: wait a moment before claiming again.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return { ok: true, rounds, destroyed: provider.destroyed };
+}
+
 const [kind, location, schema, command, ...args] = process.argv.slice(2);
 if (command === undefined) fail(USAGE);
 let store;
@@ -114,6 +158,7 @@ try {
   if (command === 'dump') result = await dump(store, args[0]);
   else if (command === 'write') result = await write(store, args[0]);
   else if (command === 'ops') result = await ops(store, args[0], args[1], args[2]);
+  else if (command === 'retry') result = await retry(store, ...args);
   else throw new Error(`unknown command ${JSON.stringify(command)}; ${USAGE}`);
   process.stdout.write(`${JSON.stringify(result)}\n`);
 } catch (error) {

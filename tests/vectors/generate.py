@@ -243,14 +243,14 @@ def retry_cases() -> list[dict[str, Any]]:
         ),
         case(
             "retry: no destroy starts after the lease ends",
-            "Lease 50 ms, destroys of 30 ms: a is done at 30; b starts at 30 and is cut at 50 when the claim lapses, its entry left untouched; c never starts.",
+            "Lease 50 ms, its last tenth kept for store writes, destroys of 30 ms: a is done at 30; b starts at 30 and is cut at 45, its entry left untouched; c never starts.",
             [a, b, c],
             {
                 "result": {"retried": 2, "destroyed": 1, "stillFailing": 1},
                 "calls": [claim(lease=50), destroy("a"), resolve("a", 30), destroy("b", 30)],
                 "leaksAfter": [public(b), public(c)],
                 "aborted": ["b"],
-                "elapsedMs": 50,
+                "elapsedMs": 45,
             },
             options={"leaseMs": 50},
             destroy={"a": {"mode": "resolve", "latencyMs": 30}, "b": {"mode": "resolve", "latencyMs": 30}, "c": {"mode": "resolve", "latencyMs": 30}},
