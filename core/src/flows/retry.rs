@@ -8,8 +8,10 @@
 //! retrier may take an entry whose lease ran out, so the machine checks the
 //! lease before each destroy (measured from when the claim was *asked*, the
 //! earliest the store can have started it) and stops when it has run out;
-//! a destroy still running when the lease ends is cancelled and its entry
-//! left untouched for whoever holds it now.
+//! a destroy still running then is cancelled and its entry left untouched
+//! for whoever holds it next. The last tenth of the lease is kept for the
+//! store write that follows a destroy (resolving the entry), so a sandbox
+//! destroyed just in time is not claimed again before its entry is gone.
 
 use crate::effects::{Completion, Effect, EffectId, Ending, Flow, HostRef, Millis, Misuse, Output};
 use crate::flows::outbox::Outbox;
@@ -43,6 +45,7 @@ pub struct Retry {
     out: Outbox,
     phase: Phase,
     claim: EffectId,
+    /// When no destroy may run any more: the lease's end less its last tenth.
     lease_ends: Millis,
     sandbox_ids: Vec<String>,
     next: usize,
@@ -58,7 +61,7 @@ impl Retry {
             limit: input.limit,
             lease_ms: input.lease_ms,
         });
-        let lease_ends = now.saturating_add(input.lease_ms);
+        let lease_ends = now.saturating_add(input.lease_ms - input.lease_ms / 10);
         Self {
             input,
             out,
