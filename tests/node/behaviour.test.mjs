@@ -357,7 +357,7 @@ test('native and JS stores and providers mix freely, concurrently', async () => 
   assert.deepStrictEqual(left, mismatched);
 });
 
-test('the native ledger store records a leak, called synchronously by the walker', async () => {
+test('the native ledger store records a leak', async () => {
   const store = new InMemorySandboxInstanceStore({ ledger: true });
   await store.upsert(instance('k'));
   const provider = jsProvider('docker', () => Promise.reject(new Error('engine down')));
