@@ -230,3 +230,20 @@ async def test_a_reclaim_makes_at_most_4_native_calls(path: str, monkeypatch: py
     else:
         await sr.reclaim_sandbox(run_record(), provider=provider, instances=store, logger=logger)
     assert calls == 4, f"{path}: {calls} native calls (start, then one per store or provider answer)"
+
+
+async def test_provider_name_is_read_once_per_reclaim_and_the_checked_value_is_used() -> None:
+    reads: list[str] = []
+
+    class Shifty:
+        @property
+        def name(self) -> str:
+            reads.append("name")
+            return "docker" if len(reads) == 1 else "stranger"
+
+        async def destroy(self, sandbox_id: str) -> None:
+            reads.append(f"destroy {sandbox_id}")
+
+    store = SyncStore(instance())
+    assert await sr.reclaim_sandbox(run_record(), provider=Shifty(), instances=store) is sr.ReclaimOutcome.DESTROYED
+    assert reads == ["name", "destroy ctr-1"]
