@@ -4,7 +4,7 @@
 // also create, list and exec into its own sandboxes. Argument types are
 // checked here (TypeError naming the field); values by the core.
 
-const native = require('../sandbox-reclaim.node');
+const native = require('./native.cjs');
 const { nativeCall, nativeCallSync, checkObject, checkString, checkOptionalString, checkStringArray } = require('./errors.cjs');
 
 let nativeProviderOf;

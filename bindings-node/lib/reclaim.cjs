@@ -11,7 +11,7 @@
 // with no native call at all. The walker knows only what each op means, never
 // the reclaim flow: every decision, string and ordering is the machine's.
 
-const native = require('../sandbox-reclaim.node');
+const native = require('./native.cjs');
 // The ledger's `errorMessage` for a thrown value, shared with retryLeaks.
 const { messageOf } = require('./errors.cjs');
 // The native store's reclaim path, as raw napi functions (src/hot_store.rs):

@@ -7,7 +7,7 @@
 // Promise. Reclaims use these stores like any JS store (they have
 // `deleteRecordingLeak`, so a failed destroy is recorded in the ledger).
 
-const native = require('../sandbox-reclaim.node');
+const native = require('./native.cjs');
 const {
   nativeCall,
   checkObject,
