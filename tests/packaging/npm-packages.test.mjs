@@ -1,16 +1,26 @@
-// The packed npm tarball installs into an empty project and works there,
-// through both `import` and `require`.
+// The npm packages as a release packs them (bindings-node/npm/pack.mjs): the
+// main package `sandbox-reclaim` (JS, types, the loader) and this machine's
+// platform package `sandbox-reclaim-linux-x64-gnu` (the addon that
+// `npm run build` made, stripped). Both tarballs install into an empty project
+// offline, and there `import` and `require` reclaim through the addon of the
+// platform package. The main tarball alone installs too, and then fails to
+// load with the loader's error.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync, readdirSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const packageDir = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bindings-node');
+const addon = join(packageDir, 'sandbox-reclaim.node');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const run = (command, args, cwd) => execFileSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+const main = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8'));
+const platform = 'linux-x64-gnu';
+const platformPackage = `sandbox-reclaim-${platform}`;
+const allPlatforms = ['linux-x64-gnu', 'linux-x64-musl', 'linux-arm64-gnu', 'darwin-x64', 'darwin-arm64', 'win32-x64-msvc'];
 
 const usage = (load) => `
 ${load}
@@ -23,37 +33,98 @@ const provider = { name: 'docker', async destroy({ id }) { destroyed.push(id); }
   const failing = { name: 'docker', destroy() { throw new Error('gone'); } };
   await store.upsert({ key: 'k', provider: 'docker', providerSandboxId: 'ctr-2', threadId: 't', updatedAt: 1 });
   const error = await sandboxReclaimer({ provider: failing, instances: store })({ runId: 'r', sandboxKey: 'k' }).catch((e) => e);
-  console.log(JSON.stringify({ outcome, destroyed, failed: error instanceof SandboxReclaimFailedError && error instanceof Error }));
+  const addons = Object.keys(require.cache).filter((path) => path.endsWith('.node'));
+  console.log(JSON.stringify({ outcome, destroyed, failed: error instanceof SandboxReclaimFailedError && error instanceof Error, addons }));
 })();
 `;
 
-test('npm pack → npm install of the tarball in an empty project → import and require work', { timeout: 180_000 }, () => {
+/** The files of a tarball, and its package.json. */
+function contents(tarball) {
+  const files = run('tar', ['-tzf', tarball], dirname(tarball)).trim().split('\n').map((file) => file.replace(/^package\//, '')).sort();
+  const manifest = JSON.parse(run('tar', ['-xzOf', tarball, 'package/package.json'], dirname(tarball)));
+  return { files, manifest };
+}
+
+/** Whether an ELF file still has a symbol table (.symtab): a stripped one has none. */
+function hasSymbolTable(buffer) {
+  assert.equal(buffer.toString('latin1', 1, 4), 'ELF');
+  assert.equal(buffer[4], 2, '64-bit ELF');
+  const sectionHeaders = Number(buffer.readBigUInt64LE(0x28));
+  const entrySize = buffer.readUInt16LE(0x3a);
+  const count = buffer.readUInt16LE(0x3c);
+  const SHT_SYMTAB = 2;
+  for (let i = 0; i < count; i += 1) {
+    if (buffer.readUInt32LE(sectionHeaders + i * entrySize + 4) === SHT_SYMTAB) return true;
+  }
+  return false;
+}
+
+function emptyProject(work, name) {
+  const project = join(work, name);
+  mkdirSync(project);
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name, version: '1.0.0', private: true }));
+  return project;
+}
+
+test('main + linux-x64-gnu tarballs → offline install in an empty project → import and require reclaim', { timeout: 180_000 }, (t) => {
+  assert.ok(existsSync(addon), `${addon} is missing: build it first (cd bindings-node && npm run build)`);
   const work = mkdtempSync(join(tmpdir(), 'sandbox-reclaim-pack-'));
   try {
-    const packed = JSON.parse(run(npm, ['pack', '--json', '--pack-destination', work], packageDir));
-    const files = packed[0].files.map((file) => file.path).sort();
-    const expectedFiles = ['index.cjs', 'index.d.ts', 'index.mjs', 'package.json', 'sandbox-reclaim.node'];
-    for (const expected of [...expectedFiles, 'lib/reclaim.cjs', 'lib/stores.cjs', 'lib/providers.cjs', 'lib/errors.cjs']) {
-      assert.ok(files.includes(expected), `tarball has ${expected}: ${files.join(', ')}`);
+    const packed = JSON.parse(run(process.execPath, [join(packageDir, 'npm', 'pack.mjs'), join(work, 'dist'), `${platform}=${addon}`], packageDir));
+    assert.deepStrictEqual(Object.keys(packed.platforms), [platform]);
+
+    // The main package: JS, types and the loader; no addon, no sources.
+    const mainTarball = contents(packed.main);
+    for (const file of ['index.cjs', 'index.d.ts', 'index.mjs', 'package.json', 'README.md', 'lib/native.cjs', 'lib/reclaim.cjs', 'lib/stores.cjs', 'lib/providers.cjs', 'lib/errors.cjs']) {
+      assert.ok(mainTarball.files.includes(file), `main tarball has ${file}: ${mainTarball.files.join(', ')}`);
     }
-    assert.ok(!files.some((file) => file.startsWith('src/') || file.startsWith('node_modules/')), 'no sources or deps in the tarball');
-    const tarball = readdirSync(work).find((file) => file.endsWith('.tgz'));
-    const project = join(work, 'app');
-    run('mkdir', ['-p', project], work);
-    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true }));
-    run(npm, ['install', '--no-audit', '--no-fund', '--prefer-offline', join(work, tarball)], project);
+    assert.ok(!mainTarball.files.some((file) => file.endsWith('.node')), `no addon in the main tarball: ${mainTarball.files.join(', ')}`);
+    assert.ok(!mainTarball.files.some((file) => /^(src|npm|node_modules|type-tests)\//.test(file)), 'no sources or deps in the main tarball');
+    assert.deepStrictEqual(
+      mainTarball.manifest.optionalDependencies,
+      Object.fromEntries(allPlatforms.map((name) => [`sandbox-reclaim-${name}`, main.version]).sort()),
+      'every platform package, pinned to this version',
+    );
+    assert.equal(mainTarball.manifest.dependencies, undefined, 'no runtime dependencies');
+
+    // The platform package: its addon, stripped, and the fields npm selects it by.
+    const platformTarball = contents(packed.platforms[platform]);
+    assert.deepStrictEqual(platformTarball.files, ['README.md', 'package.json', `sandbox-reclaim.${platform}.node`]);
+    assert.deepStrictEqual(
+      { name: platformTarball.manifest.name, version: platformTarball.manifest.version, os: platformTarball.manifest.os, cpu: platformTarball.manifest.cpu, libc: platformTarball.manifest.libc, main: platformTarball.manifest.main },
+      { name: platformPackage, version: main.version, os: ['linux'], cpu: ['x64'], libc: ['glibc'], main: `sandbox-reclaim.${platform}.node` },
+    );
+    assert.ok(!hasSymbolTable(readFileSync(addon)), `${addon} is stripped (Cargo.toml [profile.release] strip = true)`);
+
+    t.diagnostic(`packed: ${packed.main.split('/').pop()} ${statSync(packed.main).size} bytes; ` +
+      `${packed.platforms[platform].split('/').pop()} ${statSync(packed.platforms[platform]).size} bytes (addon ${statSync(addon).size} bytes unpacked)`);
+
+    // Both tarballs into an empty project, offline: the other platforms'
+    // optional dependencies cannot be fetched and are skipped.
+    const project = emptyProject(work, 'app');
+    run(npm, ['install', '--offline', '--no-audit', '--no-fund', packed.main, packed.platforms[platform]], project);
     writeFileSync(
       join(project, 'esm.mjs'),
-      usage("import { reclaimSandbox, sandboxReclaimer, SandboxReclaimFailedError, InMemorySandboxInstanceStore } from 'sandbox-reclaim';"),
+      `import { createRequire } from 'node:module';\nconst require = createRequire(import.meta.url);\n` +
+        usage("import { reclaimSandbox, sandboxReclaimer, SandboxReclaimFailedError, InMemorySandboxInstanceStore } from 'sandbox-reclaim';"),
     );
     writeFileSync(
       join(project, 'cjs.cjs'),
       usage("const { reclaimSandbox, sandboxReclaimer, SandboxReclaimFailedError, InMemorySandboxInstanceStore } = require('sandbox-reclaim');"),
     );
+    const installedAddon = join(project, 'node_modules', platformPackage, `sandbox-reclaim.${platform}.node`);
     for (const script of ['esm.mjs', 'cjs.cjs']) {
       const result = JSON.parse(run(process.execPath, [script], project));
-      assert.deepStrictEqual(result, { outcome: 'destroyed', destroyed: ['ctr-1'], failed: true }, script);
+      assert.deepStrictEqual(result, { outcome: 'destroyed', destroyed: ['ctr-1'], failed: true, addons: [installedAddon] }, script);
     }
+
+    // The main tarball alone: installs, and says what is missing when loaded.
+    const bare = emptyProject(work, 'bare');
+    run(npm, ['install', '--offline', '--no-audit', '--no-fund', packed.main], bare);
+    const failed = spawnSync(process.execPath, ['-e', "require('sandbox-reclaim')"], { cwd: bare, encoding: 'utf8' });
+    assert.notEqual(failed.status, 0);
+    assert.match(failed.stderr, new RegExp(`no native addon loaded for platform ${platform} \\(process.platform linux, process.arch x64\\)`));
+    assert.ok(failed.stderr.includes(`package ${platformPackage}: not installed`), failed.stderr);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
