@@ -19,12 +19,14 @@
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const npmDir = dirname(fileURLToPath(import.meta.url));
 const packageDir = dirname(npmDir);
-const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+// npm is a .cmd script on Windows, which only a shell runs.
+const shell = process.platform === 'win32';
+const npm = shell ? 'npm.cmd' : 'npm';
 
 function fail(message) {
   console.error(`npm/pack.mjs: ${message}`);
@@ -37,6 +39,7 @@ function pack(dir, dest) {
     cwd: dir,
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'pipe'],
+    shell,
   });
   return join(dest, JSON.parse(out)[0].filename);
 }
@@ -91,7 +94,8 @@ try {
   // The main package as npm packs it from the checkout (its `files`), then
   // re-packed with the optional dependencies added to its package.json.
   const first = pack(packageDir, work);
-  execFileSync('tar', ['-xzf', first, '-C', work]);
+  // A relative name: a Windows drive letter reads as a remote host to GNU tar.
+  execFileSync('tar', ['-xzf', basename(first)], { cwd: work });
   const staged = join(work, 'package');
   const manifest = JSON.parse(readFileSync(join(staged, 'package.json'), 'utf8'));
   manifest.optionalDependencies = Object.fromEntries(platforms.map((platform) => [manifests[platform].name, main.version]));

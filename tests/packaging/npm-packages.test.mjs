@@ -1,24 +1,29 @@
 // The npm packages as a release packs them (bindings-node/npm/pack.mjs): the
 // main package `sandbox-reclaim` (JS, types, the loader) and this machine's
-// platform package `sandbox-reclaim-linux-x64-gnu` (the addon that
-// `npm run build` made, stripped). Both tarballs install into an empty project
-// offline, and there `import` and `require` reclaim through the addon of the
-// platform package. The main tarball alone installs too, and then fails to
-// load with the loader's error.
+// platform package, by default `sandbox-reclaim-linux-x64-gnu` with the addon
+// that `npm run build` made (stripped). Both tarballs install into an empty
+// project offline, and there `import` and `require` reclaim through the addon
+// of the platform package. The main tarball alone installs too, and then fails
+// to load with the loader's error.
+//
+// The release workflow runs this on each platform with the addon it built:
+// SANDBOX_RECLAIM_NPM_ADDON=<platform>=<file>, e.g. darwin-arm64=sandbox-reclaim.darwin-arm64.node.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve, dirname } from 'node:path';
+import { basename, join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const packageDir = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bindings-node');
-const addon = join(packageDir, 'sandbox-reclaim.node');
-const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-const run = (command, args, cwd) => execFileSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+const [platform, addonArg] = (process.env.SANDBOX_RECLAIM_NPM_ADDON || 'linux-x64-gnu=').split('=');
+const addon = resolve(addonArg || join(packageDir, 'sandbox-reclaim.node'));
+// npm is a .cmd script on Windows, which only a shell runs.
+const shell = process.platform === 'win32';
+const npm = shell ? 'npm.cmd' : 'npm';
+const run = (command, args, cwd) => execFileSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], shell: shell && command === npm });
 const main = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8'));
-const platform = 'linux-x64-gnu';
 const platformPackage = `sandbox-reclaim-${platform}`;
 const allPlatforms = ['linux-x64-gnu', 'linux-x64-musl', 'linux-arm64-gnu', 'darwin-x64', 'darwin-arm64', 'win32-x64-msvc'];
 
@@ -40,8 +45,10 @@ const provider = { name: 'docker', async destroy({ id }) { destroyed.push(id); }
 
 /** The files of a tarball, and its package.json. */
 function contents(tarball) {
-  const files = run('tar', ['-tzf', tarball], dirname(tarball)).trim().split('\n').map((file) => file.replace(/^package\//, '')).sort();
-  const manifest = JSON.parse(run('tar', ['-xzOf', tarball, 'package/package.json'], dirname(tarball)));
+  // Relative names: a Windows drive letter reads as a remote host to GNU tar.
+  const [dir, name] = [dirname(tarball), basename(tarball)];
+  const files = run('tar', ['-tzf', name], dir).trim().split('\n').map((file) => file.replace(/^package\//, '')).sort();
+  const manifest = JSON.parse(run('tar', ['-xzOf', name, 'package/package.json'], dir));
   return { files, manifest };
 }
 
@@ -90,14 +97,25 @@ test('main + linux-x64-gnu tarballs → offline install in an empty project → 
     // The platform package: its addon, stripped, and the fields npm selects it by.
     const platformTarball = contents(packed.platforms[platform]);
     assert.deepStrictEqual(platformTarball.files, ['README.md', 'package.json', `sandbox-reclaim.${platform}.node`]);
+    const { name, version, os, cpu, libc } = platformTarball.manifest;
+    const [expectedOs, expectedCpu, abi] = platform.split('-');
     assert.deepStrictEqual(
-      { name: platformTarball.manifest.name, version: platformTarball.manifest.version, os: platformTarball.manifest.os, cpu: platformTarball.manifest.cpu, libc: platformTarball.manifest.libc, main: platformTarball.manifest.main },
-      { name: platformPackage, version: main.version, os: ['linux'], cpu: ['x64'], libc: ['glibc'], main: `sandbox-reclaim.${platform}.node` },
+      { name, version, os, cpu, libc, main: platformTarball.manifest.main },
+      {
+        name: platformPackage,
+        version: main.version,
+        os: [expectedOs],
+        cpu: [expectedCpu],
+        libc: { gnu: ['glibc'], musl: ['musl'] }[abi],
+        main: `sandbox-reclaim.${platform}.node`,
+      },
     );
-    assert.ok(!hasSymbolTable(readFileSync(addon)), `${addon} is stripped (Cargo.toml [profile.release] strip = true)`);
+    if (expectedOs === 'linux') {
+      assert.ok(!hasSymbolTable(readFileSync(addon)), `${addon} is stripped (Cargo.toml [profile.release] strip = true)`);
+    }
 
-    t.diagnostic(`packed: ${packed.main.split('/').pop()} ${statSync(packed.main).size} bytes; ` +
-      `${packed.platforms[platform].split('/').pop()} ${statSync(packed.platforms[platform]).size} bytes (addon ${statSync(addon).size} bytes unpacked)`);
+    t.diagnostic(`packed: ${basename(packed.main)} ${statSync(packed.main).size} bytes; ` +
+      `${basename(packed.platforms[platform])} ${statSync(packed.platforms[platform]).size} bytes (addon ${statSync(addon).size} bytes unpacked)`);
 
     // Both tarballs into an empty project, offline: the other platforms'
     // optional dependencies cannot be fetched and are skipped.
@@ -123,7 +141,7 @@ test('main + linux-x64-gnu tarballs → offline install in an empty project → 
     run(npm, ['install', '--offline', '--no-audit', '--no-fund', packed.main], bare);
     const failed = spawnSync(process.execPath, ['-e', "require('sandbox-reclaim')"], { cwd: bare, encoding: 'utf8' });
     assert.notEqual(failed.status, 0);
-    assert.match(failed.stderr, new RegExp(`no native addon loaded for platform ${platform} \\(process.platform linux, process.arch x64\\)`));
+    assert.match(failed.stderr, new RegExp(`no native addon loaded for platform ${platform} \\(process.platform ${process.platform}, process.arch ${process.arch}\\)`));
     assert.ok(failed.stderr.includes(`package ${platformPackage}: not installed`), failed.stderr);
   } finally {
     rmSync(work, { recursive: true, force: true });
