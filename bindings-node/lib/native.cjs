@@ -5,9 +5,11 @@
 // layout): `sandbox-reclaim-<platform>`, listed in the main package's
 // optionalDependencies with `os`/`cpu`/`libc` fields, so npm installs just the
 // one that fits. In a checkout, `napi build` leaves the addon next to this
-// package instead: `sandbox-reclaim.<platform>.node` (`napi build --platform`)
-// or `sandbox-reclaim.node` (`npm run build`); those are tried first.
-// When nothing loads, the error names the platform and everything tried.
+// package instead: `sandbox-reclaim.node` (`npm run build`, what make test
+// builds) or `sandbox-reclaim.<platform>.node` (`napi build --platform`);
+// those are tried first, in that order, and one that fails to load (built for
+// another machine) is passed over. When nothing loads, the error names the
+// platform and everything tried.
 
 const { existsSync, readFileSync } = require('node:fs');
 const { join } = require('node:path');
@@ -48,7 +50,7 @@ function load() {
   const packageRoot = join(__dirname, '..');
   const tried = [];
   let lastError;
-  for (const file of [`sandbox-reclaim.${platform}.node`, 'sandbox-reclaim.node']) {
+  for (const file of ['sandbox-reclaim.node', `sandbox-reclaim.${platform}.node`]) {
     const path = join(packageRoot, file);
     if (!existsSync(path)) {
       tried.push(`${path}: not found`);

@@ -42,7 +42,8 @@ function runLoader(root, fake) {
   const script = `
     try {
       const native = require(${JSON.stringify(join(root, 'node_modules', 'sandbox-reclaim', 'lib', 'native.cjs'))});
-      console.log(JSON.stringify({ loaded: native.standIn ?? (typeof native.protocol === 'function' ? 'addon' : 'something else') }));
+      const addon = typeof native.protocol === 'function' && Object.keys(require.cache).find((path) => path.endsWith('.node'));
+      console.log(JSON.stringify({ loaded: native.standIn ?? (addon ? require('node:path').basename(addon) : 'something else') }));
     } catch (error) {
       console.log(JSON.stringify({ error: error.message, code: error.code, cause: error.cause?.message }));
     }`;
@@ -136,21 +137,26 @@ test('an installed package whose addon does not load: the error carries why', ()
   }
 });
 
-test("a checkout's own build next to the package comes first: sandbox-reclaim.<platform>.node, then sandbox-reclaim.node", () => {
+test("a checkout's own build next to the package comes first: sandbox-reclaim.node, then sandbox-reclaim.<platform>.node", () => {
   assert.ok(existsSync(addon), `${addon} is missing: build it first (cd bindings-node && npm run build)`);
+  assert.ok(process.platform === 'linux' && process.arch === 'x64', 'this test runs on linux x64 (glibc)');
   const root = project();
   try {
     const pkg = join(root, 'node_modules', 'sandbox-reclaim');
-    // The real platform (this machine), whose stand-in package would answer otherwise.
-    const ownPlatform = process.platform === 'linux' ? 'linux-x64-gnu' : null;
-    assert.ok(ownPlatform && process.arch === 'x64', 'this test builds on linux x64 (glibc)');
-    assert.deepStrictEqual(runLoader(root, null), { loaded: `sandbox-reclaim-${ownPlatform}` });
+    const own = 'sandbox-reclaim.linux-x64-gnu.node';
+    // This machine's platform, whose stand-in package answers when no file is there.
+    assert.deepStrictEqual(runLoader(root, null), { loaded: 'sandbox-reclaim-linux-x64-gnu' });
+    copyFileSync(addon, join(pkg, own));
+    assert.deepStrictEqual(runLoader(root, null), { loaded: own });
     copyFileSync(addon, join(pkg, 'sandbox-reclaim.node'));
-    assert.deepStrictEqual(runLoader(root, null), { loaded: 'addon' });
-    rmSync(join(pkg, 'sandbox-reclaim.node'));
-    copyFileSync(addon, join(pkg, `sandbox-reclaim.${ownPlatform}.node`));
-    assert.deepStrictEqual(runLoader(root, null), { loaded: 'addon' });
-    // A local file for another platform is never picked up.
+    assert.deepStrictEqual(runLoader(root, null), { loaded: 'sandbox-reclaim.node' });
+    // A file built for another machine is passed over, and the next one loads.
+    writeFileSync(join(pkg, 'sandbox-reclaim.node'), 'built for another machine');
+    assert.deepStrictEqual(runLoader(root, null), { loaded: own });
+    rmSync(join(pkg, own));
+    assert.deepStrictEqual(runLoader(root, null), { loaded: 'sandbox-reclaim-linux-x64-gnu' });
+    // A platform-named file of this machine is not picked up on another platform.
+    copyFileSync(addon, join(pkg, own));
     assert.deepStrictEqual(runLoader(root, 'darwin,arm64'), { loaded: 'sandbox-reclaim-darwin-arm64' });
   } finally {
     rmSync(root, { recursive: true, force: true });
