@@ -4,7 +4,7 @@
 # Each suite's script installs what it needs (npm packages locally, a Python
 # venv in .venv, Debian packages via apt-get) and starts/stops its services.
 
-.PHONY: test demo bench lint test-rust test-node test-python test-reference
+.PHONY: test demo bench lint test-rust test-node test-python test-reference test-packaging
 
 test:
 	bash scripts/test.sh
@@ -35,3 +35,8 @@ test-node:
 
 test-python:
 	bash scripts/test-python.sh
+
+# npm tarballs installed offline, the addon loader, the sdist built from
+# source, actionlint. Reuses the addon test-node built.
+test-packaging:
+	bash scripts/test-packaging.sh

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make test-python: builds the Python binding into .venv, runs its tests and
-# mypy --strict, then builds the abi3 wheel and runs the same tests against it
-# in a fresh virtualenv (so the shipped wheel, py.typed and stubs are tested).
+# mypy --strict, then builds the abi3 manylinux2014 wheel and runs the same
+# tests against it in a fresh virtualenv (so the shipped wheel, py.typed and
+# stubs are tested).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -29,12 +30,21 @@ echo "== mypy --strict (package, examples, tests, bench)"
 "$venv/bin/mypy" --strict examples/python tests/python bench/python
 MYPYPATH=tests/python "$venv/bin/mypy" --strict tests/cross
 
-echo "== wheel: maturin build --release, installed into a fresh venv"
+echo "== wheel: the manylinux2014 wheel PyPI gets, checked, installed into a fresh venv"
+# maturin links it with zig (ziglang from PyPI) against glibc 2.17;
+# check_wheel.py proves tags, GLIBC <= 2.17 (objdump), stripped, auditwheel.
+"$venv/bin/python" -m pip install --quiet "ziglang==0.17.1" auditwheel
+if ! command -v objdump >/dev/null || ! command -v readelf >/dev/null; then
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq binutils >/dev/null
+fi
 work=$(mktemp -d /tmp/sandbox-reclaim-wheel.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-(cd bindings-python && "$venv/bin/maturin" build --release --quiet --out "$work/dist")
-wheel=$(ls "$work"/dist/sandbox_reclaim-*-abi3-*.whl)
-echo "built $(basename "$wheel")"
+(cd bindings-python && PATH=$venv/bin:$PATH "$venv/bin/maturin" build --release --quiet --zig \
+  --compatibility manylinux2014 --auditwheel check --out "$work/dist")
+wheel=$(ls "$work"/dist/sandbox_reclaim-*-abi3-manylinux*.whl)
+echo "built $(basename "$wheel"): $(wc -c <"$wheel") bytes"
+"$venv/bin/python" tests/packaging/check_wheel.py "$wheel"
 python3 -m venv "$work/venv"
 "$work/venv/bin/python" -m pip install --quiet "$wheel" pytest mypy
 # Run from outside the repo so only the installed wheel can be imported.

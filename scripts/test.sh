@@ -10,5 +10,5 @@ work=$(mktemp -d /tmp/sandbox-reclaim-test.XXXXXX)
 trap 'stop_services "$work"; rm -rf "$work"' EXIT
 start_services "$work"
 
-make lint test-rust test-reference test-node test-python
+make lint test-rust test-reference test-node test-python test-packaging
 echo "make test: every suite passed"
