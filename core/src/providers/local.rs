@@ -247,7 +247,7 @@ impl LocalProvider {
     async fn owned_record(&self, id: &str, dir: &Path) -> Result<Option<OwnerRecord>, ProviderError> {
         // A concurrent destroy may be deleting the directory: give it a moment
         // to finish before calling an owner-less directory a stranger's.
-        for attempt in 0..20 {
+        for _ in 0..20 {
             match read_owner(dir) {
                 Ok(record) if record.owner == self.config.owner => return Ok(Some(record)),
                 Ok(record) => {
@@ -260,12 +260,6 @@ impl LocalProvider {
                     if !dir.exists() {
                         return Ok(None);
                     }
-                    if attempt == 19 {
-                        return Err(ProviderError::NotOwned {
-                            id: id.to_string(),
-                            reason: format!("{} has no {OWNER_FILE}", dir.display()),
-                        });
-                    }
                 }
                 Err(error) => {
                     return Err(ProviderError::NotOwned {
@@ -276,7 +270,8 @@ impl LocalProvider {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        unreachable!("the last attempt returns")
+        // Still there after 200 ms and still without an owner file: not ours.
+        Err(ProviderError::NotOwned { id: id.to_string(), reason: format!("{} has no {OWNER_FILE}", dir.display()) })
     }
 
     /// Moves a fully written sandbox directory into place, or reports the
