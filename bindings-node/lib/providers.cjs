@@ -96,6 +96,10 @@ class LocalProvider extends ManagedProvider {
    *   isolation?: 'auto' | 'namespaces' | 'process-group', name?: string }} options
    */
   constructor(options) {
+    if (typeof native.NativeProvider.local !== 'function') {
+      // Namespaces and process groups: the addon has it on Unix only.
+      throw new Error(`LocalProvider needs a Unix host; this addon was built for ${process.platform}`);
+    }
     checkObject(options, 'options');
     checkString(options.baseDir, 'options.baseDir');
     for (const field of ['owner', 'name']) checkOptionalString(options, field, 'options');

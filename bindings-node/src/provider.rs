@@ -15,10 +15,10 @@ use std::sync::Arc;
 use napi::bindgen_prelude::{JsObjectValue, JsValue, PromiseRaw, ToNapiValue};
 use napi::{Env, Error, JsError, Result, Status};
 use napi_derive::napi;
-use sandbox_reclaim::providers::{DockerConfig, IsolationRequest, LocalConfig};
-use sandbox_reclaim::{
-    DockerProvider, InvalidInput, LocalProvider, ManagedSandboxProvider, ProviderError, SandboxHandle,
-};
+use sandbox_reclaim::providers::DockerConfig;
+#[cfg(unix)]
+use sandbox_reclaim::providers::{IsolationRequest, LocalConfig};
+use sandbox_reclaim::{DockerProvider, InvalidInput, ManagedSandboxProvider, ProviderError, SandboxHandle};
 
 use crate::memory_store::type_error;
 
@@ -208,7 +208,8 @@ impl NativeProvider {
         Ok(Self { inner: Arc::new(provider), isolation: None })
     }
 
-    /// A local provider (creates `baseDir`, probes namespaces once).
+    /// A local provider (creates `baseDir`, probes namespaces once). Unix only.
+    #[cfg(unix)]
     #[napi(factory)]
     pub fn local(options: LocalOptions) -> Result<Self, String> {
         let mut config = LocalConfig::new(options.base_dir);
@@ -231,7 +232,7 @@ impl NativeProvider {
                 ))))
             }
         };
-        let provider = LocalProvider::new(config).map_err(|error| thrown(provider_error(error)))?;
+        let provider = sandbox_reclaim::LocalProvider::new(config).map_err(|error| thrown(provider_error(error)))?;
         let isolation = Some(provider.isolation().as_str());
         Ok(Self { inner: Arc::new(provider), isolation })
     }

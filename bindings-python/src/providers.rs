@@ -9,10 +9,9 @@ use std::sync::Arc;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::IntoPyObjectExt;
-use sandbox_reclaim::{
-    DockerConfig, DockerProvider, IsolationRequest, Labels, LocalConfig, LocalProvider, ManagedSandboxProvider,
-    SandboxProvider,
-};
+use sandbox_reclaim::{DockerConfig, DockerProvider, Labels, ManagedSandboxProvider, SandboxProvider};
+#[cfg(unix)]
+use sandbox_reclaim::{IsolationRequest, LocalConfig, LocalProvider};
 
 use crate::bridge::{awaitable, runtime};
 use crate::errors::provider_error;
@@ -20,6 +19,7 @@ use crate::errors::provider_error;
 /// One of the core's managed providers.
 pub enum Managed {
     Docker(DockerProvider),
+    #[cfg(unix)]
     Local(LocalProvider),
 }
 
@@ -28,6 +28,7 @@ impl Managed {
     pub fn provider(&self) -> &dyn ManagedSandboxProvider {
         match self {
             Self::Docker(provider) => provider,
+            #[cfg(unix)]
             Self::Local(provider) => provider,
         }
     }
@@ -36,6 +37,7 @@ impl Managed {
     pub fn destroyer(&self) -> &dyn SandboxProvider {
         match self {
             Self::Docker(provider) => provider,
+            #[cfg(unix)]
             Self::Local(provider) => provider,
         }
     }
@@ -77,7 +79,8 @@ pub fn docker_provider(
     Ok(ManagedProvider { inner: Arc::new(Managed::Docker(provider)) })
 }
 
-/// A `LocalProvider` for this configuration (creates `base_dir`, probes namespaces).
+/// A `LocalProvider` for this configuration (creates `base_dir`, probes namespaces). Unix only.
+#[cfg(unix)]
 #[pyfunction]
 pub fn local_provider(
     py: Python<'_>,
@@ -162,6 +165,7 @@ impl ManagedProvider {
     /// The local provider's isolation (`"namespaces"` / `"process-group"`); `None` for Docker.
     fn isolation(&self) -> Option<&'static str> {
         match self.inner.as_ref() {
+            #[cfg(unix)]
             Managed::Local(provider) => Some(provider.isolation().as_str()),
             Managed::Docker(_) => None,
         }

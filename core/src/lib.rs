@@ -44,7 +44,9 @@ pub use model::{InvalidRecord, ReclaimOutcome, RunRecord, RunStatus, SandboxInst
 pub use providers::{DockerConfig, DockerProvider};
 #[cfg(any(feature = "docker", feature = "local"))]
 pub use providers::{ExecOutput, InvalidInput, Labels, ManagedSandboxProvider, SandboxHandle};
-#[cfg(feature = "local")]
+// Namespaces, process groups and pid start times: Unix only (a Windows build
+// of the bindings has DockerProvider, and LocalProvider says it is missing).
+#[cfg(all(feature = "local", unix))]
 pub use providers::{Isolation, IsolationRequest, LocalConfig, LocalProvider};
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use stores::StoreOpenError;

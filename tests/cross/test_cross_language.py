@@ -229,7 +229,7 @@ def without_prefixed_fields(record: dict[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in record.items() if name not in ("key", "threadId")}
 
 
-LEAKS = 200
+RETRY_LEAKS = 200
 LEASE_MS = 1000
 DESTROY_MS = 20
 
@@ -251,14 +251,14 @@ def test_two_retriers_never_destroy_a_leak_twice(node: str, location: Location, 
                 "failedAt": 1_700_000_000_000 + index,
             },
         }
-        for index in range(LEAKS)
+        for index in range(RETRY_LEAKS)
     ]
     run_tool("python", node, location, "write", json.dumps({"instances": [], "leaks": leaks}))
     log = tmp_path / "destroyed.log"
     log.touch()
     retriers = [
         subprocess.Popen(
-            command(language, node, location, "retry", "docker", str(LEASE_MS), str(LEAKS), str(DESTROY_MS), str(log)),
+            command(language, node, location, "retry", "docker", str(LEASE_MS), str(RETRY_LEAKS), str(DESTROY_MS), str(log)),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -282,6 +282,6 @@ def test_two_retriers_never_destroy_a_leak_twice(node: str, location: Location, 
     destroys = [line.split()[0] for line in log.read_text(encoding="utf-8").splitlines()]
     twice = sorted({sandbox_id for sandbox_id in destroys if destroys.count(sandbox_id) > 1})
     assert twice == [], f"destroyed more than once: {twice}"
-    assert sorted(destroys) == [f"ctr-{index:03d}" for index in range(LEAKS)], "every leak destroyed, none missed"
-    assert sum(destroyed_by) == LEAKS
+    assert sorted(destroys) == [f"ctr-{index:03d}" for index in range(RETRY_LEAKS)], "every leak destroyed, none missed"
+    assert sum(destroyed_by) == RETRY_LEAKS
     assert run_tool("node", node, location, "dump")["leaks"] == [], "the ledger is empty"

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from . import _native
+from ._errors import SandboxProviderError
 from ._records import ExecResult, SandboxHandle
 
 DEFAULT_OWNER = "sandbox-reclaim"
@@ -149,6 +151,9 @@ class LocalProvider(_ManagedProvider):
         isolation: Isolation = "auto",
         name: str = "local",
     ) -> None:
+        if not hasattr(_native, "local_provider"):
+            # Namespaces and process groups: the native module has it on Unix only.
+            raise SandboxProviderError(f"LocalProvider needs a Unix host; this build is for {sys.platform}")
         if not isinstance(base_dir, (str, os.PathLike)):
             raise TypeError(f"`base_dir` must be a str or os.PathLike, got {type(base_dir).__name__}")
         directory = os.fspath(base_dir)

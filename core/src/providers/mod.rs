@@ -28,12 +28,12 @@ use crate::errors::ProviderError;
 
 #[cfg(feature = "docker")]
 pub mod docker;
-#[cfg(feature = "local")]
+#[cfg(all(feature = "local", unix))]
 pub mod local;
 
 #[cfg(feature = "docker")]
 pub use docker::{DockerConfig, DockerProvider};
-#[cfg(feature = "local")]
+#[cfg(all(feature = "local", unix))]
 pub use local::{Isolation, IsolationRequest, LocalConfig, LocalProvider};
 
 /// The owner namespace both providers use unless configured otherwise.
