@@ -1,6 +1,7 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   run the main job on embedded defaults
-#   make test   build everything and run every suite (Rust, Node, Python, parity)
+#   make test   build everything and run every suite (Rust, Node, Python, parity,
+#               cross-language, packaging)
 # Each suite's script installs what it needs (npm packages locally, a Python
 # venv in .venv, Debian packages via apt-get) and starts/stops its services.
 
