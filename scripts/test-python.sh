@@ -27,7 +27,7 @@ echo "== pytest tests/python tests/cross"
 
 echo "== mypy --strict (package, examples, tests, bench)"
 (cd bindings-python/python && "$venv/bin/mypy" --strict -p sandbox_reclaim)
-"$venv/bin/mypy" --strict examples/python tests/python bench/python
+"$venv/bin/mypy" --strict examples/python tests/python tests/packaging bench/python
 MYPYPATH=tests/python "$venv/bin/mypy" --strict tests/cross
 
 echo "== wheel: the manylinux2014 wheel PyPI gets, checked, installed into a fresh venv"

@@ -43,12 +43,12 @@ async def main(prefix: Path) -> None:
     assert location.is_relative_to(prefix), f"sandbox_reclaim imported from {location}, not from {prefix}"
 
     memory = sr.InMemorySandboxInstanceStore()
-    memory.upsert(record("k1", "ctr-1"))
+    await memory.upsert(record("k1", "ctr-1"))
     provider = Provider(failing={"ctr-2"})
     outcome = await sr.reclaim_sandbox(run("k1"), provider=provider, instances=memory)
     assert outcome is sr.ReclaimOutcome.DESTROYED and provider.destroyed == ["ctr-1"], (outcome, provider.destroyed)
 
-    memory.upsert(record("k2", "ctr-2"))
+    await memory.upsert(record("k2", "ctr-2"))
     try:
         await sr.sandbox_reclaimer(provider=provider, instances=memory)(run("k2"))
         raise AssertionError("sandbox_reclaimer did not raise on destroy-failed")
