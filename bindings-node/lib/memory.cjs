@@ -3,7 +3,8 @@
 // and defineSandboxInstanceStore.
 
 const native = require('./native.cjs');
-const { exactString } = require('./driver.cjs');
+const { checkKey, checkRecord, checkLeak, checkEntry, checkProvider, checkLimit, checkLeaseMs } = require('./store-checks.cjs');
+const { checkString } = require('./errors.cjs');
 
 /**
  * An instance store kept natively (the core's in-memory store). It copies
@@ -28,9 +29,9 @@ class InMemorySandboxInstanceStore {
       this.listLeaks = async (provider) => refused(() => store.listLeaks(checkProvider(provider)));
       this.countLeaks = async (provider) => refused(() => store.countLeaks(checkProvider(provider)));
       this.claimLeaks = async (provider, limit, leaseMs) => {
-        if (typeof provider !== 'string') throw new TypeError('provider must be a string');
-        if (!(Number.isInteger(limit) && limit >= 0 && limit <= 0xffff_ffff)) throw new TypeError('limit must be a whole number >= 0');
-        if (!(Number.isInteger(leaseMs) && leaseMs >= 0)) throw new TypeError('leaseMs must be a whole number of milliseconds >= 0');
+        checkString(provider, 'provider');
+        checkLimit(limit);
+        checkLeaseMs(leaseMs);
         return refused(() => store.claimLeaks(provider, limit, leaseMs));
       };
       this.resolveLeak = async (entry) => refused(() => store.resolveLeak(checkEntry(entry)));
@@ -51,7 +52,7 @@ class InMemorySandboxInstanceStore {
   /** @param {SandboxInstanceRecord} record */
   async upsert(record) {
     const native = this.#native;
-    refused(() => native.upsert(checkInstanceRecord(record)));
+    refused(() => native.upsert(checkRecord(record)));
   }
 
   /** @param {string} key */
@@ -73,46 +74,6 @@ function refused(call) {
     if (error?.code === 'InvalidArg') throw new TypeError(error.message);
     throw error;
   }
-}
-
-function checkKey(key) {
-  return exactString(key, 'key');
-}
-
-function checkString(object, field, owner, optional) {
-  const value = object[field];
-  if (optional && value === undefined) return;
-  exactString(value, `${owner}.${field}`);
-}
-
-function checkInstanceRecord(record) {
-  if (record === null || typeof record !== 'object') throw new TypeError('record must be an object');
-  for (const field of ['key', 'provider', 'providerSandboxId', 'threadId']) checkString(record, field, 'record', false);
-  for (const field of ['latestSnapshotId', 'latestRunId']) checkString(record, field, 'record', true);
-  if (typeof record.updatedAt !== 'number') throw new TypeError('record.updatedAt must be a number (epoch milliseconds)');
-  return record;
-}
-
-function checkProvider(provider) {
-  if (provider !== undefined && provider !== null && typeof provider !== 'string') {
-    throw new TypeError('provider must be a string (or undefined for every provider)');
-  }
-  return provider ?? undefined;
-}
-
-function checkEntry(entry) {
-  if (entry === null || typeof entry !== 'object') throw new TypeError('entry must be an object (a leak entry)');
-  for (const field of ['key', 'provider', 'providerSandboxId', 'runId', 'lastError']) checkString(entry, field, 'entry', false);
-  if (typeof entry.failedAt !== 'number') throw new TypeError('entry.failedAt must be a number (epoch milliseconds)');
-  if (!Number.isInteger(entry.attempts) || entry.attempts < 0) throw new TypeError('entry.attempts must be a whole number >= 0');
-  return entry;
-}
-
-function checkLeak(leak) {
-  if (leak === null || typeof leak !== 'object') throw new TypeError('leak must be an object');
-  for (const field of ['key', 'provider', 'providerSandboxId', 'runId', 'errorMessage']) checkString(leak, field, 'leak', false);
-  if (typeof leak.failedAt !== 'number') throw new TypeError('leak.failedAt must be a number (epoch milliseconds)');
-  return leak;
 }
 
 /**

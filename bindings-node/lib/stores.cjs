@@ -8,64 +8,14 @@
 // `deleteRecordingLeak`, so a failed destroy is recorded in the ledger).
 
 const native = require('./native.cjs');
-const {
-  nativeCall,
-  checkObject,
-  checkString,
-  checkOptionalString,
-  checkOptionalWhole,
-  checkWhole,
-} = require('./errors.cjs');
+const { nativeCall, checkObject, checkString, checkOptionalString, checkOptionalWhole, checkWhole } = require('./errors.cjs');
+const { MAX_U32, checkKey, checkRecord, checkLeak, checkEntry, checkProvider, checkLimit, checkLeaseMs } = require('./store-checks.cjs');
 
-/** The largest count the native side takes (a `u32`: pool sizes, limits, attempts). */
-const MAX_U32 = 0xffff_ffff;
 /** The longest busy timeout SQLite takes: an `int` of milliseconds. */
 const MAX_BUSY_TIMEOUT_MS = 0x7fff_ffff;
 
 /** Lets only the static factories construct a store. */
 const OPENING = Symbol('opening');
-
-function checkKey(key) {
-  return checkString(key, 'key');
-}
-
-function checkRecord(record) {
-  checkObject(record, 'record');
-  for (const field of ['key', 'provider', 'providerSandboxId', 'threadId']) checkString(record[field], `record.${field}`);
-  for (const field of ['latestSnapshotId', 'latestRunId']) checkOptionalString(record, field, 'record');
-  if (typeof record.updatedAt !== 'number') throw new TypeError('record.updatedAt must be a number (epoch milliseconds)');
-  return record;
-}
-
-function checkLeak(leak) {
-  checkObject(leak, 'leak');
-  for (const field of ['key', 'provider', 'providerSandboxId', 'runId', 'errorMessage']) checkString(leak[field], `leak.${field}`);
-  if (typeof leak.failedAt !== 'number') throw new TypeError('leak.failedAt must be a number (epoch milliseconds)');
-  return leak;
-}
-
-function checkEntry(entry) {
-  checkObject(entry, 'entry');
-  for (const field of ['key', 'provider', 'providerSandboxId', 'runId', 'lastError']) checkString(entry[field], `entry.${field}`);
-  if (typeof entry.failedAt !== 'number') throw new TypeError('entry.failedAt must be a number (epoch milliseconds)');
-  checkWhole(entry.attempts, 'entry.attempts', 0, MAX_U32);
-  return entry;
-}
-
-function checkProvider(provider) {
-  if (provider !== undefined && provider !== null && typeof provider !== 'string') {
-    throw new TypeError('provider must be a string (or undefined for every provider)');
-  }
-  return provider ?? undefined;
-}
-
-function checkLimit(limit) {
-  return checkWhole(limit, 'limit', 0, MAX_U32);
-}
-
-function checkLeaseMs(leaseMs) {
-  return checkWhole(leaseMs, 'leaseMs', 0, Number.MAX_SAFE_INTEGER);
-}
 
 /** What both SQL stores share: the methods, over one native `SqlStore`. */
 class SqlSandboxInstanceStore {

@@ -65,6 +65,25 @@ def run_tool(language: str, node: str, location: Location, *args: str) -> dict[s
     return parse(language, ran.returncode, ran.stdout, ran.stderr)
 
 
+def finish(processes: list[tuple[str, subprocess.Popen[str]]], timeout: float) -> list[dict[str, Any]]:
+    """Waits for every tool process (killing one past ``timeout``); their
+    parsed results in order, or one failure naming every process that failed."""
+    results: list[dict[str, Any]] = []
+    failures: list[str] = []
+    for label, process in processes:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            stdout, stderr = process.communicate()
+        try:
+            results.append(parse(label, process.returncode, stdout, stderr))
+        except AssertionError as failure:
+            failures.append(str(failure))
+    assert not failures, "\n".join(failures)
+    return results
+
+
 def parse(language: str, returncode: int, stdout: str, stderr: str) -> dict[str, Any]:
     lines = stdout.strip().splitlines()
     assert returncode == 0 and lines, f"{language} tool failed ({returncode}): {stdout[-1000:]} {stderr[-2000:]}"
@@ -187,19 +206,8 @@ def test_concurrent_python_and_node_processes_on_one_sqlite_file(node: str, tmp_
             args = command(language, node, location, "ops", str(seed), str(OPERATIONS), prefix)
             process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             workers.append((language, seed, prefix, process))
-    final_keys: dict[str, list[str]] = {}
-    failures: list[str] = []
-    for language, seed, prefix, process in workers:
-        try:
-            stdout, stderr = process.communicate(timeout=900)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            stdout, stderr = process.communicate()
-        try:
-            final_keys[prefix] = parse(f"{language} ops {seed}", process.returncode, stdout, stderr)["finalKeys"]
-        except AssertionError as failure:
-            failures.append(str(failure))
-    assert not failures, "\n".join(failures)
+    results = finish([(f"{language} ops {seed}", process) for language, seed, _, process in workers], timeout=900)
+    final_keys: dict[str, list[str]] = {prefix: result["finalKeys"] for (_, _, prefix, _), result in zip(workers, results)}
 
     # Every process verified its own reads while the others wrote; now the
     # final state, read by both languages, must be exactly the union of what
@@ -265,19 +273,7 @@ def test_two_retriers_never_destroy_a_leak_twice(node: str, location: Location, 
         )
         for language in ("node", "python", "node", "python")
     ]
-    destroyed_by: list[int] = []
-    failures: list[str] = []
-    for process in retriers:
-        try:
-            stdout, stderr = process.communicate(timeout=600)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            stdout, stderr = process.communicate()
-        try:
-            destroyed_by.append(parse("retrier", process.returncode, stdout, stderr)["destroyed"])
-        except AssertionError as failure:
-            failures.append(str(failure))
-    assert not failures, "\n".join(failures)
+    destroyed_by = [result["destroyed"] for result in finish([("retrier", process) for process in retriers], timeout=600)]
 
     destroys = [line.split()[0] for line in log.read_text(encoding="utf-8").splitlines()]
     twice = sorted({sandbox_id for sandbox_id in destroys if destroys.count(sandbox_id) > 1})
