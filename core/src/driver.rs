@@ -21,6 +21,7 @@ use crate::effects::{
     SandboxReclaimFailed,
 };
 use crate::errors::{DestroyTimeout, ProviderError, ReclaimError, ReclaimerError, StoreError};
+use crate::fleet::ListedSandbox;
 use crate::flows::{Reclaim, ReclaimApi, ReclaimInput, Retry, RetryInput};
 use crate::ledger::{LeakEntry, LeakLedger, RetryOptions, RetrySummary};
 use crate::messages;
@@ -37,6 +38,15 @@ pub trait SandboxProvider: Send + Sync {
     /// Destroys the sandbox with this provider-side id. Should succeed when
     /// the sandbox is already gone. Dropping the future cancels it (deadlines).
     async fn destroy(&self, provider_sandbox_id: &str) -> Result<(), ProviderError>;
+    /// Whether [`SandboxProvider::list_sandboxes`] is implemented. A provider
+    /// that cannot list gets no orphan sweep (reported `unavailable`), never a guess.
+    fn can_list(&self) -> bool {
+        false
+    }
+    /// The sandboxes this provider owns, for the orphan sweep.
+    async fn list_sandboxes(&self) -> Result<Vec<ListedSandbox>, ProviderError> {
+        Ok(Vec::new())
+    }
 }
 
 /// Maps sandbox keys to instance records (`SandboxStore` in `@tanstack/ai-sandbox`).

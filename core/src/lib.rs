@@ -20,6 +20,7 @@
 pub mod driver;
 pub mod effects;
 pub mod errors;
+pub mod fleet;
 pub mod flows;
 pub mod ledger;
 pub mod memory;
@@ -36,6 +37,7 @@ pub use driver::{
     SandboxInstanceStore, SandboxProvider,
 };
 pub use effects::{Misuse, SandboxReclaimFailed};
+pub use fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, ListedSandbox};
 pub use errors::{BoxError, DestroyTimeout, ProviderError, ReclaimError, ReclaimerError, StoreError};
 pub use ledger::{LeakEntry, LeakLedger, NewLeak, RetryOptions, RetrySummary};
 pub use memory::InMemorySandboxInstanceStore;
