@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use sandbox_reclaim::providers::{LABEL_CREATED_AT, LABEL_KEY, LABEL_OWNER};
 use sandbox_reclaim::{
-    reclaim_sandbox, DockerConfig, DockerProvider, InMemorySandboxInstanceStore, InvalidInput, Labels,
+    reclaim_sandbox, DockerConfig, DockerProvider, InMemorySandboxInstanceStore, InvalidInput, Labels, ListedSandbox,
     ManagedSandboxProvider, ProviderError, ReclaimOptions, ReclaimOutcome, RunRecord, RunStatus, SandboxInstanceRecord,
     SandboxInstanceStore, SandboxProvider,
 };
@@ -284,4 +284,95 @@ async fn bad_input_and_engine_errors_are_typed() {
         ..DockerConfig::new(image())
     })
     .is_err());
+}
+
+/// Creates (without starting) a container carrying exactly `labels`, through
+/// the engine API directly, as something other than the provider would.
+async fn create_labelled(name: &str, labels: &[(&str, &str)]) -> String {
+    use bollard::models::{ContainerCreateBody, HostConfig};
+    use bollard::query_parameters::CreateContainerOptions;
+    let docker = bollard::Docker::connect_with_host(&docker_host()).expect("connect to DOCKER_HOST");
+    let body = ContainerCreateBody {
+        image: Some(image()),
+        cmd: Some(argv(&["sleep", "infinity"])),
+        labels: Some(labels.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect()),
+        host_config: Some(HostConfig { network_mode: Some("none".into()), ..Default::default() }),
+        ..Default::default()
+    };
+    let options = CreateContainerOptions { name: Some(name.into()), ..Default::default() };
+    docker.create_container(Some(options), body).await.expect("create a labelled container").id
+}
+
+fn listed(handle: &sandbox_reclaim::SandboxHandle, owner: &str) -> ListedSandbox {
+    ListedSandbox {
+        id: handle.id.clone(),
+        created_at: Some(handle.created_at),
+        owner: Some(owner.to_string()),
+        key: Some(handle.key.clone()),
+    }
+}
+
+fn by_id(mut listed: Vec<ListedSandbox>) -> Vec<ListedSandbox> {
+    listed.sort_by(|left, right| left.id.cmp(&right.id));
+    listed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_sandboxes_reports_its_owners_containers_and_unknowns_as_none() {
+    let (owner, other) = (unique_owner("listing"), unique_owner("listing-other"));
+    let (ours, theirs) = (provider(&owner), provider(&other));
+    assert!(ours.can_list());
+    assert_eq!(ours.list_sandboxes().await.unwrap(), Vec::new());
+
+    let mut handles = Vec::new();
+    for key in ["run-1", "run/2 with spaces"] {
+        handles.push(ours.create(key, &Labels::new()).await.unwrap());
+    }
+    let their_handle = theirs.create("run-1", &Labels::new()).await.unwrap();
+    let mut cleanup = Strangers(vec![their_handle.id.clone()]);
+    cleanup.0.extend(handles.iter().map(|handle| handle.id.clone()));
+    // A stopped container is still a sandbox to sweep.
+    podman(&["stop", "-t", "0", &handles[1].id]);
+
+    let expected = by_id(handles.iter().map(|handle| listed(handle, &owner)).collect());
+    assert_eq!(ours.list_sandboxes().await.unwrap(), expected, "only ours, with key, owner and created_at");
+    assert_eq!(theirs.list_sandboxes().await.unwrap(), vec![listed(&their_handle, &other)]);
+
+    // Ours by label, but with no creation time, an unparsable one, or no key:
+    // listed with the unknown fields None, never dropped or defaulted to 0.
+    let suffix = unique_owner("x");
+    let no_created_at =
+        create_labelled(&format!("no-created-{suffix}"), &[(LABEL_OWNER, &owner), (LABEL_KEY, "k-1")]).await;
+    cleanup.0.push(no_created_at.clone());
+    let bad_created_at = create_labelled(
+        &format!("bad-created-{suffix}"),
+        &[(LABEL_OWNER, &owner), (LABEL_KEY, "k-2"), (LABEL_CREATED_AT, "yesterday")],
+    )
+    .await;
+    cleanup.0.push(bad_created_at.clone());
+    let no_key = create_labelled(&format!("no-key-{suffix}"), &[(LABEL_OWNER, &owner)]).await;
+    cleanup.0.push(no_key.clone());
+    let unknown = |id: &str, key: Option<&str>| ListedSandbox {
+        id: id.to_string(),
+        created_at: None,
+        owner: Some(owner.clone()),
+        key: key.map(str::to_string),
+    };
+    let mut expected = expected;
+    expected.extend([
+        unknown(&no_created_at, Some("k-1")),
+        unknown(&bad_created_at, Some("k-2")),
+        unknown(&no_key, None),
+    ]);
+    assert_eq!(ours.list_sandboxes().await.unwrap(), by_id(expected));
+    assert_eq!(theirs.list_sandboxes().await.unwrap(), vec![listed(&their_handle, &other)]);
+
+    // They carry our owner label, so destroy takes them; then nothing is left.
+    for id in &cleanup.0 {
+        let provider = if *id == their_handle.id { &theirs } else { &ours };
+        provider.destroy(id).await.unwrap();
+    }
+    assert_eq!(ours.list_sandboxes().await.unwrap(), Vec::new());
+    assert_eq!(containers_of(&owner), Vec::<String>::new());
+    assert_eq!(containers_of(&other), Vec::<String>::new());
 }

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use sandbox_reclaim::providers::local::DIR_ENV;
 use sandbox_reclaim::{
-    reclaim_sandbox, InMemorySandboxInstanceStore, InvalidInput, Isolation, IsolationRequest, Labels, LocalConfig,
-    LocalProvider, ManagedSandboxProvider, ProviderError, ReclaimOptions, ReclaimOutcome, RunRecord, RunStatus,
-    SandboxInstanceRecord, SandboxInstanceStore, SandboxProvider,
+    reclaim_sandbox, InMemorySandboxInstanceStore, InvalidInput, Isolation, IsolationRequest, Labels, ListedSandbox,
+    LocalConfig, LocalProvider, ManagedSandboxProvider, ProviderError, ReclaimOptions, ReclaimOutcome, RunRecord,
+    RunStatus, SandboxInstanceRecord, SandboxInstanceStore, SandboxProvider,
 };
 
 /// A fresh base directory, removed (after its sandboxes) when dropped.
@@ -440,4 +440,108 @@ async fn bad_input_is_refused_before_any_side_effect() {
     let error = provider.create("k", &Labels::new()).await.unwrap_err();
     assert!(error.to_string().contains("nonexistent"), "{error}");
     assert_eq!(std::fs::read_dir(&base.0).unwrap().count(), 0);
+}
+
+fn listed(handle: &sandbox_reclaim::SandboxHandle, owner: &str) -> ListedSandbox {
+    ListedSandbox {
+        id: handle.id.clone(),
+        created_at: Some(handle.created_at),
+        owner: Some(owner.to_string()),
+        key: Some(handle.key.clone()),
+    }
+}
+
+/// Rewrites one field of a sandbox's owner file (`None` removes it).
+fn edit_owner_file(dir: &Path, field: &str, value: Option<serde_json::Value>) {
+    let path = dir.join("owner.json");
+    let mut owner: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    match value {
+        Some(value) => owner[field] = value,
+        None => {
+            owner.as_object_mut().unwrap().remove(field);
+        }
+    }
+    std::fs::write(&path, serde_json::to_vec(&owner).unwrap()).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_sandboxes_reports_its_owners_sandboxes_and_unknowns_as_none() {
+    let base = BaseDir::new("listing");
+    let config = |owner: &str| LocalConfig { owner: owner.into(), ..base.config(IsolationRequest::ProcessGroup) };
+    let ours = LocalProvider::new(config("team-a")).unwrap();
+    let theirs = LocalProvider::new(config("team-b")).unwrap();
+    assert!(ours.can_list());
+    assert_eq!(ours.list_sandboxes().await.unwrap(), Vec::new());
+
+    let mut handles = Vec::new();
+    for key in ["run-1", "run/2 with spaces", "run-3", "run-4"] {
+        handles.push(ours.create(key, &Labels::new()).await.unwrap());
+    }
+    let their_handle = theirs.create("run-1", &Labels::new()).await.unwrap();
+    // Neither staging leftovers nor plain files are sandboxes.
+    std::fs::create_dir_all(base.0.join(".creating-sr-x-1-0/work")).unwrap();
+    std::fs::write(base.0.join("sr-not-a-dir"), b"{}").unwrap();
+
+    let mut expected: Vec<ListedSandbox> = handles.iter().map(|handle| listed(handle, "team-a")).collect();
+    expected.sort_by(|left, right| left.id.cmp(&right.id));
+    assert_eq!(ours.list_sandboxes().await.unwrap(), expected, "only team-a's, with key, owner and created_at");
+    assert_eq!(theirs.list_sandboxes().await.unwrap(), vec![listed(&their_handle, "team-b")]);
+
+    // Corrupt or remove the creation time, then the whole owner file: such
+    // sandboxes stay listed with the unknown fields None, never dropped.
+    let canonical = base.0.canonicalize().unwrap();
+    edit_owner_file(&canonical.join(&handles[0].id), "createdAt", Some(serde_json::json!("yesterday")));
+    edit_owner_file(&canonical.join(&handles[1].id), "createdAt", None);
+    edit_owner_file(&canonical.join(&handles[2].id), "createdAt", Some(serde_json::json!(-5)));
+    std::fs::write(canonical.join(&handles[3].id).join("owner.json"), b"{ not json").unwrap();
+    let unknown_owner = ListedSandbox { id: handles[3].id.clone(), created_at: None, owner: None, key: None };
+    let mut expected: Vec<ListedSandbox> = handles[..3]
+        .iter()
+        .map(|handle| ListedSandbox { created_at: None, ..listed(handle, "team-a") })
+        .chain([unknown_owner.clone()])
+        .collect();
+    expected.sort_by(|left, right| left.id.cmp(&right.id));
+    assert_eq!(ours.list_sandboxes().await.unwrap(), expected);
+    // Whose the unreadable one is nobody can tell: every owner lists it.
+    let mut expected = vec![listed(&their_handle, "team-b"), unknown_owner];
+    expected.sort_by(|left, right| left.id.cmp(&right.id));
+    assert_eq!(theirs.list_sandboxes().await.unwrap(), expected);
+
+    theirs.destroy(&their_handle.id).await.unwrap();
+    // The damaged ones are cleaned up by `BaseDir`'s drop (destroy refuses them).
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_sandboxes_scans_thousands_of_directories() {
+    let base = BaseDir::new("thousands");
+    let provider = LocalProvider::new(base.config(IsolationRequest::ProcessGroup)).unwrap();
+    // Directories as `create` lays them out, without processes.
+    let mut expected = Vec::new();
+    for index in 0..3000_u64 {
+        let (owner, id) = if index % 3 == 0 {
+            ("other", format!("sr-other-{index}"))
+        } else {
+            ("sandbox-reclaim", format!("sr-ours-{index}"))
+        };
+        let dir = base.0.join(&id);
+        std::fs::create_dir_all(dir.join("work")).unwrap();
+        let record = serde_json::json!({
+            "owner": owner, "key": format!("key-{index}"), "createdAt": 1_700_000_000_000_u64 + index,
+            "labels": {}, "isolation": "process-group",
+        });
+        std::fs::write(dir.join("owner.json"), serde_json::to_vec(&record).unwrap()).unwrap();
+        if owner == "sandbox-reclaim" {
+            expected.push(ListedSandbox {
+                id,
+                created_at: Some(1_700_000_000_000 + index),
+                owner: Some(owner.into()),
+                key: Some(format!("key-{index}")),
+            });
+        }
+    }
+    expected.sort_by(|left, right| left.id.cmp(&right.id));
+    let started = Instant::now();
+    assert_eq!(provider.list_sandboxes().await.unwrap(), expected);
+    eprintln!("listed 3000 sandbox directories in {:?}", started.elapsed());
+    assert_eq!(provider.list().await.unwrap().len(), 2000);
 }

@@ -27,6 +27,7 @@ use super::{
 };
 use crate::driver::{now_millis, SandboxProvider};
 use crate::errors::ProviderError;
+use crate::fleet::ListedSandbox;
 
 /// How a [`DockerProvider`] connects and what containers it creates.
 #[derive(Debug, Clone, PartialEq)]
@@ -251,6 +252,22 @@ impl DockerProvider {
         }
     }
 
+    /// Every container (running or not) carrying this provider's owner label,
+    /// as `(id, labels)`: one `GET /containers/json` with a label filter,
+    /// however many containers the engine holds.
+    async fn owned_containers(&self) -> Result<Vec<(String, HashMap<String, String>)>, ProviderError> {
+        let filters = HashMap::from([("label".to_string(), vec![format!("{LABEL_OWNER}={}", self.config.owner)])]);
+        let options = ListContainersOptions { all: true, filters: Some(filters), ..Default::default() };
+        let containers =
+            self.docker.list_containers(Some(options)).await.map_err(|error| backend("list containers", error))?;
+        Ok(containers
+            .into_iter()
+            .filter_map(|summary| Some((summary.id?, summary.labels.unwrap_or_default())))
+            // Filter again: the label filter is the engine's, the guard is ours.
+            .filter(|(_, labels)| labels.get(LABEL_OWNER) == Some(&self.config.owner))
+            .collect())
+    }
+
     /// Waits until container `id` is gone after a removal the engine said is
     /// already in progress.
     async fn wait_gone(&self, id: &str) -> Result<(), ProviderError> {
@@ -268,6 +285,17 @@ struct Inspected {
     id: String,
     labels: HashMap<String, String>,
     running: bool,
+}
+
+/// A container as the orphan sweep sees it: a missing or unparsable
+/// [`LABEL_CREATED_AT`] is `None` (never 0), so the sweep can fail closed.
+fn listed_from_labels(id: String, labels: &HashMap<String, String>) -> ListedSandbox {
+    ListedSandbox {
+        id,
+        created_at: labels.get(LABEL_CREATED_AT).and_then(|text| text.parse().ok()),
+        owner: labels.get(LABEL_OWNER).cloned(),
+        key: labels.get(LABEL_KEY).cloned(),
+    }
 }
 
 fn handle_from_labels(id: String, labels: &HashMap<String, String>) -> Option<SandboxHandle> {
@@ -296,6 +324,21 @@ impl SandboxProvider for DockerProvider {
             Err(error) if status_of(&error) == Some(409) => self.wait_gone(&inspected.id).await,
             Err(error) => Err(backend(format!("remove container {id}"), error)),
         }
+    }
+
+    fn can_list(&self) -> bool {
+        true
+    }
+
+    /// Every container carrying this provider's owner label, running or not,
+    /// in one engine call. Unlike [`ManagedSandboxProvider::list`], a
+    /// container without a key or with a missing or unparsable creation-time
+    /// label is included, its unknown fields `None`. Ordered by id.
+    async fn list_sandboxes(&self) -> Result<Vec<ListedSandbox>, ProviderError> {
+        let mut listed: Vec<ListedSandbox> =
+            self.owned_containers().await?.into_iter().map(|(id, labels)| listed_from_labels(id, &labels)).collect();
+        listed.sort_by(|left, right| left.id.cmp(&right.id));
+        Ok(listed)
     }
 }
 
@@ -333,17 +376,11 @@ impl ManagedSandboxProvider for DockerProvider {
     }
 
     async fn list(&self) -> Result<Vec<SandboxHandle>, ProviderError> {
-        let filters = HashMap::from([("label".to_string(), vec![format!("{LABEL_OWNER}={}", self.config.owner)])]);
-        let options = ListContainersOptions { all: true, filters: Some(filters), ..Default::default() };
-        let containers =
-            self.docker.list_containers(Some(options)).await.map_err(|error| backend("list containers", error))?;
-        let mut handles: Vec<SandboxHandle> = containers
+        let mut handles: Vec<SandboxHandle> = self
+            .owned_containers()
+            .await?
             .into_iter()
-            // Filter again: the label filter is the engine's, the guard is ours.
-            .filter(|summary| {
-                summary.labels.as_ref().and_then(|labels| labels.get(LABEL_OWNER)) == Some(&self.config.owner)
-            })
-            .filter_map(|summary| handle_from_labels(summary.id?, summary.labels.as_ref()?))
+            .filter_map(|(id, labels)| handle_from_labels(id, &labels))
             .collect();
         handles.sort_by(|left, right| left.created_at.cmp(&right.created_at).then_with(|| left.key.cmp(&right.key)));
         Ok(handles)

@@ -37,6 +37,7 @@ use super::{
 };
 use crate::driver::{now_millis, SandboxProvider};
 use crate::errors::ProviderError;
+use crate::fleet::ListedSandbox;
 use procfs::ProcessId;
 
 /// The environment variable naming a process's sandbox directory.
@@ -367,6 +368,72 @@ impl LocalProvider {
     }
 }
 
+/// One sandbox directory found by [`LocalProvider::scan`].
+struct ScannedDir {
+    /// What its owner file says, field by field; unknown fields are `None`.
+    listed: ListedSandbox,
+    /// Whether the whole owner file parsed (what `destroy` and `exec` need).
+    intact: bool,
+}
+
+impl LocalProvider {
+    /// Reads the base directory once and the owner file of every sandbox
+    /// directory in it (any owner), off the async runtime.
+    async fn scan(&self) -> Result<Vec<ScannedDir>, ProviderError> {
+        let base_dir = self.base_dir.clone();
+        blocking(move || scan_base_dir(&base_dir))
+            .await?
+            .map_err(|error| local_error(format!("list {}", self.base_dir.display()), error))
+    }
+}
+
+fn scan_base_dir(base_dir: &Path) -> std::io::Result<Vec<ScannedDir>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(base_dir)? {
+        let entry = entry?;
+        // Staging (`.creating-*`) and anything `destroy` could not be handed
+        // are not sandboxes; neither are plain files.
+        let Some(id) = entry.file_name().to_str().map(str::to_string) else { continue };
+        if id.starts_with('.') || validate_id(&id).is_err() || !entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            continue;
+        }
+        let dir = entry.path();
+        let bytes = match std::fs::read(dir.join(OWNER_FILE)) {
+            Ok(bytes) => Some(bytes),
+            // Removed since the directory was read: a finished destroy.
+            Err(error) if error.kind() == ErrorKind::NotFound && !dir.exists() => continue,
+            Err(_) => None,
+        };
+        let (fields, intact) = match bytes.as_deref().map(serde_json::from_slice::<serde_json::Value>) {
+            Some(Ok(value)) => (OwnerFields::of(&value), serde_json::from_value::<OwnerRecord>(value).is_ok()),
+            _ => (OwnerFields::default(), false),
+        };
+        let listed = ListedSandbox { id, created_at: fields.created_at, owner: fields.owner, key: fields.key };
+        found.push(ScannedDir { listed, intact });
+    }
+    Ok(found)
+}
+
+/// The fields of an owner file the sweep needs, each read on its own so one
+/// corrupt field does not hide the others.
+#[derive(Default)]
+struct OwnerFields {
+    owner: Option<String>,
+    key: Option<String>,
+    created_at: Option<u64>,
+}
+
+impl OwnerFields {
+    fn of(value: &serde_json::Value) -> Self {
+        let text = |field: &str| value.get(field).and_then(serde_json::Value::as_str).map(str::to_string);
+        Self {
+            owner: text("owner"),
+            key: text("key"),
+            created_at: value.get("createdAt").and_then(serde_json::Value::as_u64),
+        }
+    }
+}
+
 enum Claim {
     New(OwnerRecord),
     Existing(SandboxHandle),
@@ -566,6 +633,29 @@ impl SandboxProvider for LocalProvider {
             .await?
             .map_err(|error| local_error(format!("remove {}", dir.display()), error))
     }
+
+    fn can_list(&self) -> bool {
+        true
+    }
+
+    /// Every sandbox directory whose owner file names this provider's owner,
+    /// from one scan of the base directory. Unlike
+    /// [`ManagedSandboxProvider::list`], nothing unreadable is dropped: a
+    /// missing or unparsable `createdAt` (or `key`) is `None`, and a directory
+    /// whose owner cannot be read at all is listed with `owner: None`, so the
+    /// sweep fails closed instead of missing it. Ordered by id.
+    async fn list_sandboxes(&self) -> Result<Vec<ListedSandbox>, ProviderError> {
+        let owner = self.config.owner.as_str();
+        let mut listed: Vec<ListedSandbox> = self
+            .scan()
+            .await?
+            .into_iter()
+            .map(|scanned| scanned.listed)
+            .filter(|listed| listed.owner.as_deref().is_none_or(|listed_owner| listed_owner == owner))
+            .collect();
+        listed.sort_by(|left, right| left.id.cmp(&right.id));
+        Ok(listed)
+    }
 }
 
 #[async_trait]
@@ -593,27 +683,16 @@ impl ManagedSandboxProvider for LocalProvider {
     }
 
     async fn list(&self) -> Result<Vec<SandboxHandle>, ProviderError> {
-        let base_dir = self.base_dir.clone();
-        let owner = self.config.owner.clone();
-        let mut handles = blocking(move || -> std::io::Result<Vec<SandboxHandle>> {
-            let mut handles = Vec::new();
-            for entry in std::fs::read_dir(&base_dir)? {
-                let entry = entry?;
-                let Some(id) = entry.file_name().to_str().map(str::to_string) else { continue };
-                if id.starts_with('.') || validate_id(&id).is_err() {
-                    continue;
-                }
-                // Unreadable or foreign directories are not ours to report.
-                if let Ok(record) = read_owner(&entry.path()) {
-                    if record.owner == owner {
-                        handles.push(SandboxHandle { key: record.key, id, created_at: record.created_at });
-                    }
-                }
-            }
-            Ok(handles)
-        })
-        .await?
-        .map_err(|error| local_error(format!("list {}", self.base_dir.display()), error))?;
+        let mut handles: Vec<SandboxHandle> = self
+            .scan()
+            .await?
+            .into_iter()
+            // Unreadable or foreign directories are not ours to report.
+            .filter(|scanned| scanned.intact && scanned.listed.owner.as_deref() == Some(self.config.owner.as_str()))
+            .filter_map(|ScannedDir { listed, .. }| {
+                Some(SandboxHandle { key: listed.key?, id: listed.id, created_at: listed.created_at? })
+            })
+            .collect();
         handles.sort_by(|left, right| left.created_at.cmp(&right.created_at).then_with(|| left.key.cmp(&right.key)));
         Ok(handles)
     }
