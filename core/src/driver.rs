@@ -17,11 +17,11 @@ use futures_util::future::{AbortHandle, Abortable};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
 use crate::effects::{
-    Completion, Effect, EffectId, Ending, Flow, HostRef, InstanceFields, LogLevel, LogLine, MetaValue, Misuse, Output,
-    SandboxReclaimFailed,
+    Completion, DueFields, Effect, EffectId, Ending, Flow, HostRef, InstanceFields, LogLevel, LogLine, MetaValue,
+    Misuse, Output, SandboxReclaimFailed, StaleRecord,
 };
 use crate::errors::{DestroyTimeout, ProviderError, ReclaimError, ReclaimerError, StoreError};
-use crate::fleet::ListedSandbox;
+use crate::fleet::{DueLeak, FleetStore, ListedSandbox};
 use crate::flows::{Reclaim, ReclaimApi, ReclaimInput, Retry, RetryInput};
 use crate::ledger::{LeakEntry, LeakLedger, RetryOptions, RetrySummary};
 use crate::messages;
@@ -46,6 +46,12 @@ pub trait SandboxProvider: Send + Sync {
     /// The sandboxes this provider owns, for the orphan sweep.
     async fn list_sandboxes(&self) -> Result<Vec<ListedSandbox>, ProviderError> {
         Ok(Vec::new())
+    }
+    /// The owner namespace its sandboxes carry; the orphan sweep destroys
+    /// only sandboxes listed under it. `None`: the pass's `owner` option
+    /// (default [`crate::fleet::DEFAULT_OWNER`]).
+    fn owner(&self) -> Option<&str> {
+        None
     }
 }
 
@@ -116,7 +122,7 @@ impl<'a> ReclaimOptions<'a> {
             api,
             run_id: record.run_id.clone(),
             sandbox_key: record.sandbox_key.clone(),
-            provider_name: self.provider.name().to_owned(),
+            providers: vec![self.provider.name().to_owned()],
             store_has_ledger: self.instances.leak_ledger().is_some(),
             destroy_timeout_ms: self.destroy_timeout.map(duration_millis),
         }
@@ -124,10 +130,11 @@ impl<'a> ReclaimOptions<'a> {
 
     fn host(&self) -> Host<'a> {
         Host {
-            provider: self.provider,
+            providers: vec![self.provider],
             instances: Some(self.instances),
             ledger: self.instances.leak_ledger(),
             logger: self.logger,
+            ..Host::default()
         }
     }
 }
@@ -168,7 +175,7 @@ pub async fn retry_leaks(
         destroy_timeout_ms: options.destroy_timeout.map(duration_millis),
     };
     let mut flow = Retry::new(input, now_millis());
-    let host = Host { provider, instances: None, ledger: Some(ledger), logger: None };
+    let host = Host { providers: vec![provider], ledger: Some(ledger), ..Host::default() };
     match run(&mut flow, host).await? {
         Ok(Output::Retry(summary)) => Ok(summary),
         _ => Err(Misuse(messages::MISUSE_WRONG_COMPLETION).into()),
@@ -176,11 +183,51 @@ pub async fn retry_leaks(
 }
 
 /// The host objects effects run against.
-struct Host<'a> {
-    provider: &'a dyn SandboxProvider,
-    instances: Option<&'a dyn SandboxInstanceStore>,
-    ledger: Option<&'a dyn LeakLedger>,
-    logger: Option<&'a dyn ReclaimLogger>,
+#[derive(Default)]
+pub(crate) struct Host<'a> {
+    pub providers: Vec<&'a dyn SandboxProvider>,
+    pub instances: Option<&'a dyn SandboxInstanceStore>,
+    pub ledger: Option<&'a dyn LeakLedger>,
+    pub fleet: Option<&'a dyn FleetStore>,
+    pub logger: Option<&'a dyn ReclaimLogger>,
+    pub progress: Option<ProgressCallback<'a>>,
+    pub stop: Option<&'a StopSignal>,
+}
+
+/// Called with each progress event of a fleet pass (a JSON object; see the
+/// reports' docs). Never awaited; it cannot change the pass.
+pub type ProgressCallback<'a> = &'a (dyn Fn(&serde_json::Value) + Send + Sync);
+
+/// Stops a fleet pass from another task: nothing new starts, what runs
+/// settles (or reaches its deadline) and is written down, then the pass
+/// answers its report. Cloning shares the signal.
+#[derive(Debug, Clone, Default)]
+pub struct StopSignal(std::sync::Arc<(std::sync::atomic::AtomicBool, tokio::sync::Notify)>);
+
+impl StopSignal {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Asks every pass given this signal to stop.
+    pub fn stop(&self) {
+        self.0 .0.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.0 .1.notify_waiters();
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        self.0 .0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    async fn stopped(&self) {
+        loop {
+            let notified = self.0 .1.notified();
+            if self.is_stopped() {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 /// How an effect settled, with the host values the driver keeps.
@@ -188,6 +235,11 @@ enum Settled {
     Ok,
     Instance(Option<SandboxInstanceRecord>),
     Leaks(Vec<LeakEntry>),
+    Due(Vec<DueLeak>),
+    Stale(Vec<SandboxInstanceRecord>),
+    Ids(Vec<String>),
+    Sandboxes(Vec<ListedSandbox>),
+    Flag(bool),
     StoreFailed(StoreError),
     DestroyFailed(ProviderError),
 }
@@ -195,10 +247,11 @@ enum Settled {
 type EffectFuture<'a> = Pin<Box<dyn Future<Output = Settled> + Send + 'a>>;
 
 /// Runs `flow` to its ending. `Ok(Err(_))` is the reclaimer's own failure.
-async fn run(
+pub(crate) async fn run(
     flow: &mut (dyn Flow + Send),
     host: Host<'_>,
 ) -> Result<Result<Output, SandboxReclaimFailed>, ReclaimError> {
+    let mut stop_seen = false;
     let mut in_flight = FuturesUnordered::new();
     let mut aborts: HashMap<EffectId, AbortHandle> = HashMap::new();
     let mut destroy_errors: HashMap<EffectId, ProviderError> = HashMap::new();
@@ -208,6 +261,11 @@ async fn run(
         while let Some((id, effect)) = flow.poll_effect() {
             match effect {
                 Effect::Log(line) => log(host.logger, &line, &destroy_errors),
+                Effect::Progress(event) => {
+                    if let (Some(progress), Ok(event)) = (host.progress, serde_json::from_str(&event)) {
+                        progress(&event);
+                    }
+                }
                 Effect::Cancel { target } => {
                     if let Some(handle) = aborts.remove(&target) {
                         handle.abort();
@@ -237,7 +295,17 @@ async fn run(
                 None => std::future::pending().await,
             }
         };
+        let stop = async {
+            match host.stop {
+                Some(signal) if !stop_seen => signal.stopped().await,
+                _ => std::future::pending().await,
+            }
+        };
         tokio::select! {
+            () = stop => {
+                stop_seen = true;
+                flow.stop(now_millis());
+            }
             settled = in_flight.next(), if !in_flight.is_empty() => {
                 let Some((id, Ok(settled))) = settled else { continue }; // aborted: the machine moved on
                 aborts.remove(&id);
@@ -252,9 +320,29 @@ async fn run(
                         claimed.insert(id, entries);
                         Completion::Leaks(ids)
                     }
+                    Settled::Due(entries) => {
+                        let fields = entries.iter().map(|due| DueFields {
+                            provider_sandbox_id: due.entry.provider_sandbox_id.clone(),
+                            key: due.entry.key.clone(),
+                            attempts: due.entry.attempts,
+                            reason: due.reason,
+                        }).collect();
+                        claimed.insert(id, entries.into_iter().map(|due| due.entry).collect());
+                        Completion::Due(fields)
+                    }
+                    Settled::Stale(records) => Completion::Stale(records.into_iter().map(|record| StaleRecord {
+                        key: record.key,
+                        provider: record.provider,
+                        provider_sandbox_id: record.provider_sandbox_id,
+                        updated_at: record.updated_at,
+                    }).collect()),
+                    Settled::Ids(ids) => Completion::Ids(ids),
+                    Settled::Sandboxes(sandboxes) => Completion::Sandboxes(sandboxes),
+                    Settled::Flag(flag) => Completion::Flag(flag),
                     Settled::StoreFailed(error) => {
+                        let message = error.to_string();
                         store_errors.insert(id, error);
-                        Completion::Failed { message: String::new() }
+                        Completion::Failed { message }
                     }
                     Settled::DestroyFailed(error) => {
                         let message = error.to_string();
@@ -285,6 +373,10 @@ fn start<'a>(
             .ok_or(Misuse(messages::MISUSE_UNKNOWN_EFFECT))
     };
     let instances = || host.instances.ok_or(Misuse(messages::MISUSE_WRONG_COMPLETION));
+    let fleet = || host.fleet.ok_or(Misuse(messages::MISUSE_NO_LEDGER));
+    let providers = host.providers.clone();
+    let provider_at =
+        move |index: u32| providers.get(index as usize).copied().ok_or(Misuse(messages::MISUSE_WRONG_COMPLETION));
     Ok(match effect {
         Effect::GetInstance { key } => {
             let store = instances()?;
@@ -298,11 +390,59 @@ fn start<'a>(
             let ledger = ledger()?;
             Box::pin(async move { store_result(ledger.delete_recording_leak(&key, leak).await) })
         }
-        Effect::Destroy { provider_sandbox_id, .. } => {
-            let provider = host.provider;
+        Effect::Destroy { provider, provider_sandbox_id, .. } => {
+            let provider = provider_at(provider)?;
             Box::pin(async move {
                 provider.destroy(&provider_sandbox_id).await.map_or_else(Settled::DestroyFailed, |()| Settled::Ok)
             })
+        }
+        Effect::ListSandboxes { provider, .. } => {
+            let provider = provider_at(provider)?;
+            Box::pin(async move { provider.list_sandboxes().await.map_or_else(Settled::DestroyFailed, Settled::Sandboxes) })
+        }
+        Effect::SandboxReferences { provider } => {
+            let fleet = fleet()?;
+            Box::pin(async move { fleet.sandbox_references(&provider).await.map_or_else(Settled::StoreFailed, Settled::Ids) })
+        }
+        Effect::ListStale { older_than, limit } => {
+            let fleet = fleet()?;
+            Box::pin(async move {
+                fleet.list_stale(older_than, limit as usize).await.map_or_else(Settled::StoreFailed, Settled::Stale)
+            })
+        }
+        Effect::ExpireIdle { key, updated_at, leak } => {
+            let fleet = fleet()?;
+            Box::pin(async move {
+                fleet.expire_idle(&key, updated_at, leak).await.map_or_else(Settled::StoreFailed, Settled::Flag)
+            })
+        }
+        Effect::RecordLeak { leak, reason, next_attempt_at } => {
+            let fleet = fleet()?;
+            Box::pin(async move { store_result(fleet.record_leak(leak, reason, next_attempt_at).await) })
+        }
+        Effect::DueLeaks { provider, limit, lease_ms, now } => {
+            let fleet = fleet()?;
+            Box::pin(async move {
+                fleet.due_leaks(&provider, limit as usize, lease_ms, now).await.map_or_else(Settled::StoreFailed, Settled::Due)
+            })
+        }
+        Effect::DeferLeak { entry: reference, message, failed_at, next_attempt_at } => {
+            let (fleet, entry) = (fleet()?, entry(reference)?);
+            Box::pin(async move { store_result(fleet.defer_leak(&entry, &message, failed_at, next_attempt_at).await) })
+        }
+        Effect::ClaimSweep { provider, holder, lease_ms, now } => {
+            let fleet = fleet()?;
+            Box::pin(async move {
+                fleet.claim_sweep(&provider, &holder, lease_ms, now).await.map_or_else(Settled::StoreFailed, Settled::Flag)
+            })
+        }
+        Effect::ReleaseSweep { provider, holder } => {
+            let fleet = fleet()?;
+            Box::pin(async move { store_result(fleet.release_sweep(&provider, &holder).await) })
+        }
+        Effect::AppendAudit(entries) => {
+            let fleet = fleet()?;
+            Box::pin(async move { store_result(fleet.append_audit(&entries).await) })
         }
         Effect::ClaimLeaks { provider, limit, lease_ms } => {
             let ledger = ledger()?;
@@ -315,7 +455,11 @@ fn start<'a>(
             })
         }
         Effect::ResolveLeak { entry: reference } => {
-            let (ledger, entry) = (ledger()?, entry(reference)?);
+            let ledger = match host.fleet {
+                Some(fleet) => fleet as &dyn LeakLedger,
+                None => ledger()?,
+            };
+            let entry = entry(reference)?;
             Box::pin(async move { store_result(ledger.resolve_leak(&entry).await) })
         }
         Effect::RecordRetryFailure { entry: reference, message, failed_at } => {
@@ -323,7 +467,9 @@ fn start<'a>(
             Box::pin(async move { store_result(ledger.record_retry_failure(&entry, &message, failed_at).await) })
         }
         // Immediate effects are run by the loop itself.
-        Effect::Log(_) | Effect::Cancel { .. } => return Err(Misuse(messages::MISUSE_WRONG_COMPLETION)),
+        Effect::Log(_) | Effect::Cancel { .. } | Effect::Progress(_) => {
+            return Err(Misuse(messages::MISUSE_WRONG_COMPLETION))
+        }
     })
 }
 
@@ -365,7 +511,7 @@ fn log(logger: Option<&dyn ReclaimLogger>, line: &LogLine, destroy_errors: &Hash
     }
 }
 
-fn duration_millis(duration: Duration) -> u64 {
+pub(crate) fn duration_millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 

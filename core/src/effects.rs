@@ -22,6 +22,7 @@
 //! effect id ([`MetaValue::HostError`], [`HostRef`]), and a completion carries
 //! only what the machine decides on.
 
+use crate::fleet::{AuditEntry, LeakReason, ListedSandbox};
 use crate::ledger::{NewLeak, RetrySummary};
 use crate::messages;
 use crate::model::ReclaimOutcome;
@@ -42,10 +43,36 @@ pub enum Effect {
     /// The ledger store's `deleteRecordingLeak(key, leak)`: delete the record
     /// and record the leak in one transaction; complete with [`Completion::Ok`].
     DeleteRecordingLeak { key: String, leak: NewLeak },
-    /// The provider's `destroy({ id })`; complete with [`Completion::Ok`].
+    /// Provider number `provider`'s `destroy({ id })` (providers are numbered
+    /// in the order the flow was given them); complete with [`Completion::Ok`].
     /// With a `deadline`, the host gets a cancellation handle (an
     /// `AbortSignal`, a cancellable task) that a later [`Effect::Cancel`] fires.
-    Destroy { provider_sandbox_id: String, deadline: Option<Millis> },
+    Destroy { provider: u32, provider_sandbox_id: String, deadline: Option<Millis> },
+    /// Provider number `provider`'s `list()`; complete with
+    /// [`Completion::Sandboxes`]. Cancellable like a destroy.
+    ListSandboxes { provider: u32, deadline: Option<Millis> },
+    /// The store's `sandboxReferences(provider)`; complete with [`Completion::Ids`].
+    SandboxReferences { provider: String },
+    /// The store's `listStale(olderThan, limit)`; complete with [`Completion::Stale`].
+    ListStale { older_than: Millis, limit: u32 },
+    /// The store's `expireIdle(key, updatedAt, leak)`; complete with [`Completion::Flag`].
+    ExpireIdle { key: String, updated_at: u64, leak: NewLeak },
+    /// The store's `recordLeak(leak, reason, nextAttemptAt)`; complete with [`Completion::Ok`].
+    RecordLeak { leak: NewLeak, reason: LeakReason, next_attempt_at: Millis },
+    /// The store's `dueLeaks(provider, limit, leaseMs, now)` (no lease: a dry
+    /// listing); complete with [`Completion::Due`]. The driver keeps the entries.
+    DueLeaks { provider: String, limit: u32, lease_ms: Option<u64>, now: Millis },
+    /// The store's `deferLeak(entry, message, failedAt, nextAttemptAt)`.
+    DeferLeak { entry: HostRef, message: String, failed_at: Millis, next_attempt_at: Millis },
+    /// The store's `claimSweep(provider, holder, leaseMs, now)`; complete with [`Completion::Flag`].
+    ClaimSweep { provider: String, holder: String, lease_ms: u64, now: Millis },
+    /// The store's `releaseSweep(provider, holder)`.
+    ReleaseSweep { provider: String, holder: String },
+    /// The store's `appendAudit(entries)`.
+    AppendAudit(Vec<AuditEntry>),
+    /// Call the progress callback now with this JSON event; never completed
+    /// (a throwing callback is ignored: progress never changes a pass).
+    Progress(String),
     /// The ledger store's `claimLeaks(provider, limit, leaseMs)`; complete with
     /// [`Completion::Leaks`]. The driver keeps the entries it got.
     ClaimLeaks { provider: String, limit: u32, lease_ms: u64 },
@@ -64,7 +91,7 @@ impl Effect {
     /// Whether the driver runs it synchronously, in order, and completes it
     /// only when it failed.
     pub fn is_immediate(&self) -> bool {
-        matches!(self, Self::Log(_) | Self::Cancel { .. })
+        matches!(self, Self::Log(_) | Self::Cancel { .. } | Self::Progress(_))
     }
 }
 
@@ -85,10 +112,38 @@ pub enum Completion {
     Instance(Option<InstanceFields>),
     /// `claimLeaks` answered: the provider sandbox id of each entry, in order.
     Leaks(Vec<String>),
-    /// Threw or rejected. `message` is the failure's text where the rules
-    /// keep it (a destroy's, for the leak ledger); the error itself stays
-    /// with the driver under the effect's id.
+    /// Threw or rejected. `message` is the failure's text (a destroy's goes
+    /// to the leak ledger, any goes into fleet reports); the error itself
+    /// stays with the driver under the effect's id.
     Failed { message: String },
+    /// `list()` answered.
+    Sandboxes(Vec<ListedSandbox>),
+    /// `sandboxReferences` answered.
+    Ids(Vec<String>),
+    /// `listStale` answered.
+    Stale(Vec<StaleRecord>),
+    /// `dueLeaks` answered, in order. The driver keeps the entries.
+    Due(Vec<DueFields>),
+    /// `expireIdle` / `claimSweep` answered.
+    Flag(bool),
+}
+
+/// The fields of a stale instance record idle expiry decides on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaleRecord {
+    pub key: String,
+    pub provider: String,
+    pub provider_sandbox_id: String,
+    pub updated_at: u64,
+}
+
+/// The fields of a due leak entry a pass decides on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DueFields {
+    pub provider_sandbox_id: String,
+    pub key: String,
+    pub attempts: u32,
+    pub reason: LeakReason,
 }
 
 /// The instance record fields a reclaim decides on.
@@ -168,6 +223,10 @@ pub enum Output {
     Outcome(ReclaimOutcome),
     /// A leak retry's summary.
     Retry(RetrySummary),
+    /// A fleet reclaim's report.
+    FleetReclaim(Box<crate::flows::reclaim_all::FleetReclaimReport>),
+    /// A reconcile pass's report.
+    Reconcile(Box<crate::flows::reconcile::ReconcileReport>),
 }
 
 /// How a flow ended.
@@ -200,4 +259,10 @@ pub trait Flow {
     fn handle_timeout(&mut self, now: Millis);
     /// The ending, once the effects before it have been polled; taken once.
     fn poll_done(&mut self) -> Option<Ending>;
+    /// The caller cancelled (an `AbortSignal`, a task cancel, a stop handle):
+    /// start nothing new, let what runs settle or reach its deadline. Flows
+    /// that cannot stop part-way ignore it.
+    fn stop(&mut self, now: Millis) {
+        let _ = now;
+    }
 }

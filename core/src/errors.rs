@@ -56,9 +56,12 @@ pub struct DestroyTimeout {
     pub timeout_ms: u64,
 }
 
-/// Why `reclaim_sandbox` or `retry_leaks` failed.
+/// Why `reclaim_sandbox`, `retry_leaks` or a fleet pass failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ReclaimError {
+    /// An option was refused before anything ran.
+    #[error(transparent)]
+    InvalidOption(#[from] crate::passes::InvalidOption),
     /// The store failed; propagated unchanged.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -87,6 +90,8 @@ impl From<ReclaimError> for ReclaimerError {
         match error {
             ReclaimError::Store(error) => Self::Store(error),
             ReclaimError::Misuse(misuse) => Self::Misuse(misuse),
+            // The reclaimer takes no fleet options.
+            ReclaimError::InvalidOption(_) => Self::Misuse(Misuse(crate::messages::MISUSE_WRONG_COMPLETION)),
         }
     }
 }

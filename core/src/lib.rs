@@ -26,6 +26,7 @@ pub mod ledger;
 pub mod memory;
 pub mod messages;
 pub mod model;
+pub mod passes;
 #[cfg(any(feature = "docker", feature = "local"))]
 pub mod providers;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
@@ -33,9 +34,12 @@ pub mod stores;
 pub mod wire;
 
 pub use driver::{
-    reclaim_sandbox, retry_leaks, sandbox_reclaimer, LogMeta, LogValue, ReclaimLogger, ReclaimOptions,
-    SandboxInstanceStore, SandboxProvider,
+    reclaim_sandbox, retry_leaks, sandbox_reclaimer, LogMeta, LogValue, ProgressCallback, ReclaimLogger,
+    ReclaimOptions, SandboxInstanceStore, SandboxProvider, StopSignal,
 };
+pub use flows::reclaim_all::{FleetReclaimReport, RecordOutcome, RecordReport};
+pub use flows::reconcile::{Action, ActionReason, ActionResult, ReconcileReport, SweepStatus};
+pub use passes::{reclaim_all, reconcile, FleetOptions, InvalidOption, ReconcileOptions, DEFAULT_OWNER};
 pub use effects::{Misuse, SandboxReclaimFailed};
 pub use fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, ListedSandbox};
 pub use errors::{BoxError, DestroyTimeout, ProviderError, ReclaimError, ReclaimerError, StoreError};

@@ -54,6 +54,30 @@ pub fn destroy_timeout_message(provider_sandbox_id: &str, timeout_ms: u64) -> St
 /// (its `message` getter throws, a revoked Proxy, a failing `__str__`).
 pub const UNREADABLE_ERROR: &str = "destroy failed with an error whose message could not be read";
 
+/// The ledger text of a sandbox whose idle record a reconcile pass expired.
+pub const IDLE_EXPIRED: &str = "idle: the instance record was expired by a reconcile pass";
+
+/// Why a provider without `list` gets no orphan sweep.
+pub const PROVIDER_CANNOT_LIST: &str = "the provider has no list(): no orphan sweep (nothing guessed, nothing destroyed)";
+
+/// Why a sweep failed closed: a listed sandbox of unknown creation time.
+pub fn unknown_created_at(sandbox_id: &str) -> String {
+    format!("listed sandbox \"{sandbox_id}\" has no known creation time; the sweep destroys nothing of this provider")
+}
+
+/// Why a sweep failed closed: a listed sandbox of unknown owner.
+pub fn unknown_owner(sandbox_id: &str) -> String {
+    format!("listed sandbox \"{sandbox_id}\" has no known owner; the sweep destroys nothing of this provider")
+}
+
+/// Why a sweep failed closed: the listing hung past the deadline.
+pub fn list_timeout_message(provider: &str, timeout_ms: u64) -> String {
+    format!("listing the sandboxes of provider \"{provider}\" did not settle within {timeout_ms} ms; it was cancelled")
+}
+
+/// A host answered a fleet effect with something of the wrong shape.
+pub const MALFORMED_ANSWER: &str = "malformed answer";
+
 /// A driver fed a machine something it did not ask for (a bug, never input).
 pub const MISUSE: &str = "sandbox-reclaim flow machine misused";
 /// ... a completion for an effect the machine is not waiting for.

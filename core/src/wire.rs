@@ -17,9 +17,15 @@
 //! Both bindings turn [`Slot`]s into their own values and read the layout's
 //! numbers from [`Protocol`], so no driver hard-codes them.
 
+use std::collections::HashMap;
+
+use serde_json::Value;
+
 use crate::effects::{
-    Completion, Effect, EffectId, Ending, InstanceFields, LogLevel, MetaValue, Millis, Misuse, Output,
+    Completion, DueFields, Effect, EffectId, Ending, InstanceFields, LogLevel, MetaValue, Millis, Misuse, Output,
+    StaleRecord,
 };
+use crate::fleet::{LeakReason, ListedSandbox};
 use crate::flows::BoxedFlow;
 use crate::messages;
 
@@ -61,7 +67,7 @@ pub mod op {
     pub const DELETE_INSTANCE: u32 = 1;
     /// key, leak key, provider, providerSandboxId, runId, errorMessage, failedAt
     pub const DELETE_RECORDING_LEAK: u32 = 2;
-    /// providerSandboxId, deadline | Nothing
+    /// provider number, providerSandboxId, deadline | Nothing
     pub const DESTROY: u32 = 3;
     /// provider, limit, leaseMs
     pub const CLAIM_LEAKS: u32 = 4;
@@ -73,6 +79,31 @@ pub mod op {
     pub const LOG: u32 = 7;
     /// target effect
     pub const CANCEL: u32 = 8;
+    /// provider number, deadline | Nothing; answered with JSON
+    pub const LIST_SANDBOXES: u32 = 9;
+    /// provider; answered with JSON
+    pub const SANDBOX_REFERENCES: u32 = 10;
+    /// olderThan, limit; answered with JSON
+    pub const LIST_STALE: u32 = 11;
+    /// key, updatedAt, leak key, provider, providerSandboxId, runId, errorMessage, failedAt; answered with JSON
+    pub const EXPIRE_IDLE: u32 = 12;
+    /// leak key, provider, providerSandboxId, runId, errorMessage, failedAt, reason, nextAttemptAt
+    pub const RECORD_LEAK: u32 = 13;
+    /// provider, limit, leaseMs | Nothing, now; answered with JSON
+    pub const DUE_LEAKS: u32 = 14;
+    /// claim effect, entry index, message, failedAt, nextAttemptAt
+    pub const DEFER_LEAK: u32 = 15;
+    /// provider, holder, leaseMs, now; answered with JSON
+    pub const CLAIM_SWEEP: u32 = 16;
+    /// provider, holder
+    pub const RELEASE_SWEEP: u32 = 17;
+    /// the entries as a JSON array
+    pub const APPEND_AUDIT: u32 = 18;
+    /// the event as JSON; never completed
+    pub const PROGRESS: u32 = 19;
+
+    /// Every op, in number order.
+    pub const ALL: [u32; 20] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19];
 }
 
 /// Meta value kinds inside a LOG effect.
@@ -93,6 +124,8 @@ pub mod completion {
     /// a: provider, b: providerSandboxId
     pub const INSTANCE: u32 = 2;
     pub const NO_INSTANCE: u32 = 3;
+    /// a: the host's answer as JSON (the effects marked "answered with JSON")
+    pub const JSON: u32 = 4;
 }
 
 /// The layout's numbers and the fixed names a driver checks input against.
@@ -102,9 +135,9 @@ pub struct Protocol {
     pub endings: [u32; 6],
     /// Operands after each ending kind (indexed by kind).
     pub ending_operands: [u32; 6],
-    pub ops: [u32; 9],
+    pub ops: [u32; 20],
     pub meta_kinds: [u32; 3],
-    pub completions: [u32; 4],
+    pub completions: [u32; 5],
     /// The logger methods a flow may call.
     pub levels: [&'static str; 3],
     pub reclaim_failed_error_name: &'static str,
@@ -119,19 +152,15 @@ pub fn protocol() -> Protocol {
         header: HEADER as u32,
         endings: [RUNNING, RESOLVE_NOTHING, RESOLVE_STRING, RESOLVE_JSON, REJECT_HOST_ERROR, REJECT_RECLAIM_FAILED],
         ending_operands: OPERANDS,
-        ops: [
-            op::GET_INSTANCE,
-            op::DELETE_INSTANCE,
-            op::DELETE_RECORDING_LEAK,
-            op::DESTROY,
-            op::CLAIM_LEAKS,
-            op::RESOLVE_LEAK,
-            op::RECORD_RETRY_FAILURE,
-            op::LOG,
-            op::CANCEL,
-        ],
+        ops: op::ALL,
         meta_kinds: [meta::TEXT, meta::HOST_ERROR, meta::DESTROY_TIMEOUT],
-        completions: [completion::OK, completion::FAILED, completion::INSTANCE, completion::NO_INSTANCE],
+        completions: [
+            completion::OK,
+            completion::FAILED,
+            completion::INSTANCE,
+            completion::NO_INSTANCE,
+            completion::JSON,
+        ],
         levels: LogLevel::ALL.map(LogLevel::as_str),
         reclaim_failed_error_name: messages::RECLAIM_FAILED_ERROR_NAME,
         destroy_timeout_error_name: messages::DESTROY_TIMEOUT_ERROR_NAME,
@@ -156,6 +185,8 @@ struct Run {
     /// the driver may still report that a log of the final batch threw (which
     /// changes the ending), and it runs that batch before starting anything.
     ended: bool,
+    /// Effects answered with JSON, by id → their op (how to read the answer).
+    json_answers: HashMap<EffectId, u32>,
 }
 
 /// The runs of one driver thread (or of one interpreter), by number; ended
@@ -175,7 +206,7 @@ impl RunTable {
 
     /// Admits a started flow; answers its first batch.
     pub fn start(&mut self, flow: BoxedFlow) -> Vec<Slot> {
-        let entry = Some(Run { flow, ended: false });
+        let entry = Some(Run { flow, ended: false, json_answers: HashMap::new() });
         let run = match self.free.pop() {
             Some(free) => {
                 self.runs[free as usize] = entry;
@@ -199,6 +230,12 @@ impl RunTable {
         b: Option<String>,
         now: Millis,
     ) -> Result<Vec<Slot>, WireError> {
+        if kind == completion::JSON {
+            let entry = self.runs.get_mut(run as usize).and_then(Option::as_mut).ok_or(WireError::UnknownRun(run))?;
+            let op = entry.json_answers.remove(&id).ok_or(Misuse(messages::MISUSE_UNKNOWN_EFFECT))?;
+            let settled = decode(op, a.as_deref().unwrap_or("null"));
+            return self.advance(run, |flow| Ok(flow.complete(id, settled, now)?));
+        }
         let settled = match kind {
             completion::OK => Completion::Ok,
             completion::FAILED => Completion::Failed { message: a.unwrap_or_default() },
@@ -231,6 +268,14 @@ impl RunTable {
         })
     }
 
+    /// Tells run `run` its caller cancelled it (see [`crate::effects::Flow::stop`]).
+    pub fn stop(&mut self, run: u32, now: Millis) -> Result<Vec<Slot>, WireError> {
+        self.advance(run, |flow| {
+            flow.stop(now);
+            Ok(())
+        })
+    }
+
     /// Forgets run `run` (its driver gave up: a host answer broke its contract).
     pub fn abandon(&mut self, run: u32) {
         if let Some(slot) = self.runs.get_mut(run as usize) {
@@ -248,7 +293,7 @@ impl RunTable {
     ) -> Result<Vec<Slot>, WireError> {
         let entry = self.runs.get_mut(run as usize).and_then(Option::as_mut).ok_or(WireError::UnknownRun(run))?;
         step(&mut entry.flow)?;
-        let (slots, ended) = encode(run, &mut entry.flow);
+        let (slots, ended) = encode(run, &mut entry.flow, &mut entry.json_answers);
         if ended && !entry.ended {
             entry.ended = true;
             self.free.push(run);
@@ -266,10 +311,13 @@ fn text(value: impl Into<String>) -> Slot {
 }
 
 /// The batch of `flow`: its deadline or its ending, then its effects.
-fn encode(run: u32, flow: &mut BoxedFlow) -> (Vec<Slot>, bool) {
+fn encode(run: u32, flow: &mut BoxedFlow, json_answers: &mut HashMap<EffectId, u32>) -> (Vec<Slot>, bool) {
     let mut effects = Vec::new();
     while let Some((id, effect)) = flow.poll_effect() {
-        encode_effect(&mut effects, id, effect);
+        let code = encode_effect(&mut effects, id, effect);
+        if ANSWERED_WITH_JSON.contains(&code) {
+            json_answers.insert(id, code);
+        }
     }
     let Some(end) = flow.poll_done() else {
         let deadline = flow.poll_timeout().map_or(Slot::Nothing, int);
@@ -283,6 +331,12 @@ fn encode(run: u32, flow: &mut BoxedFlow) -> (Vec<Slot>, bool) {
         Ending::Resolved(Output::Outcome(outcome)) => (ending::RESOLVE_STRING, vec![text(outcome.as_str())]),
         Ending::Resolved(Output::Retry(summary)) => {
             (ending::RESOLVE_JSON, vec![text(serde_json::to_string(&summary).unwrap_or_default())])
+        }
+        Ending::Resolved(Output::FleetReclaim(report)) => {
+            (ending::RESOLVE_JSON, vec![text(serde_json::to_string(&report).unwrap_or_default())])
+        }
+        Ending::Resolved(Output::Reconcile(report)) => {
+            (ending::RESOLVE_JSON, vec![text(serde_json::to_string(&report).unwrap_or_default())])
         }
         Ending::HostError(id) => (ending::REJECT_HOST_ERROR, vec![int(id)]),
         Ending::ReclaimFailed(failure) => {
@@ -298,7 +352,23 @@ fn encode(run: u32, flow: &mut BoxedFlow) -> (Vec<Slot>, bool) {
     (slots, true)
 }
 
-fn encode_effect(slots: &mut Vec<Slot>, id: EffectId, effect: Effect) {
+/// The ops whose answer a driver reports as JSON ([`completion::JSON`]).
+const ANSWERED_WITH_JSON: [u32; 6] =
+    [op::LIST_SANDBOXES, op::SANDBOX_REFERENCES, op::LIST_STALE, op::EXPIRE_IDLE, op::DUE_LEAKS, op::CLAIM_SWEEP];
+
+fn leak_slots(leak: crate::ledger::NewLeak) -> [Slot; 6] {
+    [
+        text(leak.key),
+        text(leak.provider),
+        text(leak.provider_sandbox_id),
+        text(leak.run_id),
+        text(leak.error_message),
+        int(leak.failed_at),
+    ]
+}
+
+/// Appends one effect; answers its op.
+fn encode_effect(slots: &mut Vec<Slot>, id: EffectId, effect: Effect) -> u32 {
     let (code, args) = match effect {
         Effect::GetInstance { key } => (op::GET_INSTANCE, vec![text(key)]),
         Effect::DeleteInstance { key } => (op::DELETE_INSTANCE, vec![text(key)]),
@@ -314,9 +384,39 @@ fn encode_effect(slots: &mut Vec<Slot>, id: EffectId, effect: Effect) {
                 int(leak.failed_at),
             ],
         ),
-        Effect::Destroy { provider_sandbox_id, deadline } => {
-            (op::DESTROY, vec![text(provider_sandbox_id), deadline.map_or(Slot::Nothing, int)])
+        Effect::Destroy { provider, provider_sandbox_id, deadline } => {
+            (op::DESTROY, vec![int(provider), text(provider_sandbox_id), deadline.map_or(Slot::Nothing, int)])
         }
+        Effect::ListSandboxes { provider, deadline } => {
+            (op::LIST_SANDBOXES, vec![int(provider), deadline.map_or(Slot::Nothing, int)])
+        }
+        Effect::SandboxReferences { provider } => (op::SANDBOX_REFERENCES, vec![text(provider)]),
+        Effect::ListStale { older_than, limit } => (op::LIST_STALE, vec![int(older_than), int(limit)]),
+        Effect::ExpireIdle { key, updated_at, leak } => {
+            let mut args = vec![text(key), int(updated_at)];
+            args.extend(leak_slots(leak));
+            (op::EXPIRE_IDLE, args)
+        }
+        Effect::RecordLeak { leak, reason, next_attempt_at } => {
+            let mut args = leak_slots(leak).to_vec();
+            args.extend([text(reason.as_str()), int(next_attempt_at)]);
+            (op::RECORD_LEAK, args)
+        }
+        Effect::DueLeaks { provider, limit, lease_ms, now } => {
+            (op::DUE_LEAKS, vec![text(provider), int(limit), lease_ms.map_or(Slot::Nothing, int), int(now)])
+        }
+        Effect::DeferLeak { entry, message, failed_at, next_attempt_at } => (
+            op::DEFER_LEAK,
+            vec![int(entry.effect), int(entry.index), text(message), int(failed_at), int(next_attempt_at)],
+        ),
+        Effect::ClaimSweep { provider, holder, lease_ms, now } => {
+            (op::CLAIM_SWEEP, vec![text(provider), text(holder), int(lease_ms), int(now)])
+        }
+        Effect::ReleaseSweep { provider, holder } => (op::RELEASE_SWEEP, vec![text(provider), text(holder)]),
+        Effect::AppendAudit(entries) => {
+            (op::APPEND_AUDIT, vec![text(serde_json::to_string(&entries).unwrap_or_else(|_| "[]".into()))])
+        }
+        Effect::Progress(event) => (op::PROGRESS, vec![text(event)]),
         Effect::ClaimLeaks { provider, limit, lease_ms } => {
             (op::CLAIM_LEAKS, vec![text(provider), int(limit), int(lease_ms)])
         }
@@ -349,6 +449,85 @@ fn encode_effect(slots: &mut Vec<Slot>, id: EffectId, effect: Effect) {
     slots.push(int(code));
     slots.push(int(id));
     slots.extend(args);
+    code
+}
+
+/// Reads a host's JSON answer to effect op `op`. A malformed answer is a
+/// failure of that effect (a listing then fails closed), never a guess.
+fn decode(op: u32, json: &str) -> Completion {
+    let failed = |what: String| Completion::Failed { message: format!("{}: {what}", messages::MALFORMED_ANSWER) };
+    let value: Value = match serde_json::from_str(json) {
+        Ok(value) => value,
+        Err(error) => return failed(error.to_string()),
+    };
+    let items = || value.as_array().cloned().unwrap_or_default();
+    let is_array = value.is_array();
+    match op {
+        op::EXPIRE_IDLE | op::CLAIM_SWEEP => match value.as_bool() {
+            Some(flag) => Completion::Flag(flag),
+            None => failed("expected true or false".into()),
+        },
+        _ if !is_array => failed("expected an array".into()),
+        op::SANDBOX_REFERENCES => {
+            let ids: Option<Vec<String>> = items().iter().map(|id| id.as_str().map(str::to_owned)).collect();
+            ids.map_or_else(|| failed("expected an array of strings".into()), Completion::Ids)
+        }
+        op::LIST_SANDBOXES => {
+            let mut sandboxes = Vec::new();
+            for (index, item) in items().iter().enumerate() {
+                let Some(id) = item.get("id").and_then(Value::as_str) else {
+                    return failed(format!("listed sandbox {index} has no string `id`"));
+                };
+                sandboxes.push(ListedSandbox {
+                    id: id.to_owned(),
+                    created_at: item.get("createdAt").and_then(whole),
+                    owner: item.get("owner").and_then(Value::as_str).map(str::to_owned),
+                    key: item.get("key").and_then(Value::as_str).map(str::to_owned),
+                });
+            }
+            Completion::Sandboxes(sandboxes)
+        }
+        op::LIST_STALE => {
+            let mut records = Vec::new();
+            for (index, item) in items().iter().enumerate() {
+                let field = |name: &str| item.get(name).and_then(Value::as_str).map(str::to_owned);
+                let (Some(key), Some(provider), Some(provider_sandbox_id), Some(updated_at)) = (
+                    field("key"),
+                    field("provider"),
+                    field("providerSandboxId"),
+                    item.get("updatedAt").and_then(whole),
+                ) else {
+                    return failed(format!("stale record {index} lacks key, provider, providerSandboxId or updatedAt"));
+                };
+                records.push(StaleRecord { key, provider, provider_sandbox_id, updated_at });
+            }
+            Completion::Stale(records)
+        }
+        op::DUE_LEAKS => {
+            let mut entries = Vec::new();
+            for (index, item) in items().iter().enumerate() {
+                let field = |name: &str| item.get(name).and_then(Value::as_str).map(str::to_owned);
+                let (Some(provider_sandbox_id), Some(key)) = (field("providerSandboxId"), field("key")) else {
+                    return failed(format!("leak entry {index} lacks providerSandboxId or key"));
+                };
+                let attempts = item.get("attempts").and_then(whole).unwrap_or(1);
+                let reason = field("reason").map_or(LeakReason::DestroyFailed, |text| LeakReason::parse(&text));
+                entries.push(DueFields {
+                    provider_sandbox_id,
+                    key,
+                    attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+                    reason,
+                });
+            }
+            Completion::Due(entries)
+        }
+        _ => failed(format!("op {op} is not answered with JSON")),
+    }
+}
+
+/// A whole, non-negative JSON number (epoch milliseconds, counts).
+fn whole(value: &Value) -> Option<u64> {
+    value.as_u64().or_else(|| value.as_f64().filter(|n| n.fract() == 0.0 && *n >= 0.0 && *n < 9.007e15).map(|n| n as u64))
 }
 
 #[cfg(test)]
@@ -361,7 +540,7 @@ mod tests {
             api: ReclaimApi::ReclaimSandbox,
             run_id: "r".into(),
             sandbox_key: key.map(str::to_owned),
-            provider_name: "docker".into(),
+            providers: vec!["docker".into()],
             store_has_ledger: false,
             destroy_timeout_ms: None,
         };

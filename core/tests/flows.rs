@@ -13,7 +13,7 @@ fn input(api: ReclaimApi, key: Option<&str>, ledger: bool, timeout: Option<u64>)
         api,
         run_id: "run-1".into(),
         sandbox_key: key.map(str::to_owned),
-        provider_name: "docker".into(),
+        providers: vec!["docker".into()],
         store_has_ledger: ledger,
         destroy_timeout_ms: timeout,
     }
@@ -46,7 +46,7 @@ fn happy_path_asks_get_destroy_delete_in_order() {
     assert_eq!(flow.poll_done(), None, "not done while waiting");
     let found = InstanceFields { provider: "docker".into(), provider_sandbox_id: "ctr-1".into() };
     flow.complete(get, Completion::Instance(Some(found)), NOW).unwrap();
-    let (destroy, Effect::Destroy { provider_sandbox_id, deadline: None }) = one(&mut flow) else {
+    let (destroy, Effect::Destroy { provider_sandbox_id, deadline: None, .. }) = one(&mut flow) else {
         panic!("destroy second")
     };
     assert_eq!(provider_sandbox_id, "ctr-1");

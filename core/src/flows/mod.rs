@@ -6,9 +6,13 @@
 
 mod outbox;
 pub mod reclaim;
+pub mod reclaim_all;
+pub mod reconcile;
 pub mod retry;
 
 pub use reclaim::{Reclaim, ReclaimApi, ReclaimInput};
+pub use reclaim_all::{FleetReclaimReport, ReclaimAll, ReclaimAllInput, RecordOutcome, RecordReport};
+pub use reconcile::{Reconcile, ReconcileInput, ReconcileReport};
 pub use retry::{Retry, RetryInput};
 
 use crate::effects::Flow;

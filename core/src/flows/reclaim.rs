@@ -46,7 +46,9 @@ pub struct ReclaimInput {
     pub api: ReclaimApi,
     pub run_id: String,
     pub sandbox_key: Option<String>,
-    pub provider_name: String,
+    /// The providers' names, in order: a record goes to the one whose name
+    /// equals its instance's `provider` (a single one for `reclaimSandbox`).
+    pub providers: Vec<String>,
     /// Whether the store can record a leak in the same transaction as the delete.
     pub store_has_ledger: bool,
     /// Cancel a destroy that has not settled after this long; `None` waits
@@ -102,7 +104,8 @@ impl Reclaim {
 
     fn instance_loaded(&mut self, instance: Option<InstanceFields>, now: Millis) {
         let Some(instance) = instance else { return self.conclude(ReclaimOutcome::NotFound) };
-        if instance.provider != self.input.provider_name {
+        let route = self.input.providers.iter().position(|name| *name == instance.provider);
+        let Some(provider) = route else {
             // The first gate: a mismatch touches nothing, not even the record.
             self.out.log(LogLine {
                 level: LogLevel::Warn,
@@ -111,13 +114,14 @@ impl Reclaim {
                     (meta_keys::RUN_ID, Self::text(&self.input.run_id)),
                     (meta_keys::SANDBOX_KEY, MetaValue::Text(self.key())),
                     (meta_keys::RECORD_PROVIDER, MetaValue::Text(instance.provider)),
-                    (meta_keys::RECLAIMER_PROVIDER, Self::text(&self.input.provider_name)),
+                    (meta_keys::RECLAIMER_PROVIDER, MetaValue::Text(self.input.providers.join(", "))),
                 ],
             });
             return self.conclude(ReclaimOutcome::ProviderMismatch);
-        }
+        };
         let deadline = self.input.destroy_timeout_ms.map(|timeout| now.saturating_add(timeout));
-        let destroy = Effect::Destroy { provider_sandbox_id: instance.provider_sandbox_id.clone(), deadline };
+        let provider_sandbox_id = instance.provider_sandbox_id.clone();
+        let destroy = Effect::Destroy { provider: provider as u32, provider_sandbox_id, deadline };
         self.phase = Phase::Destroying { effect: self.out.push(destroy), instance, deadline };
     }
 
@@ -154,6 +158,15 @@ impl Reclaim {
             Effect::DeleteInstance { key }
         };
         self.phase = Phase::Deleting { effect: self.out.push(delete), destroy_failed: true };
+    }
+
+    /// A fleet reclaim held this machine's destroy until its provider had a
+    /// free slot and starts it now: the deadline counts from now. Answers it.
+    pub fn restart_destroy_clock(&mut self, now: Millis) -> Option<Millis> {
+        let timeout = self.input.destroy_timeout_ms?;
+        let Phase::Destroying { deadline, .. } = &mut self.phase else { return None };
+        *deadline = Some(now.saturating_add(timeout));
+        *deadline
     }
 
     /// Ends with `outcome`; the reclaimer first logs it and fails on `destroy-failed`.

@@ -52,7 +52,7 @@ pub fn machine_for(vector: &Value) -> Box<dyn Flow> {
                 api: if api == "reclaimSandbox" { ReclaimApi::ReclaimSandbox } else { ReclaimApi::SandboxReclaimer },
                 run_id: record["runId"].as_str().unwrap().to_owned(),
                 sandbox_key: record["sandboxKey"].as_str().map(str::to_owned),
-                provider_name: vector["provider"]["name"].as_str().unwrap().to_owned(),
+                providers: vec![vector["provider"]["name"].as_str().unwrap().to_owned()],
                 store_has_ledger: vector["store"]["ledger"] == json!(true),
                 destroy_timeout_ms: timeout,
             };

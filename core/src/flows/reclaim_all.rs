@@ -1,0 +1,480 @@
+//! `reclaimAll`: many runs reclaimed side by side, each exactly as
+//! `reclaimSandbox` reclaims it.
+//!
+//! The machine runs one [`Reclaim`] machine per record and renumbers their
+//! effects into its own, so every per-record store call, provider call, log
+//! line and outcome is the single reclaim's; what it adds is scheduling:
+//!
+//! * at most `concurrency` records in progress, and at most
+//!   `per_provider_concurrency` destroys in flight per provider (a destroy
+//!   waiting for its provider's slot starts its deadline when it starts);
+//! * routing: a record goes to the provider whose name its instance names;
+//!   none → `provider-mismatch`, nothing touched, as a single reclaim;
+//! * records sharing a `sandboxKey` are reclaimed once (the others are
+//!   reported `duplicate`);
+//! * after `budget_ms`, or once stopped, no record starts (nor a held
+//!   destroy): the rest is reported `deferred`, with nothing touched;
+//! * a record whose store call fails is reported `error` on that record;
+//!   the pass goes on.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use serde::Serialize;
+
+use crate::effects::{Completion, Effect, EffectId, Ending, Flow, LogLine, MetaValue, Millis, Misuse, Output};
+use crate::flows::outbox::Outbox;
+use crate::flows::reclaim::{Reclaim, ReclaimApi, ReclaimInput};
+use crate::messages;
+use crate::model::ReclaimOutcome;
+
+/// What a fleet reclaim decides on, read once from the host's arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReclaimAllInput {
+    /// `(runId, sandboxKey)` of each record, in order.
+    pub records: Vec<(String, Option<String>)>,
+    /// The providers' names, in order (see [`ReclaimInput::providers`]).
+    pub providers: Vec<String>,
+    pub store_has_ledger: bool,
+    /// Records in progress at once (at least 1).
+    pub concurrency: u32,
+    /// Destroys in flight per provider (at least 1); `None`: `concurrency`.
+    pub per_provider_concurrency: Option<u32>,
+    pub destroy_timeout_ms: Option<u64>,
+    /// Start nothing after this long.
+    pub budget_ms: Option<u64>,
+    /// Emit a [`Effect::Progress`] event per finished record.
+    pub progress: bool,
+}
+
+/// How one record of a fleet reclaim ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RecordOutcome {
+    NoSandboxKey,
+    NotFound,
+    ProviderMismatch,
+    Destroyed,
+    DestroyFailed,
+    /// A store call (or the logger) failed; see the record's `error`.
+    Error,
+    /// Not started: the budget ran out or the pass was stopped.
+    Deferred,
+    /// Another record with the same `sandboxKey` was reclaimed instead.
+    Duplicate,
+}
+
+impl From<ReclaimOutcome> for RecordOutcome {
+    fn from(outcome: ReclaimOutcome) -> Self {
+        match outcome {
+            ReclaimOutcome::NoSandboxKey => Self::NoSandboxKey,
+            ReclaimOutcome::NotFound => Self::NotFound,
+            ReclaimOutcome::ProviderMismatch => Self::ProviderMismatch,
+            ReclaimOutcome::Destroyed => Self::Destroyed,
+            ReclaimOutcome::DestroyFailed => Self::DestroyFailed,
+        }
+    }
+}
+
+/// One record's line in a [`FleetReclaimReport`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordReport {
+    pub run_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox_key: Option<String>,
+    pub outcome: RecordOutcome,
+    /// The destroy's error message (`destroy-failed`) or the store's (`error`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// From the record's start to its end, on the driver's clock.
+    pub duration_ms: u64,
+}
+
+/// Records per outcome.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct OutcomeCounts {
+    #[serde(rename = "no-sandbox-key")]
+    pub no_sandbox_key: u64,
+    #[serde(rename = "not-found")]
+    pub not_found: u64,
+    #[serde(rename = "provider-mismatch")]
+    pub provider_mismatch: u64,
+    pub destroyed: u64,
+    #[serde(rename = "destroy-failed")]
+    pub destroy_failed: u64,
+    pub error: u64,
+    pub deferred: u64,
+    pub duplicate: u64,
+}
+
+impl OutcomeCounts {
+    fn add(&mut self, outcome: RecordOutcome) {
+        let count = match outcome {
+            RecordOutcome::NoSandboxKey => &mut self.no_sandbox_key,
+            RecordOutcome::NotFound => &mut self.not_found,
+            RecordOutcome::ProviderMismatch => &mut self.provider_mismatch,
+            RecordOutcome::Destroyed => &mut self.destroyed,
+            RecordOutcome::DestroyFailed => &mut self.destroy_failed,
+            RecordOutcome::Error => &mut self.error,
+            RecordOutcome::Deferred => &mut self.deferred,
+            RecordOutcome::Duplicate => &mut self.duplicate,
+        };
+        *count += 1;
+    }
+}
+
+/// What `reclaimAll` resolves with: counts, and one line per record in the
+/// order given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FleetReclaimReport {
+    pub total: u64,
+    pub counts: OutcomeCounts,
+    pub records: Vec<RecordReport>,
+    pub elapsed_ms: u64,
+}
+
+/// One record in progress.
+#[derive(Debug)]
+struct Active {
+    machine: Reclaim,
+    started_at: Millis,
+    /// Its destroy, waiting for a provider slot: (its own id, the effect).
+    held: Option<(EffectId, Effect)>,
+    /// (the record machine's own id, ours) of what it emitted.
+    ids: Vec<(EffectId, EffectId)>,
+    /// Failure messages of its effects, by its own id.
+    failures: Vec<(EffectId, String)>,
+    /// Its destroy's failure (or timeout) message, for the report.
+    destroy_error: Option<String>,
+}
+
+impl Active {
+    fn ours(&self, own: EffectId) -> Option<EffectId> {
+        self.ids.iter().find(|(mine, _)| *mine == own).map(|(_, ours)| *ours)
+    }
+}
+
+/// A destroy in flight: its record, provider and sandbox.
+#[derive(Debug)]
+struct InFlightDestroy {
+    record: usize,
+    provider: usize,
+    sandbox_id: String,
+}
+
+/// The fleet-reclaim machine. See the [module docs](self).
+#[derive(Debug)]
+pub struct ReclaimAll {
+    input: ReclaimAllInput,
+    out: Outbox,
+    started_at: Millis,
+    next_record: usize,
+    active: HashMap<usize, Active>,
+    /// Our effect id → (record, the record machine's own id), until it settles.
+    routes: HashMap<EffectId, (usize, EffectId)>,
+    destroys: HashMap<EffectId, InFlightDestroy>,
+    /// Destroys in flight per provider.
+    in_flight: Vec<u32>,
+    /// Records whose destroy waits for a provider slot, per provider.
+    waiting: Vec<VecDeque<usize>>,
+    /// Providers whose slots were freed since the last release.
+    waiting_to_release: Vec<usize>,
+    /// Destroys cancelled at their deadline: their late settle is ignored.
+    cancelled: HashSet<EffectId>,
+    first_of_key: HashSet<String>,
+    reports: Vec<Option<RecordReport>>,
+    counts: OutcomeCounts,
+    concluded: usize,
+    stopped: bool,
+    finished: bool,
+}
+
+impl ReclaimAll {
+    pub fn new(input: ReclaimAllInput, now: Millis) -> Self {
+        let providers = input.providers.len();
+        let records = input.records.len();
+        let mut machine = Self {
+            input,
+            out: Outbox::default(),
+            started_at: now,
+            next_record: 0,
+            active: HashMap::new(),
+            routes: HashMap::new(),
+            destroys: HashMap::new(),
+            in_flight: vec![0; providers],
+            waiting: vec![VecDeque::new(); providers],
+            waiting_to_release: Vec::new(),
+            cancelled: HashSet::new(),
+            first_of_key: HashSet::new(),
+            reports: vec![None; records],
+            counts: OutcomeCounts::default(),
+            concluded: 0,
+            stopped: false,
+            finished: false,
+        };
+        machine.fill(now);
+        machine
+    }
+
+    fn concurrency(&self) -> usize {
+        self.input.concurrency.max(1) as usize
+    }
+
+    fn per_provider(&self) -> u32 {
+        self.input.per_provider_concurrency.unwrap_or(self.input.concurrency).max(1)
+    }
+
+    fn may_start(&self, now: Millis) -> bool {
+        !self.stopped && self.input.budget_ms.is_none_or(|budget| now < self.started_at.saturating_add(budget))
+    }
+
+    /// Starts records while there is room and time; ends when all are done.
+    fn fill(&mut self, now: Millis) {
+        while self.active.len() < self.concurrency() && self.next_record < self.input.records.len() {
+            if !self.may_start(now) {
+                break;
+            }
+            let index = self.next_record;
+            self.next_record += 1;
+            let (run_id, sandbox_key) = self.input.records[index].clone();
+            if let Some(key) = &sandbox_key {
+                if !self.first_of_key.insert(key.clone()) {
+                    self.conclude(index, RecordOutcome::Duplicate, None, 0, now);
+                    continue;
+                }
+            }
+            let input = ReclaimInput {
+                api: ReclaimApi::ReclaimSandbox,
+                run_id,
+                sandbox_key,
+                providers: self.input.providers.clone(),
+                store_has_ledger: self.input.store_has_ledger,
+                destroy_timeout_ms: self.input.destroy_timeout_ms,
+            };
+            let active = Active {
+                machine: Reclaim::new(input, now),
+                started_at: now,
+                held: None,
+                ids: Vec::new(),
+                failures: Vec::new(),
+                destroy_error: None,
+            };
+            self.active.insert(index, active);
+            self.pump(index, now);
+        }
+        if !self.may_start(now) {
+            self.defer_rest(now);
+        }
+        if self.concluded == self.input.records.len() && !self.finished {
+            self.finished = true;
+            let report = FleetReclaimReport {
+                total: self.input.records.len() as u64,
+                counts: self.counts,
+                records: self.reports.iter_mut().filter_map(Option::take).collect(),
+                elapsed_ms: now.saturating_sub(self.started_at),
+            };
+            self.out.finish(Ending::Resolved(Output::FleetReclaim(Box::new(report))));
+        }
+    }
+
+    /// Budget spent or stopped: whatever has not started never will.
+    fn defer_rest(&mut self, now: Millis) {
+        while self.next_record < self.input.records.len() {
+            let index = self.next_record;
+            self.next_record += 1;
+            self.conclude(index, RecordOutcome::Deferred, None, 0, now);
+        }
+        for provider in 0..self.waiting.len() {
+            while let Some(index) = self.waiting[provider].pop_front() {
+                // Only its get ran: the record is as it was.
+                if let Some(active) = self.active.remove(&index) {
+                    let duration = now.saturating_sub(active.started_at);
+                    self.conclude(index, RecordOutcome::Deferred, None, duration, now);
+                }
+            }
+        }
+    }
+
+    /// Forwards what record `index`'s machine asks for; concludes it when done.
+    fn pump(&mut self, index: usize, now: Millis) {
+        let limit = self.per_provider();
+        loop {
+            let Some(active) = self.active.get_mut(&index) else { return };
+            let Some((own, effect)) = active.machine.poll_effect() else { break };
+            match effect {
+                Effect::Destroy { provider, .. } if self.in_flight[provider as usize] >= limit => {
+                    active.held = Some((own, effect));
+                    self.waiting[provider as usize].push_back(index);
+                }
+                effect => self.forward(index, own, effect),
+            }
+        }
+        let Some(active) = self.active.get_mut(&index) else { return };
+        let Some(ending) = active.machine.poll_done() else { return };
+        let Some(active) = self.active.remove(&index) else { return };
+        for (_, ours) in &active.ids {
+            self.routes.remove(ours);
+        }
+        let duration = now.saturating_sub(active.started_at);
+        match ending {
+            Ending::Resolved(Output::Outcome(outcome)) => {
+                let error = if outcome == ReclaimOutcome::DestroyFailed { active.destroy_error } else { None };
+                self.conclude(index, outcome.into(), error, duration, now);
+            }
+            Ending::HostError(own) => {
+                let failure = active.failures.into_iter().find(|(id, _)| *id == own);
+                self.conclude(index, RecordOutcome::Error, failure.map(|(_, message)| message), duration, now);
+            }
+            // A reclaimSandbox machine ends no other way.
+            _ => self.conclude(index, RecordOutcome::Error, None, duration, now),
+        }
+    }
+
+    /// Emits one of record `index`'s effects under our own id.
+    fn forward(&mut self, index: usize, own: EffectId, effect: Effect) {
+        let Some(active) = self.active.get_mut(&index) else { return };
+        let effect = match effect {
+            Effect::Cancel { target } => {
+                let target = active.ours(target).unwrap_or_default();
+                if let Some(destroy) = self.destroys.remove(&target) {
+                    let timeout = self.input.destroy_timeout_ms.unwrap_or_default();
+                    active.destroy_error = Some(messages::destroy_timeout_message(&destroy.sandbox_id, timeout));
+                    self.cancelled.insert(target);
+                    self.routes.remove(&target);
+                    self.in_flight[destroy.provider] -= 1;
+                    self.waiting_to_release.push(destroy.provider);
+                }
+                Effect::Cancel { target }
+            }
+            Effect::Log(LogLine { level, message, meta }) => {
+                let meta = meta
+                    .into_iter()
+                    .map(|(key, value)| match value {
+                        MetaValue::HostError(own) => (key, MetaValue::HostError(active.ours(own).unwrap_or_default())),
+                        value => (key, value),
+                    })
+                    .collect();
+                Effect::Log(LogLine { level, message, meta })
+            }
+            other => other,
+        };
+        let destroy = match &effect {
+            Effect::Destroy { provider, provider_sandbox_id, .. } => Some((*provider as usize, provider_sandbox_id.clone())),
+            _ => None,
+        };
+        let is_cancel = matches!(effect, Effect::Cancel { .. });
+        let ours = self.out.push(effect);
+        active.ids.push((own, ours));
+        if !is_cancel {
+            self.routes.insert(ours, (index, own));
+        }
+        if let Some((provider, sandbox_id)) = destroy {
+            self.in_flight[provider] += 1;
+            self.destroys.insert(ours, InFlightDestroy { record: index, provider, sandbox_id });
+        }
+    }
+
+    /// Starts held destroys of `provider` while it has free slots.
+    fn release(&mut self, provider: usize, now: Millis) {
+        while self.in_flight[provider] < self.per_provider() {
+            let Some(index) = self.waiting[provider].pop_front() else { return };
+            if !self.may_start(now) {
+                self.waiting[provider].push_front(index);
+                return self.defer_rest(now);
+            }
+            let Some(active) = self.active.get_mut(&index) else { continue };
+            let Some((own, mut effect)) = active.held.take() else { continue };
+            if let Effect::Destroy { deadline, .. } = &mut effect {
+                *deadline = active.machine.restart_destroy_clock(now);
+            }
+            self.forward(index, own, effect);
+        }
+    }
+
+    fn conclude(&mut self, index: usize, outcome: RecordOutcome, error: Option<String>, duration_ms: u64, now: Millis) {
+        let (run_id, sandbox_key) = self.input.records[index].clone();
+        self.counts.add(outcome);
+        self.concluded += 1;
+        if self.input.progress {
+            let event = serde_json::json!({
+                "kind": "record",
+                "done": self.concluded,
+                "total": self.input.records.len(),
+                "runId": run_id,
+                "sandboxKey": sandbox_key,
+                "outcome": outcome,
+                "elapsedMs": now.saturating_sub(self.started_at),
+            });
+            self.out.push(Effect::Progress(event.to_string()));
+        }
+        self.reports[index] = Some(RecordReport { run_id, sandbox_key, outcome, error, duration_ms });
+    }
+
+    /// After any step: release provider slots freed by cancels, start more.
+    fn settle(&mut self, now: Millis) {
+        while let Some(provider) = self.waiting_to_release.pop() {
+            self.release(provider, now);
+        }
+        self.fill(now);
+    }
+}
+
+impl Flow for ReclaimAll {
+    fn poll_effect(&mut self) -> Option<(EffectId, Effect)> {
+        self.out.poll_effect()
+    }
+
+    fn complete(&mut self, id: EffectId, completion: Completion, now: Millis) -> Result<(), Misuse> {
+        let Some((index, own)) = self.routes.remove(&id) else {
+            return if self.cancelled.remove(&id) { Ok(()) } else { Err(Misuse(messages::MISUSE_UNKNOWN_EFFECT)) };
+        };
+        let destroy = self.destroys.remove(&id);
+        if let Some(destroy) = &destroy {
+            self.in_flight[destroy.provider] -= 1;
+            self.waiting_to_release.push(destroy.provider);
+            debug_assert_eq!(destroy.record, index);
+        }
+        if let Some(active) = self.active.get_mut(&index) {
+            if let Completion::Failed { message } = &completion {
+                active.failures.push((own, message.clone()));
+                if destroy.is_some() {
+                    active.destroy_error = Some(message.clone());
+                }
+            }
+            active.machine.complete(own, completion, now)?;
+            self.pump(index, now);
+        }
+        self.settle(now);
+        Ok(())
+    }
+
+    fn poll_timeout(&self) -> Option<Millis> {
+        self.active.values().filter_map(|active| active.machine.poll_timeout()).min()
+    }
+
+    fn handle_timeout(&mut self, now: Millis) {
+        let due: Vec<usize> = self
+            .active
+            .iter()
+            .filter(|(_, active)| active.machine.poll_timeout().is_some_and(|at| at <= now))
+            .map(|(index, _)| *index)
+            .collect();
+        for index in due {
+            if let Some(active) = self.active.get_mut(&index) {
+                active.machine.handle_timeout(now);
+            }
+            self.pump(index, now);
+        }
+        self.settle(now);
+    }
+
+    fn poll_done(&mut self) -> Option<Ending> {
+        self.out.poll_done()
+    }
+
+    fn stop(&mut self, now: Millis) {
+        self.stopped = true;
+        self.settle(now);
+    }
+}

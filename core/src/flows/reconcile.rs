@@ -1,0 +1,929 @@
+//! `reconcile`: one pass over everything that may still be billing.
+//!
+//! 1. **Idle expiry** (with `max_idle_ms`): stale records are expired with a
+//!    conditional delete that also writes a ledger entry (reason `idle`), in
+//!    one store transaction; a record touched meanwhile is skipped
+//!    (`touched`). Their destroys then run from the ledger, in step 2.
+//! 2. Per provider, side by side:
+//!    * **Leaks**: due ledger entries are claimed under a lease and destroyed;
+//!      success resolves the entry, failure defers it with exponential
+//!      backoff. As in leak retry, no destroy starts or keeps running after
+//!      the claim's lease (less its last tenth, kept for the store write).
+//!    * **Orphans**: one host at a time holds a provider's sweep (a lease in
+//!      the store). Sandboxes the provider lists under the expected owner,
+//!      referenced by no record and no ledger entry, created more than
+//!      `orphan_grace_ms` ago, are destroyed; a failed orphan destroy goes to
+//!      the ledger. **Fail closed**: if the listing fails, names a sandbox of
+//!      unknown creation time or owner, or the store's references cannot be
+//!      read, nothing of that provider is destroyed (`unavailable`).
+//!
+//! Destroys share `concurrency` (and `per_provider_concurrency`) slots and
+//! the destroy deadline. After `budget_ms`, on `stop`, or once a store write
+//! failed, nothing new starts; what runs settles (or reaches its deadline)
+//! and is written down. A store write failure then ends the pass with that
+//! error; every started destroy is by then resolved or in the ledger (or,
+//! for an orphan, still listed for the next pass). A dry run makes only
+//! reads and answers the plan.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use serde::Serialize;
+
+use crate::effects::{
+    Completion, DueFields, Effect, EffectId, Ending, Flow, HostRef, Millis, Misuse, Output, StaleRecord,
+};
+use crate::fleet::{AuditEntry, LeakReason, ListedSandbox};
+use crate::flows::outbox::Outbox;
+use crate::ledger::NewLeak;
+use crate::messages;
+
+/// One provider of a pass, as the machine sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderPlan {
+    pub name: String,
+    /// Whether it implements `list` (no list: no orphan sweep).
+    pub can_list: bool,
+    /// The owner namespace its sandboxes must carry to be swept.
+    pub owner: String,
+}
+
+/// What a reconcile pass decides on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReconcileInput {
+    pub providers: Vec<ProviderPlan>,
+    /// Who runs the pass: the audit log's `host`.
+    pub host: String,
+    /// Who holds this pass's sweep leases: unique per pass (two passes on
+    /// one host must not both think they hold a sweep).
+    pub holder: String,
+    pub dry_run: bool,
+    /// Destroys in flight at once (at least 1).
+    pub concurrency: u32,
+    /// Destroys in flight per provider; `None`: `concurrency`.
+    pub per_provider_concurrency: Option<u32>,
+    /// Cancel a destroy (or a listing) that has not settled after this long.
+    pub destroy_timeout_ms: Option<u64>,
+    /// Start no destroy after this long.
+    pub budget_ms: Option<u64>,
+    /// Orphans younger than this (by the provider's creation time) are spared.
+    pub orphan_grace_ms: u64,
+    /// Expire records idle longer than this; `None`: no idle expiry.
+    pub max_idle_ms: Option<u64>,
+    /// Most ledger entries claimed per provider, and stale records read.
+    pub limit: u32,
+    /// How long a claim (ledger entries, a sweep) holds.
+    pub lease_ms: u64,
+    /// Backoff after a failed attempt: `backoff_ms × 2^(failures − 1)`, at most `max_backoff_ms`.
+    pub backoff_ms: u64,
+    pub max_backoff_ms: u64,
+    /// Emit a [`Effect::Progress`] event per settled destroy.
+    pub progress: bool,
+}
+
+impl ReconcileInput {
+    /// A pass over `providers` with the documented defaults.
+    pub fn new(providers: Vec<ProviderPlan>, host: impl Into<String>, holder: impl Into<String>) -> Self {
+        Self {
+            providers,
+            host: host.into(),
+            holder: holder.into(),
+            dry_run: false,
+            concurrency: 16,
+            per_provider_concurrency: None,
+            destroy_timeout_ms: None,
+            budget_ms: None,
+            orphan_grace_ms: 600_000,
+            max_idle_ms: None,
+            limit: 1000,
+            lease_ms: 300_000,
+            backoff_ms: 30_000,
+            max_backoff_ms: 3_600_000,
+            progress: false,
+        }
+    }
+}
+
+/// Why a pass destroys (or would destroy) a sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ActionReason {
+    /// A ledger entry of a failed destroy (a reclaim's or an orphan's).
+    LeakRetry,
+    Orphan,
+    /// An expired idle record (its ledger entry, or the record in a dry run).
+    Idle,
+}
+
+impl ActionReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::LeakRetry => "leak-retry",
+            Self::Orphan => "orphan",
+            Self::Idle => "idle",
+        }
+    }
+}
+
+/// What became of an action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ActionResult {
+    /// Dry run: would be destroyed.
+    Planned,
+    Destroyed,
+    /// The destroy failed (or timed out); the sandbox is in the ledger.
+    Failed,
+    /// Not started (budget, stop, a lapsed lease, a failed store): still
+    /// in the ledger, or still listed for the next pass.
+    Deferred,
+    /// Idle expiry skipped a record updated since it was read.
+    Touched,
+}
+
+/// One sandbox a pass acted on (or would, in a dry run).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Action {
+    pub reason: ActionReason,
+    pub provider: String,
+    pub provider_sandbox_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    pub result: ActionResult,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// How a provider's orphan sweep went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SweepStatus {
+    /// Listed and swept (or planned, in a dry run).
+    Swept,
+    /// Destroyed nothing: no `list`, a listing or store read failed, or a
+    /// sandbox of unknown creation time or owner (fail closed). See `error`.
+    Unavailable,
+    /// Another host holds this provider's sweep.
+    HeldElsewhere,
+    /// Not started: the budget ran out, the pass was stopped or a store failed.
+    Skipped,
+}
+
+/// The leak side of a provider's pass.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeakCounts {
+    /// Due entries claimed (or listed, in a dry run).
+    pub due: u64,
+    pub destroyed: u64,
+    pub failed: u64,
+    pub deferred: u64,
+}
+
+/// The orphan side of a provider's pass.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrphanCounts {
+    pub status: SweepStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Sandboxes the provider listed.
+    pub listed: u64,
+    /// Listed under another owner: never touched.
+    pub foreign: u64,
+    /// Referenced by a record or a ledger entry.
+    pub referenced: u64,
+    /// Unreferenced but inside the grace period.
+    pub young: u64,
+    /// Orphans found (destroyed, failed, deferred or planned).
+    pub found: u64,
+    pub destroyed: u64,
+    pub failed: u64,
+    pub deferred: u64,
+}
+
+/// One provider's part of a [`ReconcileReport`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderReport {
+    pub name: String,
+    pub leaks: LeakCounts,
+    pub orphans: OrphanCounts,
+}
+
+/// The idle-expiry part of a [`ReconcileReport`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IdleCounts {
+    pub enabled: bool,
+    /// Stale records read.
+    pub stale: u64,
+    /// Expired into the ledger (or planned, in a dry run).
+    pub expired: u64,
+    /// Updated since they were read: left alone.
+    pub touched: u64,
+    /// Of a provider this pass does not know: left alone.
+    pub skipped: u64,
+}
+
+/// Actions per result.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionCounts {
+    pub planned: u64,
+    pub destroyed: u64,
+    pub failed: u64,
+    pub deferred: u64,
+    pub touched: u64,
+}
+
+/// What `reconcile` resolves with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReconcileReport {
+    pub dry_run: bool,
+    pub host: String,
+    pub started_at: u64,
+    pub elapsed_ms: u64,
+    /// The budget ran out or the pass was stopped before it was done.
+    pub cut_short: bool,
+    pub idle: IdleCounts,
+    pub providers: Vec<ProviderReport>,
+    pub counts: ActionCounts,
+    pub actions: Vec<Action>,
+}
+
+impl ReconcileReport {
+    /// Whether anything may still be billing after the pass: a failed or
+    /// deferred destroy, or a provider whose sweep could not run.
+    pub fn still_leaking(&self) -> bool {
+        self.counts.failed > 0
+            || self.counts.deferred > 0
+            || self.providers.iter().any(|provider| provider.orphans.status == SweepStatus::Unavailable)
+    }
+}
+
+/// Where a destroy job came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    Leak { entry: HostRef, attempts: u32 },
+    Orphan,
+}
+
+#[derive(Debug)]
+struct Job {
+    provider: usize,
+    sandbox_id: String,
+    key: Option<String>,
+    origin: Origin,
+    reason: ActionReason,
+    /// No destroy may run from here on (the claim's lease less its last tenth).
+    lease_ends: Millis,
+    /// Index into the report's actions.
+    action: usize,
+}
+
+/// What an effect in flight is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pending {
+    Stale,
+    Expire { stale: usize },
+    Due { provider: usize, asked_at: Millis },
+    Sweep { provider: usize, asked_at: Millis },
+    List { provider: usize, deadline: Option<Millis> },
+    References { provider: usize },
+    Destroy { job: usize, deadline: Option<Millis>, lease_cut: bool },
+    /// The write after a destroy (resolve, defer, record).
+    Write { job: usize },
+    Audit,
+    Release,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Idle,
+    Providers,
+}
+
+/// The reconcile machine. See the [module docs](self).
+#[derive(Debug)]
+pub struct Reconcile {
+    input: ReconcileInput,
+    out: Outbox,
+    started_at: Millis,
+    stage: Stage,
+    pending: HashMap<EffectId, Pending>,
+    cancelled: HashSet<EffectId>,
+    stale: Vec<StaleRecord>,
+    expire_queue: VecDeque<usize>,
+    listed: Vec<Vec<ListedSandbox>>,
+    sweep_lease_ends: Vec<Option<Millis>>,
+    jobs: Vec<Job>,
+    queues: Vec<VecDeque<usize>>,
+    next_queue: usize,
+    running: u32,
+    running_per_provider: Vec<u32>,
+    audit: Vec<AuditEntry>,
+    settled_jobs: u64,
+    stopped: bool,
+    cut_short: bool,
+    store_failure: Option<EffectId>,
+    released: bool,
+    report: ReconcileReport,
+}
+
+impl Reconcile {
+    pub fn new(input: ReconcileInput, now: Millis) -> Self {
+        let providers = input.providers.len();
+        let report = ReconcileReport {
+            dry_run: input.dry_run,
+            host: input.host.clone(),
+            started_at: now,
+            elapsed_ms: 0,
+            cut_short: false,
+            idle: IdleCounts { enabled: input.max_idle_ms.is_some(), ..IdleCounts::default() },
+            providers: input
+                .providers
+                .iter()
+                .map(|provider| ProviderReport {
+                    name: provider.name.clone(),
+                    leaks: LeakCounts::default(),
+                    orphans: OrphanCounts {
+                        status: SweepStatus::Skipped,
+                        error: None,
+                        listed: 0,
+                        foreign: 0,
+                        referenced: 0,
+                        young: 0,
+                        found: 0,
+                        destroyed: 0,
+                        failed: 0,
+                        deferred: 0,
+                    },
+                })
+                .collect(),
+            counts: ActionCounts::default(),
+            actions: Vec::new(),
+        };
+        let mut machine = Self {
+            input,
+            out: Outbox::default(),
+            started_at: now,
+            stage: Stage::Idle,
+            pending: HashMap::new(),
+            cancelled: HashSet::new(),
+            stale: Vec::new(),
+            expire_queue: VecDeque::new(),
+            listed: vec![Vec::new(); providers],
+            sweep_lease_ends: vec![None; providers],
+            jobs: Vec::new(),
+            queues: vec![VecDeque::new(); providers],
+            next_queue: 0,
+            running: 0,
+            running_per_provider: vec![0; providers],
+            audit: Vec::new(),
+            settled_jobs: 0,
+            stopped: false,
+            cut_short: false,
+            store_failure: None,
+            released: false,
+            report,
+        };
+        match machine.input.max_idle_ms {
+            Some(max_idle) => {
+                let older_than = now.saturating_sub(max_idle);
+                machine.ask(Effect::ListStale { older_than, limit: machine.input.limit }, Pending::Stale);
+            }
+            None => machine.start_providers(now),
+        }
+        machine.advance(now);
+        machine
+    }
+
+    fn ask(&mut self, effect: Effect, pending: Pending) -> EffectId {
+        let id = self.out.push(effect);
+        self.pending.insert(id, pending);
+        id
+    }
+
+    fn may_start(&mut self, now: Millis) -> bool {
+        let over_budget = self.input.budget_ms.is_some_and(|budget| now >= self.started_at.saturating_add(budget));
+        if over_budget || self.stopped {
+            self.cut_short = true;
+        }
+        !(over_budget || self.stopped || self.store_failure.is_some())
+    }
+
+    fn lease_end(&self, asked_at: Millis) -> Millis {
+        asked_at.saturating_add(self.input.lease_ms - self.input.lease_ms / 10)
+    }
+
+    fn backoff(&self, failures: u32) -> u64 {
+        let doublings = failures.saturating_sub(1).min(40);
+        self.input.backoff_ms.saturating_mul(1 << doublings).min(self.input.max_backoff_ms)
+    }
+
+    fn action(&mut self, reason: ActionReason, provider: usize, sandbox_id: &str, key: Option<String>) -> usize {
+        self.report.actions.push(Action {
+            reason,
+            provider: self.input.providers[provider].name.clone(),
+            provider_sandbox_id: sandbox_id.to_owned(),
+            key,
+            result: ActionResult::Planned,
+            error: None,
+        });
+        self.report.actions.len() - 1
+    }
+
+    fn provider_index(&self, name: &str) -> Option<usize> {
+        self.input.providers.iter().position(|provider| provider.name == name)
+    }
+
+    // ---- stage 1: idle expiry ----
+
+    fn stale_listed(&mut self, records: Vec<StaleRecord>, now: Millis) {
+        self.report.idle.stale = records.len() as u64;
+        for (index, record) in records.iter().enumerate() {
+            let Some(provider) = self.provider_index(&record.provider) else {
+                self.report.idle.skipped += 1;
+                continue;
+            };
+            if self.input.dry_run {
+                self.report.idle.expired += 1;
+                self.action(ActionReason::Idle, provider, &record.provider_sandbox_id, Some(record.key.clone()));
+                self.report.counts.planned += 1;
+            } else {
+                self.expire_queue.push_back(index);
+            }
+        }
+        self.stale = records;
+        self.pump_expiry(now);
+    }
+
+    fn pump_expiry(&mut self, now: Millis) {
+        let in_flight = self.pending.values().filter(|pending| matches!(pending, Pending::Expire { .. })).count();
+        let mut room = (self.input.concurrency.max(1) as usize).saturating_sub(in_flight);
+        while room > 0 {
+            if !self.may_start(now) {
+                self.expire_queue.clear();
+                break;
+            }
+            let Some(index) = self.expire_queue.pop_front() else { break };
+            let record = &self.stale[index];
+            let leak = NewLeak {
+                key: record.key.clone(),
+                provider: record.provider.clone(),
+                provider_sandbox_id: record.provider_sandbox_id.clone(),
+                run_id: String::new(),
+                error_message: messages::IDLE_EXPIRED.to_owned(),
+                failed_at: now,
+            };
+            let effect = Effect::ExpireIdle { key: record.key.clone(), updated_at: record.updated_at, leak };
+            self.ask(effect, Pending::Expire { stale: index });
+            room -= 1;
+        }
+    }
+
+    // ---- stage 2: per provider ----
+
+    fn start_providers(&mut self, now: Millis) {
+        self.stage = Stage::Providers;
+        if !self.may_start(now) {
+            return; // every sweep stays `skipped`
+        }
+        for provider in 0..self.input.providers.len() {
+            let name = self.input.providers[provider].name.clone();
+            let lease_ms = (!self.input.dry_run).then_some(self.input.lease_ms);
+            let due = Effect::DueLeaks { provider: name.clone(), limit: self.input.limit, lease_ms, now };
+            self.ask(due, Pending::Due { provider, asked_at: now });
+            if !self.input.providers[provider].can_list {
+                self.unavailable(provider, messages::PROVIDER_CANNOT_LIST.to_owned());
+            } else if self.input.dry_run {
+                self.list(provider, now);
+            } else {
+                let holder = self.input.holder.clone();
+                let claim = Effect::ClaimSweep { provider: name, holder, lease_ms: self.input.lease_ms, now };
+                self.ask(claim, Pending::Sweep { provider, asked_at: now });
+            }
+        }
+    }
+
+    fn unavailable(&mut self, provider: usize, error: String) {
+        let orphans = &mut self.report.providers[provider].orphans;
+        orphans.status = SweepStatus::Unavailable;
+        orphans.error = Some(error);
+    }
+
+    fn list(&mut self, provider: usize, now: Millis) {
+        let deadline = self.input.destroy_timeout_ms.map(|timeout| now.saturating_add(timeout));
+        self.ask(Effect::ListSandboxes { provider: provider as u32, deadline }, Pending::List { provider, deadline });
+    }
+
+    fn due_listed(&mut self, provider: usize, asked_at: Millis, claim: EffectId, entries: Vec<DueFields>) {
+        self.report.providers[provider].leaks.due = entries.len() as u64;
+        let lease_ends = self.lease_end(asked_at);
+        for (index, entry) in entries.into_iter().enumerate() {
+            let reason = if entry.reason == LeakReason::Idle { ActionReason::Idle } else { ActionReason::LeakRetry };
+            let action = self.action(reason, provider, &entry.provider_sandbox_id, Some(entry.key));
+            if self.input.dry_run {
+                self.report.counts.planned += 1;
+                continue;
+            }
+            let origin = Origin::Leak { entry: HostRef { effect: claim, index: index as u32 }, attempts: entry.attempts };
+            self.enqueue(Job {
+                provider,
+                sandbox_id: entry.provider_sandbox_id,
+                key: self.report.actions[action].key.clone(),
+                origin,
+                reason,
+                lease_ends,
+                action,
+            });
+        }
+    }
+
+    fn sandboxes_listed(&mut self, provider: usize, sandboxes: Vec<ListedSandbox>) {
+        // Fail closed: one sandbox we cannot judge spares them all.
+        let unknown = sandboxes.iter().find_map(|sandbox| {
+            if sandbox.created_at.is_none() {
+                Some(messages::unknown_created_at(&sandbox.id))
+            } else if sandbox.owner.is_none() {
+                Some(messages::unknown_owner(&sandbox.id))
+            } else {
+                None
+            }
+        });
+        self.report.providers[provider].orphans.listed = sandboxes.len() as u64;
+        if let Some(error) = unknown {
+            return self.unavailable(provider, error);
+        }
+        self.listed[provider] = sandboxes;
+        let name = self.input.providers[provider].name.clone();
+        self.ask(Effect::SandboxReferences { provider: name }, Pending::References { provider });
+    }
+
+    fn references_read(&mut self, provider: usize, references: Vec<String>, now: Millis) {
+        let referenced: HashSet<String> = references.into_iter().collect();
+        let owner = self.input.providers[provider].owner.clone();
+        let grace = self.input.orphan_grace_ms;
+        let lease_ends = self.sweep_lease_ends[provider].unwrap_or(Millis::MAX);
+        let listed = std::mem::take(&mut self.listed[provider]);
+        self.report.providers[provider].orphans.status = SweepStatus::Swept;
+        for sandbox in listed {
+            let orphans = &mut self.report.providers[provider].orphans;
+            if sandbox.owner.as_deref() != Some(owner.as_str()) {
+                orphans.foreign += 1;
+            } else if referenced.contains(&sandbox.id) {
+                orphans.referenced += 1;
+            } else if sandbox.created_at.unwrap_or(Millis::MAX).saturating_add(grace) > now {
+                orphans.young += 1;
+            } else {
+                orphans.found += 1;
+                let action = self.action(ActionReason::Orphan, provider, &sandbox.id, sandbox.key.clone());
+                if self.input.dry_run {
+                    self.report.counts.planned += 1;
+                    continue;
+                }
+                let job = Job {
+                    provider,
+                    sandbox_id: sandbox.id,
+                    key: sandbox.key,
+                    origin: Origin::Orphan,
+                    reason: ActionReason::Orphan,
+                    lease_ends,
+                    action,
+                };
+                self.enqueue(job);
+            }
+        }
+    }
+
+    // ---- destroys ----
+
+    fn enqueue(&mut self, job: Job) {
+        let provider = job.provider;
+        self.jobs.push(job);
+        self.queues[provider].push_back(self.jobs.len() - 1);
+    }
+
+    /// Starts queued destroys while slots are free, round-robin over providers.
+    fn pump_jobs(&mut self, now: Millis) {
+        if !self.may_start(now) {
+            for provider in 0..self.queues.len() {
+                while let Some(job) = self.queues[provider].pop_front() {
+                    self.job_deferred(job, now);
+                }
+            }
+            return;
+        }
+        let per_provider = self.input.per_provider_concurrency.unwrap_or(self.input.concurrency).max(1);
+        let providers = self.queues.len();
+        let mut idle_rounds = 0;
+        while self.running < self.input.concurrency.max(1) && idle_rounds < providers {
+            let provider = self.next_queue;
+            self.next_queue = (self.next_queue + 1) % providers.max(1);
+            if self.running_per_provider[provider] >= per_provider {
+                idle_rounds += 1;
+                continue;
+            }
+            let Some(job) = self.queues[provider].pop_front() else {
+                idle_rounds += 1;
+                continue;
+            };
+            idle_rounds = 0;
+            if now >= self.jobs[job].lease_ends {
+                // The claim may be another host's by now: leave the sandbox to it.
+                self.job_deferred(job, now);
+                continue;
+            }
+            let timeout_deadline = self.input.destroy_timeout_ms.map(|timeout| now.saturating_add(timeout));
+            let lease_ends = self.jobs[job].lease_ends;
+            let lease_cut = timeout_deadline.is_none_or(|at| at > lease_ends) && lease_ends != Millis::MAX;
+            let deadline = match timeout_deadline {
+                Some(at) => Some(at.min(lease_ends)),
+                None => (lease_ends != Millis::MAX).then_some(lease_ends),
+            };
+            let effect = Effect::Destroy {
+                provider: provider as u32,
+                provider_sandbox_id: self.jobs[job].sandbox_id.clone(),
+                deadline,
+            };
+            self.ask(effect, Pending::Destroy { job, deadline, lease_cut });
+            self.running += 1;
+            self.running_per_provider[provider] += 1;
+        }
+    }
+
+    fn destroy_ended(&mut self, job: usize) {
+        self.running -= 1;
+        self.running_per_provider[self.jobs[job].provider] -= 1;
+    }
+
+    fn destroyed(&mut self, job: usize, now: Millis) {
+        if let Origin::Leak { entry, .. } = self.jobs[job].origin {
+            self.ask(Effect::ResolveLeak { entry }, Pending::Write { job });
+        }
+        self.audit_row(job, "destroyed", None, now);
+        self.job_result(job, ActionResult::Destroyed, None, now);
+    }
+
+    fn destroy_failed(&mut self, job: usize, message: String, timed_out: bool, now: Millis) {
+        match self.jobs[job].origin {
+            Origin::Leak { entry, attempts } => {
+                let next_attempt_at = now.saturating_add(self.backoff(attempts.saturating_add(1)));
+                let effect = Effect::DeferLeak { entry, message: message.clone(), failed_at: now, next_attempt_at };
+                self.ask(effect, Pending::Write { job });
+            }
+            Origin::Orphan => {
+                let sandbox = &self.jobs[job];
+                let leak = NewLeak {
+                    key: sandbox.key.clone().unwrap_or_else(|| sandbox.sandbox_id.clone()),
+                    provider: self.input.providers[sandbox.provider].name.clone(),
+                    provider_sandbox_id: sandbox.sandbox_id.clone(),
+                    run_id: String::new(),
+                    error_message: message.clone(),
+                    failed_at: now,
+                };
+                let next_attempt_at = now.saturating_add(self.backoff(1));
+                let effect = Effect::RecordLeak { leak, reason: LeakReason::Orphan, next_attempt_at };
+                self.ask(effect, Pending::Write { job });
+            }
+        }
+        self.audit_row(job, if timed_out { "timeout" } else { "failed" }, Some(message.clone()), now);
+        self.job_result(job, ActionResult::Failed, Some(message), now);
+    }
+
+    fn job_deferred(&mut self, job: usize, now: Millis) {
+        self.job_result(job, ActionResult::Deferred, None, now);
+    }
+
+    fn job_result(&mut self, job: usize, result: ActionResult, error: Option<String>, now: Millis) {
+        let Job { provider, action, origin, .. } = self.jobs[job];
+        let action = &mut self.report.actions[action];
+        action.result = result;
+        action.error = error;
+        let counts = &mut self.report.counts;
+        let (leaks, orphans) = {
+            let report = &mut self.report.providers[provider];
+            (&mut report.leaks, &mut report.orphans)
+        };
+        let (count, provider_count) = match (result, origin) {
+            (ActionResult::Destroyed, Origin::Orphan) => (&mut counts.destroyed, &mut orphans.destroyed),
+            (ActionResult::Destroyed, _) => (&mut counts.destroyed, &mut leaks.destroyed),
+            (ActionResult::Failed, Origin::Orphan) => (&mut counts.failed, &mut orphans.failed),
+            (ActionResult::Failed, _) => (&mut counts.failed, &mut leaks.failed),
+            (_, Origin::Orphan) => (&mut counts.deferred, &mut orphans.deferred),
+            (_, _) => (&mut counts.deferred, &mut leaks.deferred),
+        };
+        *count += 1;
+        *provider_count += 1;
+        self.settled_jobs += 1;
+        if self.input.progress {
+            let action = &self.report.actions[self.jobs[job].action];
+            let event = serde_json::json!({
+                "kind": "action",
+                "done": self.settled_jobs,
+                "total": self.jobs.len(),
+                "reason": action.reason,
+                "provider": action.provider,
+                "providerSandboxId": action.provider_sandbox_id,
+                "result": action.result,
+                "elapsedMs": now.saturating_sub(self.started_at),
+            });
+            self.out.push(Effect::Progress(event.to_string()));
+        }
+    }
+
+    fn audit_row(&mut self, job: usize, result: &str, error: Option<String>, now: Millis) {
+        let job = &self.jobs[job];
+        self.audit.push(AuditEntry {
+            at: now,
+            host: self.input.host.clone(),
+            provider: self.input.providers[job.provider].name.clone(),
+            provider_sandbox_id: job.sandbox_id.clone(),
+            key: job.key.clone(),
+            reason: job.reason.as_str().to_owned(),
+            result: result.to_owned(),
+            error,
+        });
+    }
+
+    /// Writes audit rows in groups (one transaction each), and the rest
+    /// whenever no destroy is running.
+    fn flush_audit(&mut self) {
+        if self.audit.len() >= AUDIT_BATCH || (self.running == 0 && !self.audit.is_empty()) {
+            let rows = std::mem::take(&mut self.audit);
+            self.ask(Effect::AppendAudit(rows), Pending::Audit);
+        }
+    }
+
+    fn store_failed(&mut self, id: EffectId) {
+        self.store_failure.get_or_insert(id);
+    }
+
+    /// After every step: start what may start, write what is due, end when done.
+    fn advance(&mut self, now: Millis) {
+        if self.stage == Stage::Idle {
+            self.pump_expiry(now);
+            let expiring = self.pending.values().any(|pending| matches!(pending, Pending::Stale | Pending::Expire { .. }));
+            if !expiring {
+                self.start_providers(now);
+            }
+        }
+        if self.stage == Stage::Providers {
+            self.pump_jobs(now);
+        }
+        self.flush_audit();
+        if !self.pending.is_empty() || self.stage != Stage::Providers || self.report.elapsed_ms == Millis::MAX {
+            return;
+        }
+        if !self.released && !self.input.dry_run {
+            self.released = true;
+            for provider in 0..self.input.providers.len() {
+                if self.sweep_lease_ends[provider].is_some() {
+                    let release = Effect::ReleaseSweep {
+                        provider: self.input.providers[provider].name.clone(),
+                        holder: self.input.holder.clone(),
+                    };
+                    self.ask(release, Pending::Release);
+                }
+            }
+            if !self.pending.is_empty() {
+                return;
+            }
+        }
+        self.report.elapsed_ms = now.saturating_sub(self.started_at);
+        self.report.cut_short = self.cut_short;
+        let ending = match self.store_failure {
+            Some(id) => Ending::HostError(id),
+            None => Ending::Resolved(Output::Reconcile(Box::new(self.report.clone()))),
+        };
+        self.out.finish(ending);
+        // Never end twice.
+        self.report.elapsed_ms = Millis::MAX;
+    }
+}
+
+/// Audit rows written per store transaction.
+const AUDIT_BATCH: usize = 64;
+
+impl Flow for Reconcile {
+    fn poll_effect(&mut self) -> Option<(EffectId, Effect)> {
+        self.out.poll_effect()
+    }
+
+    fn complete(&mut self, id: EffectId, completion: Completion, now: Millis) -> Result<(), Misuse> {
+        let Some(pending) = self.pending.remove(&id) else {
+            return if self.cancelled.remove(&id) { Ok(()) } else { Err(Misuse(messages::MISUSE_UNKNOWN_EFFECT)) };
+        };
+        let wrong = || Err(Misuse(messages::MISUSE_WRONG_COMPLETION));
+        match (pending, completion) {
+            (Pending::Stale, Completion::Stale(records)) => self.stale_listed(records, now),
+            (Pending::Expire { .. }, Completion::Flag(true)) => self.report.idle.expired += 1,
+            (Pending::Expire { stale }, Completion::Flag(false)) => {
+                self.report.idle.touched += 1;
+                self.report.counts.touched += 1;
+                let record = self.stale[stale].clone();
+                if let Some(provider) = self.provider_index(&record.provider) {
+                    let action = self.action(ActionReason::Idle, provider, &record.provider_sandbox_id, Some(record.key));
+                    self.report.actions[action].result = ActionResult::Touched;
+                }
+            }
+            (Pending::Due { provider, asked_at }, Completion::Due(entries)) => {
+                self.due_listed(provider, asked_at, id, entries);
+            }
+            (Pending::Sweep { provider, asked_at }, Completion::Flag(true)) => {
+                self.sweep_lease_ends[provider] = Some(self.lease_end(asked_at));
+                self.list(provider, now);
+            }
+            (Pending::Sweep { provider, .. }, Completion::Flag(false)) => {
+                self.report.providers[provider].orphans.status = SweepStatus::HeldElsewhere;
+            }
+            (Pending::List { provider, .. }, Completion::Sandboxes(sandboxes)) => {
+                self.sandboxes_listed(provider, sandboxes);
+            }
+            (Pending::References { provider }, Completion::Ids(ids)) => self.references_read(provider, ids, now),
+            // Reads that feed the sweep fail closed: that provider destroys nothing.
+            (Pending::Sweep { provider, .. } | Pending::List { provider, .. } | Pending::References { provider }, Completion::Failed { message }) => {
+                self.unavailable(provider, message);
+            }
+            (Pending::Destroy { job, .. }, Completion::Ok) => {
+                self.destroy_ended(job);
+                self.destroyed(job, now);
+            }
+            (Pending::Destroy { job, .. }, Completion::Failed { message }) => {
+                self.destroy_ended(job);
+                self.destroy_failed(job, message, false, now);
+            }
+            (Pending::Write { .. } | Pending::Audit | Pending::Release, Completion::Ok) => {}
+            // A lapsed sweep lease expires by itself.
+            (Pending::Release, Completion::Failed { .. }) => {}
+            (
+                Pending::Stale | Pending::Expire { .. } | Pending::Due { .. } | Pending::Write { .. } | Pending::Audit,
+                Completion::Failed { .. },
+            ) => self.store_failed(id),
+            (pending, _) => {
+                self.pending.insert(id, pending);
+                return wrong();
+            }
+        }
+        self.advance(now);
+        Ok(())
+    }
+
+    fn poll_timeout(&self) -> Option<Millis> {
+        self.pending
+            .values()
+            .filter_map(|pending| match pending {
+                Pending::Destroy { deadline, .. } | Pending::List { deadline, .. } => *deadline,
+                _ => None,
+            })
+            .min()
+    }
+
+    fn handle_timeout(&mut self, now: Millis) {
+        let mut due: Vec<(EffectId, Pending)> = self
+            .pending
+            .iter()
+            .filter(|(_, pending)| match pending {
+                Pending::Destroy { deadline, .. } | Pending::List { deadline, .. } => deadline.is_some_and(|at| at <= now),
+                _ => false,
+            })
+            .map(|(id, pending)| (*id, *pending))
+            .collect();
+        due.sort_by_key(|(id, _)| *id);
+        for (id, pending) in due {
+            self.pending.remove(&id);
+            self.cancelled.insert(id);
+            self.out.push(Effect::Cancel { target: id });
+            let timeout = self.input.destroy_timeout_ms.unwrap_or_default();
+            match pending {
+                Pending::List { provider, .. } => {
+                    let message = messages::list_timeout_message(&self.input.providers[provider].name, timeout);
+                    self.unavailable(provider, message);
+                }
+                Pending::Destroy { job, lease_cut, .. } => {
+                    self.destroy_ended(job);
+                    if lease_cut {
+                        // The claim lapsed mid-destroy: the sandbox is its next holder's.
+                        self.job_deferred(job, now);
+                    } else {
+                        let message = messages::destroy_timeout_message(&self.jobs[job].sandbox_id, timeout);
+                        self.destroy_failed(job, message, true, now);
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.advance(now);
+    }
+
+    fn poll_done(&mut self) -> Option<Ending> {
+        self.out.poll_done()
+    }
+
+    fn stop(&mut self, now: Millis) {
+        self.stopped = true;
+        self.advance(now);
+    }
+}

@@ -1,0 +1,242 @@
+//! Fleet passes on the tokio driver: [`reclaim_all`] (many runs at once) and
+//! [`reconcile`] (leaks, orphans, idle records). The rules live in the
+//! machines ([`crate::flows::reclaim_all`], [`crate::flows::reconcile`]);
+//! this module checks options and runs them.
+
+use std::time::Duration;
+
+use crate::driver::{duration_millis, now_millis, run, Host, ProgressCallback, StopSignal};
+use crate::driver::{ReclaimLogger, SandboxInstanceStore, SandboxProvider};
+use crate::effects::{Misuse, Output};
+use crate::errors::ReclaimError;
+use crate::fleet::FleetStore;
+use crate::flows::reclaim_all::{FleetReclaimReport, ReclaimAll, ReclaimAllInput};
+use crate::flows::reconcile::{ProviderPlan, Reconcile, ReconcileInput, ReconcileReport};
+use crate::messages;
+use crate::model::RunRecord;
+
+/// The owner namespace sandboxes are swept under unless a provider or the
+/// pass names another (the managed providers' default too).
+pub const DEFAULT_OWNER: &str = "sandbox-reclaim";
+
+/// An option refused before anything ran; `field` is its wire (camelCase) name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid option `{field}`: {reason}")]
+pub struct InvalidOption {
+    pub field: &'static str,
+    pub reason: &'static str,
+}
+
+/// Options of [`reclaim_all`].
+#[derive(Clone)]
+pub struct FleetOptions<'a> {
+    /// Each record goes to the provider whose name its instance names.
+    pub providers: Vec<&'a dyn SandboxProvider>,
+    pub instances: &'a dyn SandboxInstanceStore,
+    pub logger: Option<&'a dyn ReclaimLogger>,
+    /// Records in progress at once (default 16).
+    pub concurrency: usize,
+    /// Destroys in flight per provider (default: `concurrency`).
+    pub per_provider_concurrency: Option<usize>,
+    pub destroy_timeout: Option<Duration>,
+    /// Start no record after this long; the rest is reported `deferred`.
+    pub budget: Option<Duration>,
+    pub on_progress: Option<ProgressCallback<'a>>,
+    pub stop: Option<&'a StopSignal>,
+}
+
+impl<'a> FleetOptions<'a> {
+    /// Options with the defaults: concurrency 16, no deadline, no budget.
+    pub fn new(providers: Vec<&'a dyn SandboxProvider>, instances: &'a dyn SandboxInstanceStore) -> Self {
+        Self {
+            providers,
+            instances,
+            logger: None,
+            concurrency: 16,
+            per_provider_concurrency: None,
+            destroy_timeout: None,
+            budget: None,
+            on_progress: None,
+            stop: None,
+        }
+    }
+}
+
+/// Options of [`reconcile`].
+#[derive(Clone)]
+pub struct ReconcileOptions<'a> {
+    pub providers: Vec<&'a dyn SandboxProvider>,
+    pub store: &'a dyn FleetStore,
+    /// Plan only: read, change nothing, answer what would be destroyed.
+    pub dry_run: bool,
+    /// Destroys in flight at once (default 16).
+    pub concurrency: usize,
+    pub per_provider_concurrency: Option<usize>,
+    pub destroy_timeout: Option<Duration>,
+    /// Start no destroy after this long.
+    pub budget: Option<Duration>,
+    /// Spare unreferenced sandboxes younger than this (default 10 minutes).
+    pub orphan_grace: Duration,
+    /// Expire records idle longer than this (default: no idle expiry).
+    pub max_idle: Option<Duration>,
+    /// Most ledger entries claimed per provider, and stale records read (default 1000).
+    pub limit: usize,
+    /// How long claims hold (default 5 minutes).
+    pub lease: Duration,
+    /// First backoff after a failed retry (default 30 s), doubling up to `max_backoff` (default 1 h).
+    pub backoff: Duration,
+    pub max_backoff: Duration,
+    /// The owner namespace of providers that do not name theirs (default [`DEFAULT_OWNER`]).
+    pub owner: Option<String>,
+    /// The audit log's host (default: this machine's host name).
+    pub host: Option<String>,
+    pub on_progress: Option<ProgressCallback<'a>>,
+    pub stop: Option<&'a StopSignal>,
+}
+
+impl<'a> ReconcileOptions<'a> {
+    /// Options with the documented defaults.
+    pub fn new(providers: Vec<&'a dyn SandboxProvider>, store: &'a dyn FleetStore) -> Self {
+        Self {
+            providers,
+            store,
+            dry_run: false,
+            concurrency: 16,
+            per_provider_concurrency: None,
+            destroy_timeout: None,
+            budget: None,
+            orphan_grace: Duration::from_secs(600),
+            max_idle: None,
+            limit: 1000,
+            lease: Duration::from_secs(300),
+            backoff: Duration::from_secs(30),
+            max_backoff: Duration::from_secs(3600),
+            owner: None,
+            host: None,
+            on_progress: None,
+            stop: None,
+        }
+    }
+}
+
+fn count(value: usize, field: &'static str) -> Result<u32, InvalidOption> {
+    if value == 0 {
+        return Err(InvalidOption { field, reason: "must be at least 1" });
+    }
+    u32::try_from(value).map_err(|_| InvalidOption { field, reason: "must be below 2^32" })
+}
+
+fn positive(value: Option<Duration>, field: &'static str) -> Result<Option<u64>, InvalidOption> {
+    match value.map(duration_millis) {
+        Some(0) => Err(InvalidOption { field, reason: "must be at least 1 ms" }),
+        other => Ok(other),
+    }
+}
+
+fn provider_names(providers: &[&dyn SandboxProvider]) -> Result<Vec<String>, InvalidOption> {
+    if providers.is_empty() {
+        return Err(InvalidOption { field: "providers", reason: "must name at least one provider" });
+    }
+    let names: Vec<String> = providers.iter().map(|provider| provider.name().to_owned()).collect();
+    let mut unique = names.clone();
+    unique.sort();
+    unique.dedup();
+    if unique.len() != names.len() {
+        return Err(InvalidOption { field: "providers", reason: "two providers share a name" });
+    }
+    Ok(names)
+}
+
+/// Reclaims many runs side by side, each exactly as [`crate::reclaim_sandbox`]
+/// would (see [`crate::flows::reclaim_all`]). Never fails because one record
+/// did: a store failure is reported on its record.
+pub async fn reclaim_all(records: &[RunRecord], options: FleetOptions<'_>) -> Result<FleetReclaimReport, ReclaimError> {
+    let input = ReclaimAllInput {
+        records: records.iter().map(|record| (record.run_id.clone(), record.sandbox_key.clone())).collect(),
+        providers: provider_names(&options.providers)?,
+        store_has_ledger: options.instances.leak_ledger().is_some(),
+        concurrency: count(options.concurrency, "concurrency")?,
+        per_provider_concurrency: options
+            .per_provider_concurrency
+            .map(|limit| count(limit, "perProviderConcurrency"))
+            .transpose()?,
+        destroy_timeout_ms: positive(options.destroy_timeout, "destroyTimeoutMs")?,
+        budget_ms: positive(options.budget, "budgetMs")?,
+        progress: options.on_progress.is_some(),
+    };
+    let mut flow = ReclaimAll::new(input, now_millis());
+    let host = Host {
+        providers: options.providers.clone(),
+        instances: Some(options.instances),
+        ledger: options.instances.leak_ledger(),
+        logger: options.logger,
+        progress: options.on_progress,
+        stop: options.stop,
+        ..Host::default()
+    };
+    match run(&mut flow, host).await? {
+        Ok(Output::FleetReclaim(report)) => Ok(*report),
+        _ => Err(Misuse(messages::MISUSE_WRONG_COMPLETION).into()),
+    }
+}
+
+/// One reconcile pass (see [`crate::flows::reconcile`]).
+pub async fn reconcile(options: ReconcileOptions<'_>) -> Result<ReconcileReport, ReclaimError> {
+    let names = provider_names(&options.providers)?;
+    let owner = options.owner.clone().unwrap_or_else(|| DEFAULT_OWNER.to_owned());
+    let plans = options
+        .providers
+        .iter()
+        .zip(names)
+        .map(|(provider, name)| ProviderPlan {
+            name,
+            can_list: provider.can_list(),
+            owner: provider.owner().map_or_else(|| owner.clone(), str::to_owned),
+        })
+        .collect();
+    let host = options.host.clone().unwrap_or_else(host_name);
+    let holder = pass_holder(&host);
+    let mut input = ReconcileInput::new(plans, host, holder);
+    input.dry_run = options.dry_run;
+    input.concurrency = count(options.concurrency, "concurrency")?;
+    input.per_provider_concurrency =
+        options.per_provider_concurrency.map(|limit| count(limit, "perProviderConcurrency")).transpose()?;
+    input.destroy_timeout_ms = positive(options.destroy_timeout, "destroyTimeoutMs")?;
+    input.budget_ms = positive(options.budget, "budgetMs")?;
+    input.orphan_grace_ms = duration_millis(options.orphan_grace);
+    input.max_idle_ms = positive(options.max_idle, "maxIdleMs")?;
+    input.limit = count(options.limit, "limit")?;
+    input.lease_ms = positive(Some(options.lease), "leaseMs")?.unwrap_or(1);
+    input.backoff_ms = duration_millis(options.backoff);
+    input.max_backoff_ms = duration_millis(options.max_backoff);
+    input.progress = options.on_progress.is_some();
+    let mut flow = Reconcile::new(input, now_millis());
+    let host = Host {
+        providers: options.providers.clone(),
+        fleet: Some(options.store),
+        progress: options.on_progress,
+        stop: options.stop,
+        ..Host::default()
+    };
+    match run(&mut flow, host).await? {
+        Ok(Output::Reconcile(report)) => Ok(*report),
+        _ => Err(Misuse(messages::MISUSE_WRONG_COMPLETION).into()),
+    }
+}
+
+/// This machine's host name (`/proc/sys/kernel/hostname`, `HOSTNAME`), or `unknown-host`.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok().filter(|name| !name.is_empty()))
+        .unwrap_or_else(|| "unknown-host".to_owned())
+}
+
+/// A sweep-lease holder unique to this pass: host, process and a counter.
+pub fn pass_holder(host: &str) -> String {
+    static PASSES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let pass = PASSES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{host}/{}/{}/{pass}", std::process::id(), now_millis())
+}
