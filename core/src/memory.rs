@@ -3,14 +3,15 @@
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::driver::SandboxInstanceStore;
+use crate::driver::{now_millis, SandboxInstanceStore};
 use crate::errors::StoreError;
+use crate::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason};
 use crate::ledger::{LeakEntry, LeakLedger, NewLeak};
-use crate::model::SandboxInstanceRecord;
+use crate::model::{InvalidRecord, SandboxInstanceRecord};
 
 /// An instance store in a `HashMap`. It copies records in and out, so a caller
 /// mutating its own record never changes what the store holds.
@@ -27,8 +28,50 @@ pub struct InMemorySandboxInstanceStore {
 #[derive(Debug, Default)]
 struct State {
     records: HashMap<String, SandboxInstanceRecord>,
-    /// Insertion-ordered leaks with the instant their claim expires.
-    leaks: Vec<(LeakEntry, Option<Instant>)>,
+    /// Insertion-ordered leaks (oldest first, as the SQL stores' row ids).
+    leaks: Vec<Leak>,
+    /// Orphan sweep leases: provider → (holder, epoch milliseconds it ends).
+    sweeps: HashMap<String, (String, u64)>,
+    /// The audit log, in append order.
+    audit: Vec<AuditEntry>,
+}
+
+/// A ledger entry with its fleet bookkeeping.
+#[derive(Debug)]
+struct Leak {
+    entry: LeakEntry,
+    reason: LeakReason,
+    /// Epoch milliseconds before which no fleet pass retries it.
+    next_attempt_at: u64,
+    /// Epoch milliseconds until which a retrier holds it; `None` = free.
+    claimed_until: Option<u64>,
+}
+
+impl Leak {
+    fn free_at(&self, now: u64) -> bool {
+        self.claimed_until.is_none_or(|until| until <= now)
+    }
+}
+
+impl State {
+    /// Records `leak`, or bumps the attempts of the entry for the same
+    /// sandbox (keeping its place and any claim on it), as the SQL stores'
+    /// `ON CONFLICT` does.
+    fn record_leak(&mut self, leak: NewLeak, reason: LeakReason, next_attempt_at: u64) {
+        let entry = leak.into_entry();
+        match self.leaks.iter_mut().find(|known| same_sandbox(&known.entry, &entry)) {
+            Some(known) => {
+                known.entry.attempts = known.entry.attempts.saturating_add(1);
+                known.entry.last_error = entry.last_error;
+                known.entry.failed_at = entry.failed_at;
+                known.entry.run_id = entry.run_id;
+                known.entry.key = entry.key;
+                known.reason = reason;
+                known.next_attempt_at = next_attempt_at;
+            }
+            None => self.leaks.push(Leak { entry, reason, next_attempt_at, claimed_until: None }),
+        }
+    }
 }
 
 impl InMemorySandboxInstanceStore {
@@ -66,6 +109,30 @@ pub fn now_or_never<T>(future: impl std::future::Future<Output = T>) -> Option<T
         std::task::Poll::Ready(value) => Some(value),
         std::task::Poll::Pending => None,
     }
+}
+
+/// A lease's end: `now + lease_ms`, the lease capped (at ~35,000 years) as
+/// the SQL stores cap it, so the sum cannot overflow.
+pub(crate) fn lease_end(now: u64, lease_ms: u64) -> u64 {
+    now.saturating_add(lease_ms.min(1 << 50))
+}
+
+/// Checks what a ledger write needs before anything is written: the key and
+/// the sandbox identity must be storable.
+pub(crate) fn validate_leak(key: &str, leak: &NewLeak) -> Result<(), StoreError> {
+    validate_key(key)?;
+    validate_key(&leak.key)?;
+    validate_name("provider", &leak.provider)?;
+    validate_name("providerSandboxId", &leak.provider_sandbox_id)
+}
+
+/// Checks a name a store indexes (provider, sandbox id, sweep holder): a
+/// non-empty string without NUL.
+pub(crate) fn validate_name(field: &'static str, value: &str) -> Result<(), StoreError> {
+    if value.is_empty() || value.contains('\0') {
+        return Err(InvalidRecord { field, reason: "must be a non-empty string without NUL" }.into());
+    }
+    Ok(())
 }
 
 /// Checks a key the way every store does.
@@ -111,53 +178,159 @@ impl LeakLedger for InMemorySandboxInstanceStore {
         // One lock for both writes: the in-memory form of one transaction.
         let mut state = self.lock();
         state.records.remove(key);
-        let entry = leak.into_entry();
-        match state.leaks.iter_mut().find(|(known, _)| same_sandbox(known, &entry)) {
-            Some((known, _)) => {
-                known.attempts += 1;
-                known.last_error = entry.last_error;
-                known.failed_at = entry.failed_at;
-                known.run_id = entry.run_id;
-                known.key = entry.key;
-            }
-            None => state.leaks.push((entry, None)),
-        }
+        let due = leak.failed_at;
+        state.record_leak(leak, LeakReason::DestroyFailed, due);
         Ok(())
     }
 
     async fn list_leaks(&self, provider: Option<&str>) -> Result<Vec<LeakEntry>, StoreError> {
         let state = self.lock();
-        let matching = state.leaks.iter().filter(|(entry, _)| provider.is_none_or(|name| entry.provider == name));
-        Ok(matching.map(|(entry, _)| entry.clone()).collect())
+        let matching = state.leaks.iter().filter(|leak| provider.is_none_or(|name| leak.entry.provider == name));
+        Ok(matching.map(|leak| leak.entry.clone()).collect())
     }
 
     async fn claim_leaks(&self, provider: &str, limit: usize, lease: Duration) -> Result<Vec<LeakEntry>, StoreError> {
-        let now = Instant::now();
+        let now = now_millis();
+        let until = lease_end(now, u64::try_from(lease.as_millis()).unwrap_or(u64::MAX));
         let mut state = self.lock();
         let mut claimed = Vec::new();
-        for (entry, claimed_until) in state.leaks.iter_mut() {
-            let free = claimed_until.is_none_or(|until| until <= now);
-            if claimed.len() < limit && entry.provider == provider && free {
-                *claimed_until = Some(now + lease);
-                claimed.push(entry.clone());
+        for leak in state.leaks.iter_mut() {
+            if claimed.len() < limit && leak.entry.provider == provider && leak.free_at(now) {
+                leak.claimed_until = Some(until);
+                claimed.push(leak.entry.clone());
             }
         }
         Ok(claimed)
     }
 
     async fn resolve_leak(&self, entry: &LeakEntry) -> Result<(), StoreError> {
-        self.lock().leaks.retain(|(known, _)| !same_sandbox(known, entry));
+        self.lock().leaks.retain(|known| !same_sandbox(&known.entry, entry));
         Ok(())
     }
 
     async fn record_retry_failure(&self, entry: &LeakEntry, message: &str, failed_at: u64) -> Result<(), StoreError> {
         let mut state = self.lock();
-        if let Some((known, claimed_until)) = state.leaks.iter_mut().find(|(known, _)| same_sandbox(known, entry)) {
-            known.attempts += 1;
-            known.last_error = message.to_owned();
-            known.failed_at = failed_at;
-            *claimed_until = None;
+        if let Some(known) = state.leaks.iter_mut().find(|known| same_sandbox(&known.entry, entry)) {
+            known.entry.attempts = known.entry.attempts.saturating_add(1);
+            known.entry.last_error = message.to_owned();
+            known.entry.failed_at = failed_at;
+            known.claimed_until = None;
         }
         Ok(())
+    }
+}
+
+#[async_trait]
+impl FleetStore for InMemorySandboxInstanceStore {
+    async fn list_stale(&self, older_than: u64, limit: usize) -> Result<Vec<SandboxInstanceRecord>, StoreError> {
+        let state = self.lock();
+        let mut stale: Vec<_> = state.records.values().filter(|record| record.updated_at < older_than).collect();
+        stale.sort_by(|a, b| (a.updated_at, &a.key).cmp(&(b.updated_at, &b.key)));
+        Ok(stale.into_iter().take(limit).cloned().collect())
+    }
+
+    async fn expire_idle(&self, key: &str, seen_updated_at: u64, leak: NewLeak) -> Result<bool, StoreError> {
+        validate_leak(key, &leak)?;
+        let mut state = self.lock();
+        if state.records.get(key).is_none_or(|record| record.updated_at != seen_updated_at) {
+            return Ok(false);
+        }
+        state.records.remove(key);
+        let due = leak.failed_at;
+        state.record_leak(leak, LeakReason::Idle, due);
+        Ok(true)
+    }
+
+    async fn sandbox_references(&self, provider: &str) -> Result<Vec<String>, StoreError> {
+        let state = self.lock();
+        let records = state.records.values().filter(|record| record.provider == provider);
+        let leaks = state.leaks.iter().map(|leak| &leak.entry).filter(|entry| entry.provider == provider);
+        let ids =
+            records.map(|record| &record.provider_sandbox_id).chain(leaks.map(|entry| &entry.provider_sandbox_id));
+        let mut ids: Vec<String> = ids.cloned().collect();
+        ids.sort();
+        ids.dedup();
+        Ok(ids)
+    }
+
+    async fn record_leak(&self, leak: NewLeak, reason: LeakReason, next_attempt_at: u64) -> Result<(), StoreError> {
+        validate_leak(&leak.key, &leak)?;
+        self.lock().record_leak(leak, reason, next_attempt_at);
+        Ok(())
+    }
+
+    async fn due_leaks(
+        &self,
+        provider: &str,
+        limit: usize,
+        lease_ms: Option<u64>,
+        now: u64,
+    ) -> Result<Vec<DueLeak>, StoreError> {
+        let mut state = self.lock();
+        let mut due = Vec::new();
+        for leak in state.leaks.iter_mut() {
+            if due.len() >= limit {
+                break;
+            }
+            if leak.entry.provider != provider || leak.next_attempt_at > now || !leak.free_at(now) {
+                continue;
+            }
+            if let Some(lease_ms) = lease_ms {
+                leak.claimed_until = Some(lease_end(now, lease_ms));
+            }
+            due.push(DueLeak { entry: leak.entry.clone(), reason: leak.reason, next_attempt_at: leak.next_attempt_at });
+        }
+        Ok(due)
+    }
+
+    async fn defer_leak(
+        &self,
+        entry: &LeakEntry,
+        message: &str,
+        failed_at: u64,
+        next_attempt_at: u64,
+    ) -> Result<(), StoreError> {
+        let mut state = self.lock();
+        if let Some(known) = state.leaks.iter_mut().find(|known| same_sandbox(&known.entry, entry)) {
+            known.entry.attempts = known.entry.attempts.saturating_add(1);
+            known.entry.last_error = message.to_owned();
+            known.entry.failed_at = failed_at;
+            known.next_attempt_at = next_attempt_at;
+            known.claimed_until = None;
+        }
+        Ok(())
+    }
+
+    async fn claim_sweep(&self, provider: &str, holder: &str, lease_ms: u64, now: u64) -> Result<bool, StoreError> {
+        validate_name("provider", provider)?;
+        validate_name("holder", holder)?;
+        let mut state = self.lock();
+        let taken = match state.sweeps.get(provider) {
+            Some((current, until)) => current == holder || *until <= now,
+            None => true,
+        };
+        if taken {
+            state.sweeps.insert(provider.to_owned(), (holder.to_owned(), lease_end(now, lease_ms)));
+        }
+        Ok(taken)
+    }
+
+    async fn release_sweep(&self, provider: &str, holder: &str) -> Result<(), StoreError> {
+        let mut state = self.lock();
+        if state.sweeps.get(provider).is_some_and(|(current, _)| current == holder) {
+            state.sweeps.remove(provider);
+        }
+        Ok(())
+    }
+
+    async fn append_audit(&self, entries: &[AuditEntry]) -> Result<(), StoreError> {
+        self.lock().audit.extend_from_slice(entries);
+        Ok(())
+    }
+
+    async fn list_audit(&self, since: Option<u64>, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+        let state = self.lock();
+        let since = since.unwrap_or(0);
+        Ok(state.audit.iter().filter(|entry| entry.at >= since).take(limit).cloned().collect())
     }
 }

@@ -8,7 +8,10 @@
 //!
 //! Both run on sqlx (tokio runtime) with plain bound queries, apply their
 //! versioned migrations (`stores/migrations/`) when opened, and honour the
-//! exact contract of [`SandboxInstanceStore`](crate::SandboxInstanceStore).
+//! exact contract of [`SandboxInstanceStore`](crate::SandboxInstanceStore)
+//! and of [`FleetStore`](crate::FleetStore) (schema version 2: leak reasons
+//! and backoff, sweep leases, the audit log; a version-1 database upgrades in
+//! place when opened).
 //! Keys that no store can hold (empty, or containing NUL) are never stored, so
 //! `get` of one is `None` and `delete` of one a no-op, as in memory.
 
@@ -25,6 +28,7 @@ pub use sqlite::{SqliteOptions, SqliteSandboxInstanceStore};
 use std::path::PathBuf;
 
 use crate::errors::StoreError;
+use crate::fleet::{AuditEntry, DueLeak, LeakReason};
 use crate::ledger::{LeakEntry, NewLeak};
 use crate::model::SandboxInstanceRecord;
 
@@ -201,12 +205,108 @@ pub(crate) fn lease_millis(lease: std::time::Duration) -> i64 {
 /// Checks what a ledger write needs before anything is written: the key and
 /// the sandbox identity must be storable.
 pub(crate) fn validate_leak(key: &str, leak: &NewLeak) -> Result<(), StoreError> {
-    crate::memory::validate_key(key)?;
-    crate::memory::validate_key(&leak.key)?;
-    for (field, value) in [("provider", &leak.provider), ("providerSandboxId", &leak.provider_sandbox_id)] {
-        if value.is_empty() || value.contains('\0') {
-            return Err(crate::model::InvalidRecord { field, reason: "must be a non-empty string without NUL" }.into());
+    crate::memory::validate_leak(key, leak)
+}
+
+/// Whether a provider name (or sandbox id) could be stored at all; if not, no
+/// row has it, so a lookup by it finds nothing.
+pub(crate) fn storable_name(name: &str) -> bool {
+    !name.is_empty() && !name.contains('\0')
+}
+
+/// A `usize` limit as SQL's `LIMIT`.
+pub(crate) fn sql_limit(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
+/// The columns of a [`DueLeak`] as SQL reads them back: a leak row plus its
+/// fleet bookkeeping.
+#[derive(sqlx::FromRow)]
+pub(crate) struct DueRow {
+    #[sqlx(flatten)]
+    pub leak: LeakRow,
+    pub reason: String,
+    pub next_attempt_at: i64,
+}
+
+/// Reads a due-leak row of either database, with its row id.
+pub(crate) fn due_from_row<'r, R: sqlx::Row>(row: &'r R) -> Result<(i64, DueLeak), StoreError>
+where
+    DueRow: sqlx::FromRow<'r, R>,
+{
+    let due = <DueRow as sqlx::FromRow<R>>::from_row(row).map_err(backend)?;
+    let id = due.leak.id;
+    let entry = due.leak.into_entry()?;
+    let reason = LeakReason::parse(&due.reason);
+    Ok((id, DueLeak { entry, reason, next_attempt_at: non_negative("next_attempt_at", due.next_attempt_at)? }))
+}
+
+/// Due leaks in claim order (row id), whatever order `RETURNING` gave them.
+pub(crate) fn due_in_order<R: sqlx::Row>(rows: &[R]) -> Result<Vec<DueLeak>, StoreError>
+where
+    for<'r> DueRow: sqlx::FromRow<'r, R>,
+{
+    let mut due = rows.iter().map(due_from_row).collect::<Result<Vec<_>, _>>()?;
+    due.sort_by_key(|(id, _)| *id);
+    Ok(due.into_iter().map(|(_, leak)| leak).collect())
+}
+
+/// The columns of an [`AuditEntry`] as SQL reads them back.
+#[derive(sqlx::FromRow)]
+pub(crate) struct AuditRow {
+    pub at: i64,
+    pub host: String,
+    pub provider: String,
+    pub provider_sandbox_id: String,
+    #[sqlx(rename = "sandbox_key")]
+    pub key: Option<String>,
+    pub reason: String,
+    pub result: String,
+    pub error: Option<String>,
+}
+
+/// The audit table's columns, in [`AuditRow`]'s order.
+pub(crate) const AUDIT_COLUMNS: &str = "at, host, provider, provider_sandbox_id, sandbox_key, reason, result, error";
+
+/// Reads an audit row of either database.
+pub(crate) fn audit_from_row<'r, R: sqlx::Row>(row: &'r R) -> Result<AuditEntry, StoreError>
+where
+    AuditRow: sqlx::FromRow<'r, R>,
+{
+    let audit = <AuditRow as sqlx::FromRow<R>>::from_row(row).map_err(backend)?;
+    Ok(AuditEntry {
+        at: non_negative("at", audit.at)?,
+        host: audit.host,
+        provider: audit.provider,
+        provider_sandbox_id: audit.provider_sandbox_id,
+        key: audit.key,
+        reason: audit.reason,
+        result: audit.result,
+        error: audit.error,
+    })
+}
+
+/// An audit entry's text as the SQL stores keep it (no NUL; see [`ledger_text`]).
+pub(crate) struct AuditText {
+    pub host: String,
+    pub provider: String,
+    pub provider_sandbox_id: String,
+    pub key: Option<String>,
+    pub reason: String,
+    pub result: String,
+    pub error: Option<String>,
+}
+
+impl AuditText {
+    pub(crate) fn of(entry: &AuditEntry) -> Self {
+        Self {
+            host: ledger_text(&entry.host),
+            provider: ledger_text(&entry.provider),
+            provider_sandbox_id: ledger_text(&entry.provider_sandbox_id),
+            key: entry.key.as_deref().map(ledger_text),
+            reason: ledger_text(&entry.reason),
+            result: ledger_text(&entry.result),
+            error: entry.error.as_deref().map(ledger_text),
         }
     }
-    Ok(())
 }

@@ -13,19 +13,27 @@ use async_trait::async_trait;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 use super::{
-    backend, leak_from_row, ledger_text, record_from_row, sql_int, storable_key, validate_leak, Migration,
-    StoreOpenError,
+    audit_from_row, backend, due_in_order, leak_from_row, ledger_text, record_from_row, sql_int, sql_limit,
+    storable_key, storable_name, validate_leak, AuditText, Migration, StoreOpenError, AUDIT_COLUMNS,
 };
 use crate::errors::StoreError;
+use crate::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason};
 use crate::ledger::{LeakEntry, LeakLedger, NewLeak};
+use crate::memory::{lease_end, validate_name};
 use crate::model::SandboxInstanceRecord;
 
-const MIGRATIONS: &[Migration] =
-    &[Migration { version: 1, sql: include_str!("migrations/postgres/0001_instances_and_leaks.sql") }];
+const MIGRATIONS: &[Migration] = &[
+    Migration { version: 1, sql: include_str!("migrations/postgres/0001_instances_and_leaks.sql") },
+    Migration { version: 2, sql: include_str!("migrations/postgres/0002_fleet.sql") },
+];
 
 const RECORD_COLUMNS: &str =
     "sandbox_key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, latest_run_id, updated_at";
 const LEAK_COLUMNS: &str = "id, sandbox_key, provider, provider_sandbox_id, run_id, last_error, failed_at, attempts";
+const DUE_COLUMNS: &str =
+    "id, sandbox_key, provider, provider_sandbox_id, run_id, last_error, failed_at, attempts, reason, next_attempt_at";
+/// The indexed identity of a sweep's provider, from parameter `$1`.
+const PROVIDER_HASH: &str = "sha256(convert_to($1::text, 'UTF8'))";
 /// The indexed identity of a key (see the migration for why it is a hash).
 const KEY_HASH: &str = "sha256(convert_to($1::text, 'UTF8'))";
 /// Epoch milliseconds on the database clock, which every host shares.
@@ -51,6 +59,12 @@ pub struct PostgresOptions {
     pub leaks_table: String,
     /// Table of applied migration versions.
     pub schema_version_table: String,
+    /// Table of the orphan sweep leases (schema version 2). `None`: named
+    /// after `leaks_table` (see [`PostgresOptions::sweeps_table_name`]).
+    pub sweeps_table: Option<String>,
+    /// Table of the fleet passes' audit log (schema version 2). `None`: named
+    /// after `leaks_table` (see [`PostgresOptions::audit_table_name`]).
+    pub audit_table: Option<String>,
     /// Most connections this handle's pool opens.
     pub max_connections: u32,
     /// How long a call waits for a free pooled connection.
@@ -64,6 +78,8 @@ impl Default for PostgresOptions {
             instances_table: "sandbox_instances".to_owned(),
             leaks_table: "sandbox_leaks".to_owned(),
             schema_version_table: "sandbox_reclaim_schema_version".to_owned(),
+            sweeps_table: None,
+            audit_table: None,
             max_connections: 10,
             acquire_timeout: Duration::from_secs(30),
         }
@@ -89,6 +105,22 @@ impl PostgresOptions {
                 reason: "instancesTable, leaksTable and schemaVersionTable must be three different names".to_owned(),
             });
         }
+        let (sweeps, audit) = (self.sweeps_table_name(), self.audit_table_name());
+        for (field, name) in [("sweepsTable", &sweeps), ("auditTable", &audit)] {
+            validate_identifier(field, name)?;
+        }
+        let others = [&self.instances_table, &self.leaks_table, &self.schema_version_table];
+        for (field, name) in [("sweepsTable", &sweeps), ("auditTable", &audit)] {
+            if others.contains(&name) || (field == "auditTable" && *name == sweeps) {
+                return Err(StoreOpenError::InvalidOption {
+                    field,
+                    reason: format!(
+                        "the {field} `{name}` (named after leaksTable unless set) collides with another table; \
+                         every table of the store needs its own name"
+                    ),
+                });
+            }
+        }
         if self.max_connections == 0 {
             return Err(StoreOpenError::InvalidOption {
                 field: "maxConnections",
@@ -96,6 +128,34 @@ impl PostgresOptions {
             });
         }
         Ok(())
+    }
+}
+
+impl PostgresOptions {
+    /// The sweeps table: `sweeps_table`, or else `leaks_table` with its
+    /// `_leaks` suffix replaced by `_sweeps` (`sandbox_leaks` →
+    /// `sandbox_sweeps`), or `_sweeps` appended when it has none (`ledger` →
+    /// `ledger_sweeps`), the stem shortened so the name fits 63 bytes.
+    pub fn sweeps_table_name(&self) -> String {
+        self.sweeps_table.clone().unwrap_or_else(|| self.named_after_leaks("sweeps"))
+    }
+
+    /// The audit table: `audit_table`, or else named after `leaks_table` as
+    /// [`sweeps_table_name`](Self::sweeps_table_name) is (`sandbox_audit`).
+    pub fn audit_table_name(&self) -> String {
+        self.audit_table.clone().unwrap_or_else(|| self.named_after_leaks("audit"))
+    }
+
+    fn named_after_leaks(&self, what: &str) -> String {
+        let leaks = self.leaks_table.as_str();
+        let stem = leaks.strip_suffix("leaks").filter(|stem| stem.ends_with('_')).map(str::to_owned);
+        let mut stem = stem.unwrap_or_else(|| format!("{leaks}_"));
+        // Validated names are ASCII, so any byte length is a char boundary;
+        // an invalid one is refused by `validate` whatever this returns.
+        if stem.is_ascii() && stem.len() + what.len() > 63 {
+            stem.truncate(63 - what.len());
+        }
+        stem + what
     }
 }
 
@@ -118,17 +178,32 @@ struct Queries {
     get: String,
     upsert: String,
     delete: String,
-    record_leak: String,
     list_leaks: String,
     count_leaks: String,
     claim_leaks: String,
     resolve_leak: String,
     record_retry_failure: String,
+    list_stale: String,
+    expire_delete: String,
+    upsert_leak: String,
+    sandbox_references: String,
+    list_due: String,
+    claim_due: String,
+    defer_leak: String,
+    claim_sweep: String,
+    release_sweep: String,
+    append_audit: String,
+    list_audit: String,
 }
 
 impl Queries {
-    fn new(instances: &str, leaks: &str) -> Self {
+    fn new(instances: &str, leaks: &str, sweeps: &str, audit: &str) -> Self {
         let leak_hash = sandbox_hash("$1", "$2");
+        let due = format!(
+            "SELECT {DUE_COLUMNS} FROM {leaks} WHERE provider = $1::text AND next_attempt_at <= $2 \
+             AND (claimed_until IS NULL OR claimed_until <= $2) ORDER BY id LIMIT $3"
+        );
+        let qualified = |columns: &str| columns.split(", ").map(|column| format!("leak.{column}")).collect::<Vec<_>>();
         Self {
             get: format!("SELECT {RECORD_COLUMNS} FROM {instances} WHERE key_hash = {KEY_HASH} AND sandbox_key = $1"),
             // Every column is set, so omitted optionals overwrite with NULL:
@@ -141,14 +216,6 @@ impl Queries {
                  latest_run_id = EXCLUDED.latest_run_id, updated_at = EXCLUDED.updated_at"
             ),
             delete: format!("DELETE FROM {instances} WHERE key_hash = {KEY_HASH}"),
-            record_leak: format!(
-                "INSERT INTO {leaks} AS leak \
-                 (sandbox_hash, provider, provider_sandbox_id, sandbox_key, run_id, last_error, failed_at, attempts) \
-                 VALUES ({leak_hash}, $1, $2, $3, $4, $5, $6, 1) \
-                 ON CONFLICT (sandbox_hash) DO UPDATE SET attempts = leak.attempts + 1, \
-                 sandbox_key = EXCLUDED.sandbox_key, run_id = EXCLUDED.run_id, last_error = EXCLUDED.last_error, \
-                 failed_at = EXCLUDED.failed_at"
-            ),
             list_leaks: format!(
                 "SELECT {LEAK_COLUMNS} FROM {leaks} WHERE $1::text IS NULL OR provider = $1::text ORDER BY id"
             ),
@@ -161,13 +228,59 @@ impl Queries {
                  ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED) \
                  UPDATE {leaks} AS leak SET claimed_until = {DB_NOW_MILLIS} + $3 FROM picked \
                  WHERE leak.id = picked.id RETURNING {}",
-                LEAK_COLUMNS.split(", ").map(|column| format!("leak.{column}")).collect::<Vec<_>>().join(", ")
+                qualified(LEAK_COLUMNS).join(", ")
             ),
             resolve_leak: format!("DELETE FROM {leaks} WHERE sandbox_hash = {leak_hash}"),
             record_retry_failure: format!(
                 "UPDATE {leaks} SET attempts = attempts + 1, last_error = $3, failed_at = $4, claimed_until = NULL \
                  WHERE sandbox_hash = {leak_hash}"
             ),
+            // Ties in byte order (`COLLATE "C"`), as the other stores order them.
+            list_stale: format!(
+                "SELECT {RECORD_COLUMNS} FROM {instances} WHERE updated_at < $1 \
+                 ORDER BY updated_at, sandbox_key COLLATE \"C\" LIMIT $2"
+            ),
+            expire_delete: format!("DELETE FROM {instances} WHERE key_hash = {KEY_HASH} AND updated_at = $2"),
+            // Records a leak (attempt 1) or bumps the entry for the same
+            // sandbox, keeping its place and any claim on it.
+            upsert_leak: format!(
+                "INSERT INTO {leaks} AS leak \
+                 (sandbox_hash, provider, provider_sandbox_id, sandbox_key, run_id, last_error, failed_at, attempts, \
+                 reason, next_attempt_at) VALUES ({leak_hash}, $1, $2, $3, $4, $5, $6, 1, $7, $8) \
+                 ON CONFLICT (sandbox_hash) DO UPDATE SET attempts = leak.attempts + 1, \
+                 sandbox_key = EXCLUDED.sandbox_key, run_id = EXCLUDED.run_id, last_error = EXCLUDED.last_error, \
+                 failed_at = EXCLUDED.failed_at, reason = EXCLUDED.reason, next_attempt_at = EXCLUDED.next_attempt_at"
+            ),
+            sandbox_references: format!(
+                "SELECT provider_sandbox_id FROM {instances} WHERE provider = $1::text \
+                 UNION SELECT provider_sandbox_id FROM {leaks} WHERE provider = $1::text ORDER BY 1"
+            ),
+            list_due: due.clone(),
+            // The due rows are locked as they are picked (SKIP LOCKED passes
+            // over rows another pass is claiming right now), then claimed in
+            // the same statement, so in one transaction.
+            claim_due: format!(
+                "WITH picked AS ({due} FOR UPDATE SKIP LOCKED) \
+                 UPDATE {leaks} AS leak SET claimed_until = $4 FROM picked WHERE leak.id = picked.id RETURNING {}",
+                qualified(DUE_COLUMNS).join(", ")
+            ),
+            defer_leak: format!(
+                "UPDATE {leaks} SET attempts = attempts + 1, last_error = $3, failed_at = $4, next_attempt_at = $5, \
+                 claimed_until = NULL WHERE sandbox_hash = {leak_hash}"
+            ),
+            // The update only runs for the same holder or an expired lease;
+            // a concurrent insert of the same provider waits for the first.
+            claim_sweep: format!(
+                "INSERT INTO {sweeps} AS sweep (provider_hash, provider, holder, until) \
+                 VALUES ({PROVIDER_HASH}, $1, $2, $3) \
+                 ON CONFLICT (provider_hash) DO UPDATE SET holder = EXCLUDED.holder, until = EXCLUDED.until \
+                 WHERE sweep.holder = EXCLUDED.holder OR sweep.until <= $4"
+            ),
+            release_sweep: format!(
+                "DELETE FROM {sweeps} WHERE provider_hash = {PROVIDER_HASH} AND provider = $1 AND holder = $2"
+            ),
+            append_audit: format!("INSERT INTO {audit} ({AUDIT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"),
+            list_audit: format!("SELECT {AUDIT_COLUMNS} FROM {audit} WHERE at >= $1 ORDER BY id LIMIT $2"),
         }
     }
 }
@@ -197,15 +310,15 @@ impl PostgresSandboxInstanceStore {
             .map_err(StoreOpenError::Connect)?;
         let schema = quote(&options.schema);
         let qualified = |table: &str| format!("{schema}.{}", quote(table));
-        migrate(
-            &pool,
-            &options,
-            &qualified(&options.schema_version_table),
-            &qualified(&options.instances_table),
-            &qualified(&options.leaks_table),
-        )
-        .await?;
-        let queries = Queries::new(&qualified(&options.instances_table), &qualified(&options.leaks_table));
+        let tables = Tables {
+            versions: qualified(&options.schema_version_table),
+            instances: qualified(&options.instances_table),
+            leaks: qualified(&options.leaks_table),
+            sweeps: qualified(&options.sweeps_table_name()),
+            audit: qualified(&options.audit_table_name()),
+        };
+        migrate(&pool, &options, &tables).await?;
+        let queries = Queries::new(&tables.instances, &tables.leaks, &tables.sweeps, &tables.audit);
         Ok(Self { pool, queries: std::sync::Arc::new(queries) })
     }
 
@@ -220,15 +333,19 @@ fn quote(identifier: &str) -> String {
     format!("\"{identifier}\"")
 }
 
+/// The store's tables, schema-qualified and quoted.
+struct Tables {
+    versions: String,
+    instances: String,
+    leaks: String,
+    sweeps: String,
+    audit: String,
+}
+
 /// Applies pending migrations in one transaction holding an advisory lock on
 /// the schema: a second host connecting at once waits, then finds nothing to do.
-async fn migrate(
-    pool: &PgPool,
-    options: &PostgresOptions,
-    versions: &str,
-    instances: &str,
-    leaks: &str,
-) -> Result<(), StoreOpenError> {
+async fn migrate(pool: &PgPool, options: &PostgresOptions, tables: &Tables) -> Result<(), StoreOpenError> {
+    let versions = &tables.versions;
     let fail = StoreOpenError::Migrate;
     let mut tx = pool.begin().await.map_err(fail)?;
     sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
@@ -259,7 +376,12 @@ async fn migrate(
     if current > supported {
         return Err(StoreOpenError::SchemaTooNew { found: current, supported });
     }
-    let names = [("{instances}", instances), ("{leaks}", leaks)];
+    let names = [
+        ("{instances}", tables.instances.as_str()),
+        ("{leaks}", tables.leaks.as_str()),
+        ("{sweeps}", tables.sweeps.as_str()),
+        ("{audit}", tables.audit.as_str()),
+    ];
     for migration in MIGRATIONS.iter().filter(|migration| migration.version > current) {
         for statement in migration.statements(&names) {
             sqlx::query(&statement).execute(&mut *tx).await.map_err(fail)?;
@@ -318,16 +440,8 @@ impl LeakLedger for PostgresSandboxInstanceStore {
         validate_leak(key, &leak)?;
         let mut tx = self.pool.begin().await.map_err(backend)?;
         sqlx::query(&self.queries.delete).bind(key).execute(&mut *tx).await.map_err(backend)?;
-        sqlx::query(&self.queries.record_leak)
-            .bind(&leak.provider)
-            .bind(&leak.provider_sandbox_id)
-            .bind(&leak.key)
-            .bind(ledger_text(&leak.run_id))
-            .bind(ledger_text(&leak.error_message))
-            .bind(sql_int(leak.failed_at))
-            .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
+        let due = leak.failed_at;
+        self.upsert_leak(&mut *tx, &leak, LeakReason::DestroyFailed, due).await?;
         tx.commit().await.map_err(backend)
     }
 
@@ -381,5 +495,192 @@ impl LeakLedger for PostgresSandboxInstanceStore {
             .await
             .map_err(backend)?;
         Ok(())
+    }
+}
+
+impl PostgresSandboxInstanceStore {
+    /// Records `leak` with its fleet bookkeeping (see `Queries::upsert_leak`).
+    async fn upsert_leak<'e>(
+        &self,
+        executor: impl sqlx::PgExecutor<'e>,
+        leak: &NewLeak,
+        reason: LeakReason,
+        next_attempt_at: u64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(&self.queries.upsert_leak)
+            .bind(&leak.provider)
+            .bind(&leak.provider_sandbox_id)
+            .bind(&leak.key)
+            .bind(ledger_text(&leak.run_id))
+            .bind(ledger_text(&leak.error_message))
+            .bind(sql_int(leak.failed_at))
+            .bind(reason.as_str())
+            .bind(sql_int(next_attempt_at))
+            .execute(executor)
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl FleetStore for PostgresSandboxInstanceStore {
+    async fn list_stale(&self, older_than: u64, limit: usize) -> Result<Vec<SandboxInstanceRecord>, StoreError> {
+        let rows = sqlx::query(&self.queries.list_stale)
+            .bind(sql_int(older_than))
+            .bind(sql_limit(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?;
+        rows.iter().map(record_from_row).collect()
+    }
+
+    async fn expire_idle(&self, key: &str, seen_updated_at: u64, leak: NewLeak) -> Result<bool, StoreError> {
+        validate_leak(key, &leak)?;
+        let mut tx = self.pool.begin().await.map_err(backend)?;
+        let deleted = sqlx::query(&self.queries.expire_delete)
+            .bind(key)
+            .bind(sql_int(seen_updated_at))
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        if deleted.rows_affected() == 0 {
+            // Touched or gone: nothing was written, so there is nothing to keep.
+            tx.rollback().await.map_err(backend)?;
+            return Ok(false);
+        }
+        let due = leak.failed_at;
+        self.upsert_leak(&mut *tx, &leak, LeakReason::Idle, due).await?;
+        tx.commit().await.map_err(backend)?;
+        Ok(true)
+    }
+
+    async fn sandbox_references(&self, provider: &str) -> Result<Vec<String>, StoreError> {
+        if !storable_name(provider) {
+            return Ok(Vec::new());
+        }
+        sqlx::query_scalar(&self.queries.sandbox_references).bind(provider).fetch_all(&self.pool).await.map_err(backend)
+    }
+
+    async fn record_leak(&self, leak: NewLeak, reason: LeakReason, next_attempt_at: u64) -> Result<(), StoreError> {
+        validate_leak(&leak.key, &leak)?;
+        self.upsert_leak(&self.pool, &leak, reason, next_attempt_at).await
+    }
+
+    async fn due_leaks(
+        &self,
+        provider: &str,
+        limit: usize,
+        lease_ms: Option<u64>,
+        now: u64,
+    ) -> Result<Vec<DueLeak>, StoreError> {
+        if limit == 0 || !storable_name(provider) {
+            return Ok(Vec::new());
+        }
+        let rows = match lease_ms {
+            Some(lease_ms) => {
+                let mut tx = self.pool.begin().await.map_err(backend)?;
+                let rows = sqlx::query(&self.queries.claim_due)
+                    .bind(provider)
+                    .bind(sql_int(now))
+                    .bind(sql_limit(limit))
+                    .bind(sql_int(lease_end(now, lease_ms)))
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(backend)?;
+                tx.commit().await.map_err(backend)?;
+                rows
+            }
+            None => sqlx::query(&self.queries.list_due)
+                .bind(provider)
+                .bind(sql_int(now))
+                .bind(sql_limit(limit))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(backend)?,
+        };
+        due_in_order(&rows)
+    }
+
+    async fn defer_leak(
+        &self,
+        entry: &LeakEntry,
+        message: &str,
+        failed_at: u64,
+        next_attempt_at: u64,
+    ) -> Result<(), StoreError> {
+        if !storable_name(&entry.provider) || !storable_name(&entry.provider_sandbox_id) {
+            return Ok(());
+        }
+        sqlx::query(&self.queries.defer_leak)
+            .bind(&entry.provider)
+            .bind(&entry.provider_sandbox_id)
+            .bind(ledger_text(message))
+            .bind(sql_int(failed_at))
+            .bind(sql_int(next_attempt_at))
+            .execute(&self.pool)
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn claim_sweep(&self, provider: &str, holder: &str, lease_ms: u64, now: u64) -> Result<bool, StoreError> {
+        validate_name("provider", provider)?;
+        validate_name("holder", holder)?;
+        let done = sqlx::query(&self.queries.claim_sweep)
+            .bind(provider)
+            .bind(holder)
+            .bind(sql_int(lease_end(now, lease_ms)))
+            .bind(sql_int(now))
+            .execute(&self.pool)
+            .await
+            .map_err(backend)?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn release_sweep(&self, provider: &str, holder: &str) -> Result<(), StoreError> {
+        if !storable_name(provider) || holder.contains('\0') {
+            return Ok(());
+        }
+        sqlx::query(&self.queries.release_sweep)
+            .bind(provider)
+            .bind(holder)
+            .execute(&self.pool)
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn append_audit(&self, entries: &[AuditEntry]) -> Result<(), StoreError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.pool.begin().await.map_err(backend)?;
+        for entry in entries {
+            let text = AuditText::of(entry);
+            sqlx::query(&self.queries.append_audit)
+                .bind(sql_int(entry.at))
+                .bind(text.host)
+                .bind(text.provider)
+                .bind(text.provider_sandbox_id)
+                .bind(text.key)
+                .bind(text.reason)
+                .bind(text.result)
+                .bind(text.error)
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+        }
+        tx.commit().await.map_err(backend)
+    }
+
+    async fn list_audit(&self, since: Option<u64>, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+        let rows = sqlx::query(&self.queries.list_audit)
+            .bind(sql_int(since.unwrap_or(0)))
+            .bind(sql_limit(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?;
+        rows.iter().map(audit_from_row).collect()
     }
 }

@@ -14,27 +14,40 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqlitePool, SqlitePoo
 use sqlx::{ConnectOptions, Connection};
 
 use super::{
-    backend, leak_from_row, ledger_text, record_from_row, sql_int, storable_key, validate_leak, Migration,
-    StoreOpenError,
+    audit_from_row, backend, due_in_order, leak_from_row, ledger_text, record_from_row, sql_int, sql_limit,
+    storable_key, storable_name, validate_leak, AuditText, Migration, StoreOpenError, AUDIT_COLUMNS,
 };
 use crate::driver::{now_millis, SandboxInstanceStore};
 use crate::errors::StoreError;
+use crate::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason};
 use crate::ledger::{LeakEntry, LeakLedger, NewLeak};
+use crate::memory::{lease_end, validate_name};
 use crate::model::SandboxInstanceRecord;
 
 /// Table of instance records.
 pub const INSTANCES_TABLE: &str = "sandbox_instances";
 /// Table of the leak ledger.
 pub const LEAKS_TABLE: &str = "sandbox_leaks";
+/// Table of the orphan sweep leases, one row per provider (schema version 2).
+pub const SWEEPS_TABLE: &str = "sandbox_sweeps";
+/// Table of the fleet passes' audit log (schema version 2).
+pub const AUDIT_TABLE: &str = "sandbox_audit";
 /// Table of applied migration versions.
 pub const SCHEMA_VERSION_TABLE: &str = "sandbox_reclaim_schema_version";
 
-const MIGRATIONS: &[Migration] =
-    &[Migration { version: 1, sql: include_str!("migrations/sqlite/0001_instances_and_leaks.sql") }];
+/// Every table of ours besides the schema-version table, in creation order.
+const DATA_TABLES: [&str; 4] = [INSTANCES_TABLE, LEAKS_TABLE, SWEEPS_TABLE, AUDIT_TABLE];
+
+const MIGRATIONS: &[Migration] = &[
+    Migration { version: 1, sql: include_str!("migrations/sqlite/0001_instances_and_leaks.sql") },
+    Migration { version: 2, sql: include_str!("migrations/sqlite/0002_fleet.sql") },
+];
 
 const RECORD_COLUMNS: &str =
     "sandbox_key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, latest_run_id, updated_at";
 const LEAK_COLUMNS: &str = "id, sandbox_key, provider, provider_sandbox_id, run_id, last_error, failed_at, attempts";
+const DUE_COLUMNS: &str =
+    "id, sandbox_key, provider, provider_sandbox_id, run_id, last_error, failed_at, attempts, reason, next_attempt_at";
 
 /// The longest busy timeout SQLite can wait: `i32::MAX` milliseconds.
 pub const MAX_BUSY_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
@@ -160,7 +173,7 @@ async fn inspect_schema(connection: &mut SqliteConnection, path: &Path) -> Resul
     if has(SCHEMA_VERSION_TABLE) && check_versions(connection, path).await? > 0 {
         return Ok(());
     }
-    for table in [INSTANCES_TABLE, LEAKS_TABLE] {
+    for table in DATA_TABLES {
         if has(table) {
             let columns: Vec<String> = sqlx::query_scalar("SELECT name FROM pragma_table_info(?1)")
                 .bind(table)
@@ -171,8 +184,8 @@ async fn inspect_schema(connection: &mut SqliteConnection, path: &Path) -> Resul
             return Err(StoreOpenError::IncompatibleSchema { path: path.to_owned(), table, reason });
         }
     }
-    let ours = [SCHEMA_VERSION_TABLE, INSTANCES_TABLE, LEAKS_TABLE];
-    let foreign: Vec<String> = names.into_iter().filter(|name| !ours.contains(&name.as_str())).collect();
+    let ours = |name: &str| name == SCHEMA_VERSION_TABLE || DATA_TABLES.contains(&name);
+    let foreign: Vec<String> = names.into_iter().filter(|name| !ours(name)).collect();
     if foreign.is_empty() {
         return Ok(());
     }
@@ -238,7 +251,12 @@ async fn enable_wal(connection: &mut SqliteConnection, timeout: Duration) -> Res
 /// Applies pending migrations under `BEGIN IMMEDIATE`: a second process
 /// opening at the same moment waits, then finds nothing left to do.
 async fn migrate(connection: &mut SqliteConnection) -> Result<(), StoreOpenError> {
-    let names = [("{instances}", INSTANCES_TABLE), ("{leaks}", LEAKS_TABLE)];
+    let names = [
+        ("{instances}", INSTANCES_TABLE),
+        ("{leaks}", LEAKS_TABLE),
+        ("{sweeps}", SWEEPS_TABLE),
+        ("{audit}", AUDIT_TABLE),
+    ];
     let mut tx = connection.begin_with("BEGIN IMMEDIATE").await.map_err(StoreOpenError::Migrate)?;
     let create_versions = format!(
         "CREATE TABLE IF NOT EXISTS {SCHEMA_VERSION_TABLE} \
@@ -316,6 +334,38 @@ impl SandboxInstanceStore for SqliteSandboxInstanceStore {
     }
 }
 
+/// Records `leak` (attempt 1) with its fleet bookkeeping, or bumps the
+/// attempts of the entry for the same sandbox, keeping its place and any
+/// claim on it.
+async fn upsert_leak<'e>(
+    executor: impl sqlx::SqliteExecutor<'e>,
+    leak: &NewLeak,
+    reason: LeakReason,
+    next_attempt_at: u64,
+) -> Result<(), StoreError> {
+    let sql = format!(
+        "INSERT INTO {LEAKS_TABLE} \
+         (provider, provider_sandbox_id, sandbox_key, run_id, last_error, failed_at, attempts, reason, next_attempt_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?8) \
+         ON CONFLICT (provider, provider_sandbox_id) DO UPDATE SET attempts = attempts + 1, \
+         sandbox_key = excluded.sandbox_key, run_id = excluded.run_id, last_error = excluded.last_error, \
+         failed_at = excluded.failed_at, reason = excluded.reason, next_attempt_at = excluded.next_attempt_at"
+    );
+    sqlx::query(&sql)
+        .bind(&leak.provider)
+        .bind(&leak.provider_sandbox_id)
+        .bind(&leak.key)
+        .bind(ledger_text(&leak.run_id))
+        .bind(ledger_text(&leak.error_message))
+        .bind(sql_int(leak.failed_at))
+        .bind(reason.as_str())
+        .bind(sql_int(next_attempt_at))
+        .execute(executor)
+        .await
+        .map_err(backend)?;
+    Ok(())
+}
+
 #[async_trait]
 impl LeakLedger for SqliteSandboxInstanceStore {
     async fn delete_recording_leak(&self, key: &str, leak: NewLeak) -> Result<(), StoreError> {
@@ -323,24 +373,8 @@ impl LeakLedger for SqliteSandboxInstanceStore {
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
         let delete = format!("DELETE FROM {INSTANCES_TABLE} WHERE sandbox_key = ?1");
         sqlx::query(&delete).bind(key).execute(&mut *tx).await.map_err(backend)?;
-        let record = format!(
-            "INSERT INTO {LEAKS_TABLE} \
-             (provider, provider_sandbox_id, sandbox_key, run_id, last_error, failed_at, attempts) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1) \
-             ON CONFLICT (provider, provider_sandbox_id) DO UPDATE SET attempts = attempts + 1, \
-             sandbox_key = excluded.sandbox_key, run_id = excluded.run_id, last_error = excluded.last_error, \
-             failed_at = excluded.failed_at"
-        );
-        sqlx::query(&record)
-            .bind(&leak.provider)
-            .bind(&leak.provider_sandbox_id)
-            .bind(&leak.key)
-            .bind(ledger_text(&leak.run_id))
-            .bind(ledger_text(&leak.error_message))
-            .bind(sql_int(leak.failed_at))
-            .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
+        let due = leak.failed_at;
+        upsert_leak(&mut *tx, &leak, LeakReason::DestroyFailed, due).await?;
         tx.commit().await.map_err(backend)
     }
 
@@ -407,5 +441,181 @@ impl LeakLedger for SqliteSandboxInstanceStore {
             .await
             .map_err(backend)?;
         Ok(())
+    }
+}
+
+#[async_trait]
+impl FleetStore for SqliteSandboxInstanceStore {
+    async fn list_stale(&self, older_than: u64, limit: usize) -> Result<Vec<SandboxInstanceRecord>, StoreError> {
+        let sql = format!(
+            "SELECT {RECORD_COLUMNS} FROM {INSTANCES_TABLE} WHERE updated_at < ?1 \
+             ORDER BY updated_at, sandbox_key LIMIT ?2"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(sql_int(older_than))
+            .bind(sql_limit(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?;
+        rows.iter().map(record_from_row).collect()
+    }
+
+    async fn expire_idle(&self, key: &str, seen_updated_at: u64, leak: NewLeak) -> Result<bool, StoreError> {
+        validate_leak(key, &leak)?;
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
+        let delete = format!("DELETE FROM {INSTANCES_TABLE} WHERE sandbox_key = ?1 AND updated_at = ?2");
+        let deleted =
+            sqlx::query(&delete).bind(key).bind(sql_int(seen_updated_at)).execute(&mut *tx).await.map_err(backend)?;
+        if deleted.rows_affected() == 0 {
+            // Touched or gone: nothing was written, so there is nothing to keep.
+            tx.rollback().await.map_err(backend)?;
+            return Ok(false);
+        }
+        let due = leak.failed_at;
+        upsert_leak(&mut *tx, &leak, LeakReason::Idle, due).await?;
+        tx.commit().await.map_err(backend)?;
+        Ok(true)
+    }
+
+    async fn sandbox_references(&self, provider: &str) -> Result<Vec<String>, StoreError> {
+        if !storable_name(provider) {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT provider_sandbox_id FROM {INSTANCES_TABLE} WHERE provider = ?1 \
+             UNION SELECT provider_sandbox_id FROM {LEAKS_TABLE} WHERE provider = ?1 ORDER BY 1"
+        );
+        sqlx::query_scalar(&sql).bind(provider).fetch_all(&self.pool).await.map_err(backend)
+    }
+
+    async fn record_leak(&self, leak: NewLeak, reason: LeakReason, next_attempt_at: u64) -> Result<(), StoreError> {
+        validate_leak(&leak.key, &leak)?;
+        upsert_leak(&self.pool, &leak, reason, next_attempt_at).await
+    }
+
+    async fn due_leaks(
+        &self,
+        provider: &str,
+        limit: usize,
+        lease_ms: Option<u64>,
+        now: u64,
+    ) -> Result<Vec<DueLeak>, StoreError> {
+        if limit == 0 || !storable_name(provider) {
+            return Ok(Vec::new());
+        }
+        let due = format!(
+            "FROM {LEAKS_TABLE} WHERE provider = ?1 AND next_attempt_at <= ?2 \
+             AND (claimed_until IS NULL OR claimed_until <= ?2) ORDER BY id LIMIT ?3"
+        );
+        let rows = match lease_ms {
+            // One statement, so one write transaction: two processes claiming
+            // at once are serialised by SQLite's write lock.
+            Some(lease_ms) => {
+                let sql = format!(
+                    "UPDATE {LEAKS_TABLE} SET claimed_until = ?4 WHERE id IN (SELECT id {due}) RETURNING {DUE_COLUMNS}"
+                );
+                sqlx::query(&sql)
+                    .bind(provider)
+                    .bind(sql_int(now))
+                    .bind(sql_limit(limit))
+                    .bind(sql_int(lease_end(now, lease_ms)))
+                    .fetch_all(&self.pool)
+                    .await
+            }
+            None => {
+                let sql = format!("SELECT {DUE_COLUMNS} {due}");
+                sqlx::query(&sql).bind(provider).bind(sql_int(now)).bind(sql_limit(limit)).fetch_all(&self.pool).await
+            }
+        }
+        .map_err(backend)?;
+        due_in_order(&rows)
+    }
+
+    async fn defer_leak(
+        &self,
+        entry: &LeakEntry,
+        message: &str,
+        failed_at: u64,
+        next_attempt_at: u64,
+    ) -> Result<(), StoreError> {
+        let sql = format!(
+            "UPDATE {LEAKS_TABLE} SET attempts = attempts + 1, last_error = ?1, failed_at = ?2, \
+             next_attempt_at = ?3, claimed_until = NULL WHERE provider = ?4 AND provider_sandbox_id = ?5"
+        );
+        sqlx::query(&sql)
+            .bind(ledger_text(message))
+            .bind(sql_int(failed_at))
+            .bind(sql_int(next_attempt_at))
+            .bind(&entry.provider)
+            .bind(&entry.provider_sandbox_id)
+            .execute(&self.pool)
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn claim_sweep(&self, provider: &str, holder: &str, lease_ms: u64, now: u64) -> Result<bool, StoreError> {
+        validate_name("provider", provider)?;
+        validate_name("holder", holder)?;
+        // An upsert whose update only runs for the same holder or an expired
+        // lease: one statement, so one write transaction.
+        let sql = format!(
+            "INSERT INTO {SWEEPS_TABLE} (provider, holder, until) VALUES (?1, ?2, ?3) \
+             ON CONFLICT (provider) DO UPDATE SET holder = excluded.holder, until = excluded.until \
+             WHERE {SWEEPS_TABLE}.holder = excluded.holder OR {SWEEPS_TABLE}.until <= ?4"
+        );
+        let done = sqlx::query(&sql)
+            .bind(provider)
+            .bind(holder)
+            .bind(sql_int(lease_end(now, lease_ms)))
+            .bind(sql_int(now))
+            .execute(&self.pool)
+            .await
+            .map_err(backend)?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn release_sweep(&self, provider: &str, holder: &str) -> Result<(), StoreError> {
+        if !storable_name(provider) || holder.contains('\0') {
+            return Ok(());
+        }
+        let sql = format!("DELETE FROM {SWEEPS_TABLE} WHERE provider = ?1 AND holder = ?2");
+        sqlx::query(&sql).bind(provider).bind(holder).execute(&self.pool).await.map_err(backend)?;
+        Ok(())
+    }
+
+    async fn append_audit(&self, entries: &[AuditEntry]) -> Result<(), StoreError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let sql = format!("INSERT INTO {AUDIT_TABLE} ({AUDIT_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
+        for entry in entries {
+            let text = AuditText::of(entry);
+            sqlx::query(&sql)
+                .bind(sql_int(entry.at))
+                .bind(text.host)
+                .bind(text.provider)
+                .bind(text.provider_sandbox_id)
+                .bind(text.key)
+                .bind(text.reason)
+                .bind(text.result)
+                .bind(text.error)
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+        }
+        tx.commit().await.map_err(backend)
+    }
+
+    async fn list_audit(&self, since: Option<u64>, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+        let sql = format!("SELECT {AUDIT_COLUMNS} FROM {AUDIT_TABLE} WHERE at >= ?1 ORDER BY id LIMIT ?2");
+        let rows = sqlx::query(&sql)
+            .bind(sql_int(since.unwrap_or(0)))
+            .bind(sql_limit(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?;
+        rows.iter().map(audit_from_row).collect()
     }
 }
