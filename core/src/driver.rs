@@ -398,11 +398,15 @@ fn start<'a>(
         }
         Effect::ListSandboxes { provider, .. } => {
             let provider = provider_at(provider)?;
-            Box::pin(async move { provider.list_sandboxes().await.map_or_else(Settled::DestroyFailed, Settled::Sandboxes) })
+            Box::pin(
+                async move { provider.list_sandboxes().await.map_or_else(Settled::DestroyFailed, Settled::Sandboxes) },
+            )
         }
         Effect::SandboxReferences { provider } => {
             let fleet = fleet()?;
-            Box::pin(async move { fleet.sandbox_references(&provider).await.map_or_else(Settled::StoreFailed, Settled::Ids) })
+            Box::pin(async move {
+                fleet.sandbox_references(&provider).await.map_or_else(Settled::StoreFailed, Settled::Ids)
+            })
         }
         Effect::ListStale { older_than, limit } => {
             let fleet = fleet()?;
@@ -423,7 +427,10 @@ fn start<'a>(
         Effect::DueLeaks { provider, limit, lease_ms, now } => {
             let fleet = fleet()?;
             Box::pin(async move {
-                fleet.due_leaks(&provider, limit as usize, lease_ms, now).await.map_or_else(Settled::StoreFailed, Settled::Due)
+                fleet
+                    .due_leaks(&provider, limit as usize, lease_ms, now)
+                    .await
+                    .map_or_else(Settled::StoreFailed, Settled::Due)
             })
         }
         Effect::DeferLeak { entry: reference, message, failed_at, next_attempt_at } => {
@@ -433,7 +440,10 @@ fn start<'a>(
         Effect::ClaimSweep { provider, holder, lease_ms, now } => {
             let fleet = fleet()?;
             Box::pin(async move {
-                fleet.claim_sweep(&provider, &holder, lease_ms, now).await.map_or_else(Settled::StoreFailed, Settled::Flag)
+                fleet
+                    .claim_sweep(&provider, &holder, lease_ms, now)
+                    .await
+                    .map_or_else(Settled::StoreFailed, Settled::Flag)
             })
         }
         Effect::ReleaseSweep { provider, holder } => {

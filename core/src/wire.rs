@@ -527,7 +527,9 @@ fn decode(op: u32, json: &str) -> Completion {
 
 /// A whole, non-negative JSON number (epoch milliseconds, counts).
 fn whole(value: &Value) -> Option<u64> {
-    value.as_u64().or_else(|| value.as_f64().filter(|n| n.fract() == 0.0 && *n >= 0.0 && *n < 9.007e15).map(|n| n as u64))
+    value
+        .as_u64()
+        .or_else(|| value.as_f64().filter(|n| n.fract() == 0.0 && *n >= 0.0 && *n < 9.007e15).map(|n| n as u64))
 }
 
 #[cfg(test)]

@@ -226,6 +226,7 @@ async fn run_vector(vector: &Value) {
 fn runs_on_tokio(vector: &Value) -> bool {
     let text = vector.to_string();
     vector["api"] != "retryLeaks"
+        && !vector_support::fleet::is_fleet(vector)
         && vector.get("options").is_none()
         && !text.contains("latencyMs")
         && !text.contains("\"hang\"")
@@ -234,9 +235,16 @@ fn runs_on_tokio(vector: &Value) -> bool {
 #[test]
 fn every_vector_passes_on_the_virtual_clock() {
     let vectors = load_vectors();
+    let mut fleet = 0;
     for vector in &vectors {
-        assert_observed(vector, &run_virtual(vector));
+        if vector_support::fleet::is_fleet(vector) {
+            fleet += 1;
+            vector_support::fleet::assert_fleet(vector, &vector_support::fleet::run_fleet(vector));
+        } else {
+            assert_observed(vector, &run_virtual(vector));
+        }
     }
+    assert!(fleet >= 32, "expected at least 32 fleet vectors, found {fleet}");
     assert!(vectors.len() >= 44, "expected at least 44 vectors, found {}", vectors.len());
 }
 

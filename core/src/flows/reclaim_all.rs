@@ -360,7 +360,9 @@ impl ReclaimAll {
             other => other,
         };
         let destroy = match &effect {
-            Effect::Destroy { provider, provider_sandbox_id, .. } => Some((*provider as usize, provider_sandbox_id.clone())),
+            Effect::Destroy { provider, provider_sandbox_id, .. } => {
+                Some((*provider as usize, provider_sandbox_id.clone()))
+            }
             _ => None,
         };
         let is_cancel = matches!(effect, Effect::Cancel { .. });

@@ -287,14 +287,33 @@ struct Job {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Pending {
     Stale,
-    Expire { stale: usize },
-    Due { provider: usize, asked_at: Millis },
-    Sweep { provider: usize, asked_at: Millis },
-    List { provider: usize, deadline: Option<Millis> },
-    References { provider: usize },
-    Destroy { job: usize, deadline: Option<Millis>, lease_cut: bool },
+    Expire {
+        stale: usize,
+    },
+    Due {
+        provider: usize,
+        asked_at: Millis,
+    },
+    Sweep {
+        provider: usize,
+        asked_at: Millis,
+    },
+    List {
+        provider: usize,
+        deadline: Option<Millis>,
+    },
+    References {
+        provider: usize,
+    },
+    Destroy {
+        job: usize,
+        deadline: Option<Millis>,
+        lease_cut: bool,
+    },
     /// The write after a destroy (resolve, defer, record).
-    Write { job: usize },
+    Write {
+        job: usize,
+    },
     Audit,
     Release,
 }
@@ -529,7 +548,8 @@ impl Reconcile {
                 self.report.counts.planned += 1;
                 continue;
             }
-            let origin = Origin::Leak { entry: HostRef { effect: claim, index: index as u32 }, attempts: entry.attempts };
+            let origin =
+                Origin::Leak { entry: HostRef { effect: claim, index: index as u32 }, attempts: entry.attempts };
             self.enqueue(Job {
                 provider,
                 sandbox_id: entry.provider_sandbox_id,
@@ -765,7 +785,8 @@ impl Reconcile {
     fn advance(&mut self, now: Millis) {
         if self.stage == Stage::Idle {
             self.pump_expiry(now);
-            let expiring = self.pending.values().any(|pending| matches!(pending, Pending::Stale | Pending::Expire { .. }));
+            let expiring =
+                self.pending.values().any(|pending| matches!(pending, Pending::Stale | Pending::Expire { .. }));
             if !expiring {
                 self.start_providers(now);
             }
@@ -825,7 +846,8 @@ impl Flow for Reconcile {
                 self.report.counts.touched += 1;
                 let record = self.stale[stale].clone();
                 if let Some(provider) = self.provider_index(&record.provider) {
-                    let action = self.action(ActionReason::Idle, provider, &record.provider_sandbox_id, Some(record.key));
+                    let action =
+                        self.action(ActionReason::Idle, provider, &record.provider_sandbox_id, Some(record.key));
                     self.report.actions[action].result = ActionResult::Touched;
                 }
             }
@@ -844,7 +866,10 @@ impl Flow for Reconcile {
             }
             (Pending::References { provider }, Completion::Ids(ids)) => self.references_read(provider, ids, now),
             // Reads that feed the sweep fail closed: that provider destroys nothing.
-            (Pending::Sweep { provider, .. } | Pending::List { provider, .. } | Pending::References { provider }, Completion::Failed { message }) => {
+            (
+                Pending::Sweep { provider, .. } | Pending::List { provider, .. } | Pending::References { provider },
+                Completion::Failed { message },
+            ) => {
                 self.unavailable(provider, message);
             }
             (Pending::Destroy { job, .. }, Completion::Ok) => {
@@ -886,7 +911,9 @@ impl Flow for Reconcile {
             .pending
             .iter()
             .filter(|(_, pending)| match pending {
-                Pending::Destroy { deadline, .. } | Pending::List { deadline, .. } => deadline.is_some_and(|at| at <= now),
+                Pending::Destroy { deadline, .. } | Pending::List { deadline, .. } => {
+                    deadline.is_some_and(|at| at <= now)
+                }
                 _ => false,
             })
             .map(|(id, pending)| (*id, *pending))

@@ -90,7 +90,8 @@ impl Retry {
         let deadline = timeout_deadline.map_or(self.lease_ends, |at| at.min(self.lease_ends));
         let lease_ends_first = timeout_deadline.is_none_or(|at| at > self.lease_ends);
         self.summary.retried += 1;
-        let effect = self.out.push(Effect::Destroy { provider: 0, provider_sandbox_id: sandbox_id, deadline: Some(deadline) });
+        let effect =
+            self.out.push(Effect::Destroy { provider: 0, provider_sandbox_id: sandbox_id, deadline: Some(deadline) });
         self.phase = Phase::Destroying { effect, deadline, lease_ends_first };
     }
 

@@ -2,6 +2,8 @@
 //! and Python harnesses do with their real drivers, done here by driving the
 //! core's machines directly. Format: `tests/vectors/README.md`.
 
+pub mod fleet;
+
 use std::collections::BTreeMap;
 
 use sandbox_reclaim::effects::{
@@ -132,6 +134,7 @@ pub fn run_virtual(vector: &Value) -> Observed {
                     }
                     continue;
                 }
+                Effect::Progress(_) => continue,
                 Effect::Cancel { target } => {
                     // The cancelled effect may still settle later (a host that
                     // ignores its signal): it stays pending, and the machine
@@ -173,6 +176,7 @@ pub fn run_virtual(vector: &Value) -> Observed {
                         call("store", "recordRetryFailure", args),
                     )
                 }
+                other => unreachable!("fleet cases run in vector_support::fleet: {other:?}"),
             };
             calls.push(call);
             started.insert(id, effect.clone());
@@ -186,6 +190,7 @@ pub fn run_virtual(vector: &Value) -> Observed {
                 Ending::Resolved(Output::Nothing) => Ok(Value::Null),
                 Ending::Resolved(Output::Outcome(outcome)) => Ok(json!(outcome)),
                 Ending::Resolved(Output::Retry(summary)) => Ok(json!(summary)),
+                Ending::Resolved(_) => unreachable!("fleet cases run in vector_support::fleet"),
                 Ending::HostError(id) => Err(json!({"kind": "hostError", "source": thrown[&id]})),
                 Ending::ReclaimFailed(failure) => Err(json!({
                     "kind": "SandboxReclaimFailedError", "message": failure.message(),
@@ -285,7 +290,7 @@ fn perform(
             Completion::Ok
         }
         Effect::Destroy { .. } => Completion::Ok,
-        Effect::Log(_) | Effect::Cancel { .. } => unreachable!("immediate effects never settle"),
+        other => unreachable!("never settles here: {other:?}"),
     }
 }
 
@@ -298,7 +303,7 @@ fn public_leak(leak: &Value) -> Value {
     leak
 }
 
-fn log_line(line: &LogLine, thrown: &BTreeMap<EffectId, &'static str>) -> Value {
+pub fn log_line(line: &LogLine, thrown: &BTreeMap<EffectId, &'static str>) -> Value {
     let mut meta = Map::new();
     for (key, value) in &line.meta {
         let value = match value {
