@@ -1,10 +1,12 @@
 //! `make demo`: the main job on embedded defaults.
 //!
 //! A `LocalProvider` and a SQLite store in a temporary directory. Sandboxes
-//! are created for a dozen runs, the runs finish, one provider destroy is made
-//! to fail, every terminal run is reclaimed, the leak ledger shows the sandbox
-//! that failed, a retry empties it, and finally nothing is left: no sandbox
-//! process and no sandbox directory.
+//! are created for a dozen runs; one more loses its record (an orphan) and
+//! one thread goes idle. The runs finish and are reclaimed together
+//! (`reclaim_all`, one destroy made to fail, so the ledger holds a leak);
+//! then one `reconcile` pass (dry run first) retries the leak, destroys the
+//! orphan and expires the idle sandbox, and the audit log shows it. Finally
+//! nothing is left: no sandbox process and no sandbox directory.
 //!
 //! Run: `cargo run -p sandbox-reclaim --features local,sqlite --example demo`.
 
@@ -13,9 +15,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use sandbox_reclaim::{
-    reclaim_sandbox, retry_leaks, LeakLedger, LocalConfig, LocalProvider, ManagedSandboxProvider, ProviderError,
-    ReclaimOptions, RetryOptions, RunRecord, RunStatus, SandboxInstanceRecord, SandboxInstanceStore, SandboxProvider,
-    SqliteSandboxInstanceStore,
+    reclaim_all, reconcile, FleetOptions, FleetStore, LeakLedger, LocalConfig, LocalProvider, ManagedSandboxProvider,
+    ProviderError, ReconcileOptions, ReconcileReport, RunRecord, RunStatus, SandboxInstanceRecord,
+    SandboxInstanceStore, SandboxProvider, SqliteSandboxInstanceStore,
 };
 
 type DemoResult<T> = Result<T, Box<dyn std::error::Error>>;
@@ -55,6 +57,15 @@ fn sandbox_processes(base_dir: &Path) -> Vec<u32> {
             alive && String::from_utf8_lossy(&environ).contains(&needle)
         })
         .collect()
+}
+
+fn print_actions(report: &ReconcileReport) {
+    for action in &report.actions {
+        let reason = action.reason.as_str();
+        let result = serde_json::to_value(action.result).unwrap_or_default();
+        let key = action.key.as_deref().unwrap_or("-");
+        println!("  {reason:<10} {:<62} {key:<26} {}", action.provider_sandbox_id, result.as_str().unwrap_or_default());
+    }
 }
 
 fn temp_dir() -> DemoResult<PathBuf> {
@@ -107,7 +118,15 @@ async fn main() -> DemoResult<()> {
         sandbox_processes(&base_dir).len()
     );
 
-    // The runs finish: most complete, some fail or are aborted; one is still running.
+    // A host crashed between creating a sandbox and writing its record: an orphan.
+    let lost = provider.create("thread-99:lost-workspace", &Default::default()).await?;
+    println!("created {:<26} and lost its record (a crashed host)", lost.id);
+    // run-11's thread went quiet three hours ago and never came back: idle.
+    let mut idle = store.get("thread-11:workspace").await?.ok_or("missing record")?;
+    idle.updated_at -= 3 * 3_600_000;
+    store.upsert(&idle).await?;
+
+    // The runs finish: most complete, some fail or are aborted; run-11 never does.
     for (index, run) in runs.iter_mut().enumerate() {
         run.status = match index {
             10 => RunStatus::Running,
@@ -119,17 +138,17 @@ async fn main() -> DemoResult<()> {
 
     let unlucky = store.get("thread-04:workspace").await?.ok_or("missing record")?;
     let flaky = FailOnceProvider { inner: &provider, unlucky_id: unlucky.provider_sandbox_id, failed: false.into() };
-    let options = ReclaimOptions { provider: &flaky, instances: &store, logger: None, destroy_timeout: None };
-
-    println!("{:<8} {:<11} {:<26} outcome", "run", "status", "sandbox key");
-    for run in &runs {
-        let outcome = if run.status.is_terminal() {
-            reclaim_sandbox(run, options).await?.to_string()
-        } else {
-            "(still running: not reclaimed)".to_owned()
-        };
-        let key = run.sandbox_key.as_deref().unwrap_or("-");
-        println!("{:<8} {:<11} {:<26} {outcome}", run.run_id, run.status.as_str(), key);
+    let terminal: Vec<RunRecord> = runs.iter().filter(|run| run.status.is_terminal()).cloned().collect();
+    let mut fleet = FleetOptions::new(vec![&flaky], &store);
+    fleet.concurrency = 4;
+    let report = reclaim_all(&terminal, fleet).await?;
+    println!("reclaimAll of {} terminal runs, 4 at a time ({} ms):", report.total, report.elapsed_ms);
+    println!("  {:<8} {:<26} {:<16} error", "run", "sandbox key", "outcome");
+    for line in &report.records {
+        let key = line.sandbox_key.as_deref().unwrap_or("-");
+        let outcome = serde_json::to_value(line.outcome)?;
+        let error = line.error.as_deref().unwrap_or("");
+        println!("  {:<8} {:<26} {:<16} {error}", line.run_id, key, outcome.as_str().unwrap_or_default());
     }
 
     println!("\nleak ledger:");
@@ -139,21 +158,24 @@ async fn main() -> DemoResult<()> {
             leak.key, leak.provider_sandbox_id, leak.run_id, leak.attempts, leak.last_error
         );
     }
-    let summary = retry_leaks(&provider, &store, RetryOptions::default()).await?;
-    println!(
-        "retry: {} retried, {} destroyed, {} still failing; ledger now holds {} entries",
-        summary.retried,
-        summary.destroyed,
-        summary.still_failing,
-        store.count_leaks(None).await?
-    );
 
-    // The still-running run's sandbox is the operator's to keep; the demo tears it down too.
-    let still_running = runs.iter().find(|run| !run.status.is_terminal()).and_then(|run| run.sandbox_key.clone());
-    if let Some(key) = still_running {
-        let mut run = RunRecord::new("run-11", "thread-11", RunStatus::Completed).with_sandbox_key(key);
-        run.finished_at = Some(0.0);
-        println!("run-11 finishes later: {}", reclaim_sandbox(&run, options).await?);
+    // One reconcile pass finds what is still billing. The demo's orphan is
+    // seconds old, so the grace period (10 minutes by default) is 0 here.
+    let mut pass = ReconcileOptions::new(vec![&provider], &store);
+    pass.orphan_grace = std::time::Duration::ZERO;
+    pass.max_idle = Some(std::time::Duration::from_secs(3600));
+    pass.dry_run = true;
+    let plan = reconcile(pass.clone()).await?;
+    println!("\nreconcile --dry-run plans {} destroys:", plan.counts.planned);
+    print_actions(&plan);
+    pass.dry_run = false;
+    let done = reconcile(pass).await?;
+    println!("reconcile ({} ms): {} destroyed, {} failed", done.elapsed_ms, done.counts.destroyed, done.counts.failed);
+    print_actions(&done);
+    println!("\naudit log:");
+    for row in store.list_audit(None, 100).await? {
+        let key = row.key.as_deref().unwrap_or("-");
+        println!("  {} {:<10} {:<62} {:<26} {}", row.host, row.reason, row.provider_sandbox_id, key, row.result);
     }
 
     let left_dirs = std::fs::read_dir(&base_dir)?.count();
