@@ -19,6 +19,9 @@ node bench/node/bench.mjs
 echo; echo "== Python: pure-Python asyncio vs binding (Python host objects) vs binding (native store)"
 .venv/bin/python bench/python/bench.py
 
+echo; echo "== fleet passes (Rust): reclaimAll 2,000 × 20 ms at concurrency 64 against the ideal; reconcile over 10,000 orphans"
+cargo run --quiet --release -p sandbox-reclaim --features sqlite --example fleet_bench
+
 work=$(mktemp -d /tmp/sandbox-reclaim-bench.XXXXXX)
 trap 'bash scripts/postgres.sh stop "$work/pg" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 SANDBOX_RECLAIM_PG_URL=$(bash scripts/postgres.sh start "$work/pg")

@@ -1,0 +1,143 @@
+//! `make bench`, fleet part (Rust): wall time of fleet passes against their
+//! ideal, side by side in one process.
+//!
+//! 1. `reclaim_all` of N records (default 2,000) at concurrency 64 against a
+//!    provider whose destroy takes 20 ms, with the in-memory store and with
+//!    SQLite. Ideal: N × 20 ms / 64.
+//! 2. `reconcile` over 10,000 orphans (a LocalProvider-shaped listing: owner,
+//!    creation time, key) with SQLite: seconds and peak memory.
+//!
+//! Run: `cargo run --release -p sandbox-reclaim --features sqlite --example fleet_bench [records]`.
+
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use sandbox_reclaim::{
+    reclaim_all, reconcile, FleetOptions, InMemorySandboxInstanceStore, ListedSandbox, ProviderError, ReconcileOptions,
+    RunRecord, RunStatus, SandboxInstanceRecord, SandboxInstanceStore, SandboxProvider, SqliteSandboxInstanceStore,
+};
+
+const LATENCY: Duration = Duration::from_millis(20);
+const CONCURRENCY: usize = 64;
+
+/// A provider whose destroy takes `LATENCY` and whose listing is `listed`.
+struct ScriptedProvider {
+    listed: Vec<ListedSandbox>,
+}
+
+#[async_trait]
+impl SandboxProvider for ScriptedProvider {
+    fn name(&self) -> &str {
+        "bench"
+    }
+    async fn destroy(&self, _id: &str) -> Result<(), ProviderError> {
+        tokio::time::sleep(LATENCY).await;
+        Ok(())
+    }
+    fn can_list(&self) -> bool {
+        true
+    }
+    async fn list_sandboxes(&self) -> Result<Vec<ListedSandbox>, ProviderError> {
+        Ok(self.listed.clone())
+    }
+}
+
+fn instance(n: usize) -> SandboxInstanceRecord {
+    SandboxInstanceRecord {
+        key: format!("thread-{n}:sandbox"),
+        provider: "bench".into(),
+        provider_sandbox_id: format!("sbx-{n}"),
+        latest_snapshot_id: None,
+        thread_id: format!("thread-{n}"),
+        latest_run_id: Some(format!("run-{n}")),
+        updated_at: 1_700_000_000_000,
+    }
+}
+
+fn records(count: usize) -> Vec<RunRecord> {
+    (0..count)
+        .map(|n| {
+            RunRecord::new(format!("run-{n}"), format!("thread-{n}"), RunStatus::Completed)
+                .with_sandbox_key(format!("thread-{n}:sandbox"))
+        })
+        .collect()
+}
+
+async fn fill(store: &dyn SandboxInstanceStore, count: usize) {
+    for n in 0..count {
+        store.upsert(&instance(n)).await.expect("seeding the store");
+    }
+}
+
+/// Peak resident memory of this process (Linux), in MiB.
+fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+async fn reclaim_all_pass(name: &str, store: &dyn SandboxInstanceStore, count: usize, ideal: Duration) {
+    fill(store, count).await;
+    let provider = ScriptedProvider { listed: Vec::new() };
+    let mut options = FleetOptions::new(vec![&provider], store);
+    options.concurrency = CONCURRENCY;
+    let started = Instant::now();
+    let report = reclaim_all(&records(count), options).await.expect("reclaim_all");
+    let elapsed = started.elapsed();
+    assert_eq!(report.counts.destroyed, count as u64, "every record destroyed");
+    println!(
+        "  reclaimAll {name:<10} {count} records: {:>7.1} ms   {:.3}× ideal",
+        elapsed.as_secs_f64() * 1000.0,
+        elapsed.as_secs_f64() / ideal.as_secs_f64()
+    );
+}
+
+#[tokio::main]
+async fn main() {
+    let count: usize = std::env::args().nth(1).and_then(|arg| arg.parse().ok()).unwrap_or(2000);
+    let ideal = LATENCY * count as u32 / CONCURRENCY as u32;
+    let dir = std::env::temp_dir().join(format!("sandbox-reclaim-fleet-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    println!(
+        "destroy latency {} ms, concurrency {CONCURRENCY}; ideal = N × latency / concurrency = {:.1} ms",
+        LATENCY.as_millis(),
+        ideal.as_secs_f64() * 1000.0
+    );
+
+    reclaim_all_pass("in-memory", &InMemorySandboxInstanceStore::with_ledger(), count, ideal).await;
+    let sqlite = SqliteSandboxInstanceStore::open(dir.join("reclaim.sqlite")).await.expect("sqlite");
+    reclaim_all_pass("SQLite", &sqlite, count, ideal).await;
+    sqlite.close().await;
+
+    let orphans = 10_000;
+    let now = sandbox_reclaim::driver::now_millis();
+    let listed = (0..orphans)
+        .map(|n| ListedSandbox {
+            id: format!("sr-orphan-{n:05}"),
+            created_at: Some(now - 3_600_000),
+            owner: Some(sandbox_reclaim::DEFAULT_OWNER.into()),
+            key: Some(format!("lost-{n}")),
+        })
+        .collect();
+    let provider = ScriptedProvider { listed };
+    let store = SqliteSandboxInstanceStore::open(dir.join("reconcile.sqlite")).await.expect("sqlite");
+    let mut options = ReconcileOptions::new(vec![&provider], &store);
+    options.concurrency = CONCURRENCY;
+    let rss_before = peak_rss_mib();
+    let started = Instant::now();
+    let report = reconcile(options).await.expect("reconcile");
+    let elapsed = started.elapsed();
+    assert_eq!(report.counts.destroyed, orphans as u64);
+    let sweep_ideal = LATENCY * orphans as u32 / CONCURRENCY as u32;
+    println!(
+        "  reconcile  SQLite     {orphans} orphans: {:>7.1} ms   {:.3}× ideal ({:.1} ms); peak RSS {:.1} MiB (before the pass {:.1} MiB)",
+        elapsed.as_secs_f64() * 1000.0,
+        elapsed.as_secs_f64() / sweep_ideal.as_secs_f64(),
+        sweep_ideal.as_secs_f64() * 1000.0,
+        peak_rss_mib().unwrap_or(f64::NAN),
+        rss_before.unwrap_or(f64::NAN),
+    );
+    store.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
