@@ -255,11 +255,16 @@ pub struct ReconcileReport {
 
 impl ReconcileReport {
     /// Whether anything may still be billing after the pass: a failed or
-    /// deferred destroy, or a provider whose sweep could not run.
+    /// deferred destroy, a pass cut short, or a provider whose sweep failed
+    /// closed (a provider that cannot list at all is a configuration, not a leak).
     pub fn still_leaking(&self) -> bool {
         self.counts.failed > 0
             || self.counts.deferred > 0
-            || self.providers.iter().any(|provider| provider.orphans.status == SweepStatus::Unavailable)
+            || self.cut_short
+            || self.providers.iter().any(|provider| {
+                provider.orphans.status == SweepStatus::Unavailable
+                    && provider.orphans.error.as_deref() != Some(messages::PROVIDER_CANNOT_LIST)
+            })
     }
 }
 
@@ -348,6 +353,7 @@ pub struct Reconcile {
     cut_short: bool,
     store_failure: Option<EffectId>,
     released: bool,
+    finished: bool,
     report: ReconcileReport,
 }
 
@@ -406,6 +412,7 @@ impl Reconcile {
             cut_short: false,
             store_failure: None,
             released: false,
+            finished: false,
             report,
         };
         match machine.input.max_idle_ms {
@@ -425,11 +432,8 @@ impl Reconcile {
         id
     }
 
-    fn may_start(&mut self, now: Millis) -> bool {
+    fn may_start(&self, now: Millis) -> bool {
         let over_budget = self.input.budget_ms.is_some_and(|budget| now >= self.started_at.saturating_add(budget));
-        if over_budget || self.stopped {
-            self.cut_short = true;
-        }
         !(over_budget || self.stopped || self.store_failure.is_some())
     }
 
@@ -484,6 +488,7 @@ impl Reconcile {
         let mut room = (self.input.concurrency.max(1) as usize).saturating_sub(in_flight);
         while room > 0 {
             if !self.may_start(now) {
+                self.cut_short |= !self.expire_queue.is_empty();
                 self.expire_queue.clear();
                 break;
             }
@@ -508,6 +513,7 @@ impl Reconcile {
     fn start_providers(&mut self, now: Millis) {
         self.stage = Stage::Providers;
         if !self.may_start(now) {
+            self.cut_short = true;
             return; // every sweep stays `skipped`
         }
         for provider in 0..self.input.providers.len() {
@@ -631,6 +637,7 @@ impl Reconcile {
         if !self.may_start(now) {
             for provider in 0..self.queues.len() {
                 while let Some(job) = self.queues[provider].pop_front() {
+                    self.cut_short = true;
                     self.job_deferred(job, now);
                 }
             }
@@ -795,7 +802,7 @@ impl Reconcile {
             self.pump_jobs(now);
         }
         self.flush_audit();
-        if !self.pending.is_empty() || self.stage != Stage::Providers || self.report.elapsed_ms == Millis::MAX {
+        if !self.pending.is_empty() || self.stage != Stage::Providers || self.finished {
             return;
         }
         if !self.released && !self.input.dry_run {
@@ -820,8 +827,7 @@ impl Reconcile {
             None => Ending::Resolved(Output::Reconcile(Box::new(self.report.clone()))),
         };
         self.out.finish(ending);
-        // Never end twice.
-        self.report.elapsed_ms = Millis::MAX;
+        self.finished = true;
     }
 }
 
