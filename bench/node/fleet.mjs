@@ -1,0 +1,89 @@
+// Fleet wall time, side by side in one process: reclaimAll of N records
+// (default 2,000) at concurrency 64 against a provider whose destroy takes
+// 20 ms, with the native in-memory store and with SQLite, against the ideal
+// (N × 20 ms / 64) and against the reference's sequential loop over the same
+// records (reclaimSandbox one by one, as a sweep does today).
+//
+//   node bench/node/fleet.mjs [records]      (after `npm run build` in bindings-node/)
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve, dirname } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import assert from 'node:assert/strict';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(here, '..', '..');
+const referencePath = process.env.RECLAIM_REFERENCE ?? resolve(root, '..', 'shared', 'reference', 'reclaim.mjs');
+const reference = await import(pathToFileURL(referencePath).href);
+const binding = await import(pathToFileURL(resolve(root, 'bindings-node', 'index.mjs')).href);
+
+const count = Number(process.argv[2] ?? process.env.BENCH_RECORDS ?? 2000);
+const LATENCY = 20;
+const CONCURRENCY = 64;
+const ideal = (count * LATENCY) / CONCURRENCY;
+
+const provider = {
+  name: 'bench',
+  destroyed: 0,
+  destroy() {
+    return new Promise((done) => setTimeout(() => {
+      this.destroyed += 1;
+      done();
+    }, LATENCY));
+  },
+};
+
+const runs = Array.from({ length: count }, (_, i) => ({
+  runId: `run-${i}`, threadId: `thread-${i}`, status: 'completed', startedAt: 1_700_000_000_000, sandboxKey: `thread-${i}:sandbox`,
+}));
+const instance = (i) => ({ key: `thread-${i}:sandbox`, provider: 'bench', providerSandboxId: `sbx-${i}`, threadId: `thread-${i}`, updatedAt: 1_700_000_000_000 });
+
+async function fill(store) {
+  for (let i = 0; i < count; i++) await store.upsert(instance(i));
+}
+
+/** The reference's sweep: one reclaimSandbox after another, with a plain JS store. */
+class JsStore {
+  map = new Map();
+  async get(key) { return this.map.get(key) ?? null; }
+  async upsert(record) { this.map.set(record.key, { ...record }); }
+  async delete(key) { this.map.delete(key); }
+}
+
+async function timed(label, run) {
+  const before = provider.destroyed;
+  const start = performance.now();
+  await run();
+  const ms = performance.now() - start;
+  assert.equal(provider.destroyed - before, count, `${label}: every sandbox destroyed`);
+  return ms;
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'sandbox-reclaim-fleet-bench-'));
+try {
+  const memory = new binding.InMemorySandboxInstanceStore();
+  await fill(memory);
+  const memoryMs = await timed('reclaimAll in-memory', async () => {
+    const report = await binding.reclaimAll(runs, { provider, instances: memory, concurrency: CONCURRENCY });
+    assert.equal(report.counts.destroyed, count);
+  });
+  const sqlite = await binding.SqliteSandboxInstanceStore.open(join(dir, 'fleet.sqlite'));
+  await fill(sqlite);
+  const sqliteMs = await timed('reclaimAll SQLite', async () => {
+    const report = await binding.reclaimAll(runs, { provider, instances: sqlite, concurrency: CONCURRENCY });
+    assert.equal(report.counts.destroyed, count);
+  });
+  await sqlite.close?.();
+  const js = new JsStore();
+  await fill(js);
+  const sequentialMs = await timed('reference loop', async () => {
+    for (const run of runs) assert.equal(await reference.reclaimSandbox(run, { provider, instances: js }), 'destroyed');
+  });
+  console.log(`reclaimAll of ${count} records, destroy ${LATENCY} ms, concurrency ${CONCURRENCY}; ideal ${ideal.toFixed(1)} ms; node ${process.version}`);
+  for (const [label, ms] of [['in-memory', memoryMs], ['SQLite', sqliteMs]]) {
+    console.log(`  reclaimAll ${label.padEnd(10)} ${ms.toFixed(1).padStart(8)} ms   ${(ms / ideal).toFixed(3)}× ideal   ${(sequentialMs / ms).toFixed(1)}× faster than the reference loop`);
+  }
+  console.log(`  reference sequential loop ${sequentialMs.toFixed(1).padStart(8)} ms   ${(sequentialMs / ideal).toFixed(1)}× ideal`);
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}

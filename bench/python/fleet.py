@@ -1,0 +1,86 @@
+"""Fleet wall time, side by side in one process: ``reclaim_all`` of N records
+(default 2,000) at concurrency 64 against a provider whose destroy takes
+20 ms, with the native in-memory store and with SQLite, against the ideal
+(N × 20 ms / 64) and against a sequential loop of ``reclaim_sandbox`` over the
+same records (the reference's way).
+
+    .venv/bin/python bench/python/fleet.py [records]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import sandbox_reclaim as sr
+
+LATENCY = 0.020
+CONCURRENCY = 64
+
+
+class Provider:
+    name = "bench"
+
+    def __init__(self) -> None:
+        self.destroyed = 0
+
+    async def destroy(self, sandbox_id: str) -> None:
+        await asyncio.sleep(LATENCY)
+        self.destroyed += 1
+
+
+async def fill(store: object, count: int) -> None:
+    for n in range(count):
+        record = sr.SandboxInstanceRecord(
+            key=f"thread-{n}:sandbox", provider="bench", provider_sandbox_id=f"sbx-{n}", thread_id=f"thread-{n}", updated_at=1_700_000_000_000
+        )
+        await store.upsert(record)  # type: ignore[attr-defined]
+
+
+async def main(count: int) -> None:
+    ideal = count * LATENCY / CONCURRENCY
+    runs = [
+        sr.RunRecord(run_id=f"run-{n}", thread_id=f"thread-{n}", status=sr.RunStatus.COMPLETED, started_at=1_700_000_000_000, sandbox_key=f"thread-{n}:sandbox")
+        for n in range(count)
+    ]
+    provider = Provider()
+
+    async def timed(run: object) -> float:
+        before = provider.destroyed
+        start = time.perf_counter()
+        await run  # type: ignore[misc]
+        elapsed = time.perf_counter() - start
+        assert provider.destroyed - before == count, "every sandbox destroyed"
+        return elapsed
+
+    memory = sr.InMemorySandboxInstanceStore()
+    await fill(memory, count)
+    memory_s = await timed(sr.reclaim_all(runs, provider=provider, instances=memory, concurrency=CONCURRENCY))
+    with tempfile.TemporaryDirectory() as folder:
+        sqlite = await sr.SqliteSandboxInstanceStore.open(str(Path(folder) / "fleet.sqlite"))
+        await fill(sqlite, count)
+        sqlite_s = await timed(sr.reclaim_all(runs, provider=provider, instances=sqlite, concurrency=CONCURRENCY))
+        close = getattr(sqlite, "close", None)
+        if close is not None:
+            result = close()
+            if asyncio.iscoroutine(result):
+                await result
+    loop_store = sr.InMemorySandboxInstanceStore()
+    await fill(loop_store, count)
+
+    async def sequential() -> None:
+        for run in runs:
+            assert await sr.reclaim_sandbox(run, provider=provider, instances=loop_store) == sr.ReclaimOutcome.DESTROYED
+
+    sequential_s = await timed(sequential())
+    print(f"reclaim_all of {count} records, destroy {LATENCY * 1000:.0f} ms, concurrency {CONCURRENCY}; ideal {ideal * 1000:.1f} ms; python {sys.version.split()[0]}")
+    for label, seconds in (("in-memory", memory_s), ("SQLite", sqlite_s)):
+        print(f"  reclaim_all {label:<10} {seconds * 1000:8.1f} ms   {seconds / ideal:.3f}× ideal   {sequential_s / seconds:.1f}× faster than the sequential loop")
+    print(f"  sequential reclaim_sandbox loop {sequential_s * 1000:8.1f} ms   {sequential_s / ideal:.1f}× ideal")
+
+
+if __name__ == "__main__":
+    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 2000))
