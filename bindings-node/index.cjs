@@ -12,6 +12,8 @@ module.exports = {
   reclaimSandbox: flows.reclaimSandbox,
   sandboxReclaimer: flows.sandboxReclaimer,
   retryLeaks: flows.retryLeaks,
+  reclaimAll: flows.reclaimAll,
+  reconcile: flows.reconcile,
   SandboxReclaimFailedError,
   SandboxDestroyTimeoutError,
   InMemorySandboxInstanceStore: memory.InMemorySandboxInstanceStore,

@@ -200,6 +200,26 @@ export declare class InMemorySandboxInstanceStore implements SandboxInstanceStor
   resolveLeak?: (entry: SandboxLeakEntry) => Promise<void>;
   /** Present when constructed with `{ ledger: true }`. */
   recordRetryFailure?: (entry: SandboxLeakEntry, message: string, failedAt: number) => Promise<void>;
+  /** Present when constructed with `{ ledger: true }` (see {@link FleetStore}). */
+  listStale?: FleetStore['listStale'];
+  /** Present when constructed with `{ ledger: true }`. */
+  expireIdle?: FleetStore['expireIdle'];
+  /** Present when constructed with `{ ledger: true }`. */
+  sandboxReferences?: FleetStore['sandboxReferences'];
+  /** Present when constructed with `{ ledger: true }`. */
+  recordLeak?: FleetStore['recordLeak'];
+  /** Present when constructed with `{ ledger: true }`. */
+  dueLeaks?: FleetStore['dueLeaks'];
+  /** Present when constructed with `{ ledger: true }`. */
+  deferLeak?: FleetStore['deferLeak'];
+  /** Present when constructed with `{ ledger: true }`. */
+  claimSweep?: FleetStore['claimSweep'];
+  /** Present when constructed with `{ ledger: true }`. */
+  releaseSweep?: FleetStore['releaseSweep'];
+  /** Present when constructed with `{ ledger: true }`. */
+  appendAudit?: FleetStore['appendAudit'];
+  /** Present when constructed with `{ ledger: true }`: audit rows, oldest first. */
+  listAudit?: (options?: ListAuditOptions) => Promise<AuditEntry[]>;
 }
 
 /** Checks a JS store's shape (TypeError naming the missing method) and returns it unchanged. */
@@ -229,8 +249,8 @@ export interface LeakLedgerStore extends LedgerSandboxInstanceStore {
   recordRetryFailure(entry: SandboxLeakEntry, message: string, failedAt: number): Promise<void>;
 }
 
-/** The native durable stores' methods (SQLite and PostgreSQL). */
-declare abstract class SqlSandboxInstanceStore implements LeakLedgerStore {
+/** The native durable stores' methods (SQLite and PostgreSQL): instance store, leak ledger and fleet store. */
+declare abstract class SqlSandboxInstanceStore implements LeakLedgerStore, FleetStore {
   /** Not constructible: use the static `open` / `connect`. */
   protected constructor();
   get(key: string): Promise<SandboxInstanceRecord | null>;
@@ -244,6 +264,18 @@ declare abstract class SqlSandboxInstanceStore implements LeakLedgerStore {
   claimLeaks(provider: string, limit: number, leaseMs: number): Promise<SandboxLeakEntry[]>;
   resolveLeak(entry: SandboxLeakEntry): Promise<void>;
   recordRetryFailure(entry: SandboxLeakEntry, message: string, failedAt: number): Promise<void>;
+  listStale(olderThan: number, limit: number): Promise<SandboxInstanceRecord[]>;
+  expireIdle(key: string, updatedAt: number, leak: SandboxLeak): Promise<boolean>;
+  sandboxReferences(provider: string): Promise<string[]>;
+  recordLeak(leak: SandboxLeak, reason: LeakReason, nextAttemptAt: number): Promise<void>;
+  dueLeaks(provider: string, limit: number, leaseMs: number | undefined | null, now: number): Promise<DueLeakEntry[]>;
+  deferLeak(entry: SandboxLeakEntry, message: string, failedAt: number, nextAttemptAt: number): Promise<void>;
+  claimSweep(provider: string, holder: string, leaseMs: number, now: number): Promise<boolean>;
+  releaseSweep(provider: string, holder: string): Promise<void>;
+  /** Appends the rows in one transaction. */
+  appendAudit(entries: readonly AuditEntry[]): Promise<void>;
+  /** Audit rows with `at >= since`, oldest first, at most `limit` (default 1000). */
+  listAudit(options?: ListAuditOptions): Promise<AuditEntry[]>;
   /** Closes the connection pool; later calls reject. */
   close(): Promise<void>;
 }
@@ -337,17 +369,23 @@ export interface ExecResult {
   exitCode: number;
 }
 
-/** The methods Docker and local providers share; usable as a reclaim `provider`. */
-declare abstract class ManagedSandboxProvider implements ReclaimProvider {
+/** The methods Docker and local providers share; usable as a reclaim `provider` and a reconcile provider. */
+declare abstract class ManagedSandboxProvider implements FleetProvider {
   protected constructor();
   /** The name instance records carry in `provider`. */
   get name(): string;
+  /** The owner namespace its sandboxes carry (`options.owner`, default `'sandbox-reclaim'`): the orphan sweep destroys only those. */
+  get owner(): string;
   /** Destroys the sandbox; already gone is success; not owned rejects with {@link SandboxNotOwnedError}. */
   destroy(input: ReclaimDestroyInput): Promise<void>;
   /** Creates the running sandbox for `key`, or returns the one it already has. */
   create(key: string, labels?: Record<string, string>): Promise<SandboxHandle>;
-  /** The sandboxes this provider owns, oldest first. */
-  list(): Promise<SandboxHandle[]>;
+  /**
+   * The sandboxes under this provider's owner, ordered by id, as the orphan
+   * sweep reads them: a field it cannot read is `null` (a sandbox whose owner
+   * cannot be read is listed with `owner: null`), so a sweep fails closed.
+   */
+  list(input?: FleetListInput): Promise<ListedSandbox[]>;
   /** Runs `argv` in sandbox `id` and waits for it. */
   exec(id: string, argv: readonly string[]): Promise<ExecResult>;
 }
@@ -452,3 +490,328 @@ export declare class SchemaTooNewError extends SandboxStoreOpenError {
   /** The newest schema version this library knows. */
   readonly supported: number;
 }
+
+// ------------------------------------------------ fleet passes
+
+/** Why a sandbox is in the leak ledger. */
+export type LeakReason = 'destroy-failed' | 'orphan' | 'idle';
+
+/** A ledger entry a fleet pass may retry now (what `dueLeaks` answers). */
+export interface DueLeakEntry extends SandboxLeakEntry {
+  reason: LeakReason;
+  /** Epoch milliseconds before which no retry is due. */
+  nextAttemptAt: number;
+}
+
+/** One audit row: a destroy attempt a fleet pass made. */
+export interface AuditEntry {
+  /** Epoch milliseconds when the attempt settled. */
+  at: number;
+  /** Who ran the pass (`ReconcileOptions.host`). */
+  host: string;
+  provider: string;
+  providerSandboxId: string;
+  key?: string;
+  /** Why it was destroyed. */
+  reason: ActionReason;
+  /** `'timeout'`: the destroy did not settle within `destroyTimeoutMs`. */
+  result: 'destroyed' | 'failed' | 'timeout';
+  error?: string;
+}
+
+/** `listAudit`'s options. */
+export interface ListAuditOptions {
+  /** Rows with `at >= since` (epoch ms). Default: from the start. */
+  since?: number | null;
+  /** At most this many rows. Default 1000. */
+  limit?: number;
+}
+
+/**
+ * A sandbox as a provider's `list()` answers it for the orphan sweep. The
+ * sweep fails closed: a listing with any sandbox of unknown (`null` or
+ * missing) `createdAt` or `owner` destroys nothing of that provider.
+ */
+export interface ListedSandbox {
+  /** The provider-side id (what `destroy` takes). */
+  id: string;
+  /** Creation time, epoch milliseconds; `null` when unknown. */
+  createdAt?: number | null;
+  /** The owner namespace it was created under; `null` when unknown. */
+  owner?: string | null;
+  /** The sandbox key it was created for, when known. */
+  key?: string | null;
+}
+
+/** What a provider's `list` receives: `signal` only when a deadline applies (`destroyTimeoutMs`). */
+export interface FleetListInput {
+  signal?: AbortSignal;
+}
+
+/**
+ * A provider of a fleet pass: a reclaim provider that may also list its
+ * sandboxes (no `list`: no orphan sweep, reported `unavailable`) and name
+ * its owner namespace (else the pass's `owner`).
+ */
+export interface FleetProvider extends ReclaimProvider {
+  /** The owner namespace its sandboxes carry; wins over `ReconcileOptions.owner`. */
+  readonly owner?: string;
+  /** Its sandboxes; may be async or synchronous, may throw or reject (the sweep is then `unavailable`). */
+  list?(input?: FleetListInput): Promise<readonly ListedSandbox[]> | readonly ListedSandbox[];
+}
+
+/**
+ * What a reconcile pass calls on its store, beyond the leak ledger; every
+ * store of this package has them (the in-memory one with `{ ledger: true }`).
+ * Times are epoch milliseconds; methods may be async or synchronous and are
+ * called as methods.
+ */
+export interface FleetStore {
+  /** Instance records last updated before `olderThan`, oldest first, at most `limit`. */
+  listStale(olderThan: number, limit: number): Promise<SandboxInstanceRecord[]> | SandboxInstanceRecord[];
+  /**
+   * In one transaction: deletes record `key` only if its `updatedAt` is still
+   * `updatedAt`, and records `leak` (reason `idle`, due at once). `false`: the
+   * record was touched or is gone, and nothing was written.
+   */
+  expireIdle(key: string, updatedAt: number, leak: SandboxLeak): Promise<boolean> | boolean;
+  /** Every `providerSandboxId` of `provider` that a record or a leak entry references. */
+  sandboxReferences(provider: string): Promise<string[]> | string[];
+  /** Records a leak without touching any record; a known sandbox's attempts are bumped. */
+  recordLeak(leak: SandboxLeak, reason: LeakReason, nextAttemptAt: number): Promise<void> | void;
+  /**
+   * `provider`'s entries due at `now` and not claimed by another pass, oldest
+   * first, at most `limit`; with `leaseMs`, claims them until `now + leaseMs`
+   * (without: a dry run's listing).
+   */
+  dueLeaks(provider: string, limit: number, leaseMs: number | undefined, now: number): Promise<DueLeakEntry[]> | DueLeakEntry[];
+  /** A claimed entry's destroy failed again: attempts + 1, keep `message`, due at `nextAttemptAt`, claim released. */
+  deferLeak(entry: SandboxLeakEntry, message: string, failedAt: number, nextAttemptAt: number): Promise<void> | void;
+  /** Removes an entry whose sandbox is now destroyed. */
+  resolveLeak(entry: SandboxLeakEntry): Promise<void> | void;
+  /** Takes `provider`'s orphan sweep for `holder` until `now + leaseMs`, unless another holder's lease runs. */
+  claimSweep(provider: string, holder: string, leaseMs: number, now: number): Promise<boolean> | boolean;
+  /** Gives `provider`'s sweep back, if `holder` still holds it. */
+  releaseSweep(provider: string, holder: string): Promise<void> | void;
+  /** Appends audit rows, in order. */
+  appendAudit(entries: AuditEntry[]): Promise<void> | void;
+}
+
+/** A progress event of {@link reclaimAll}: after each record. */
+export interface RecordProgressEvent {
+  kind: 'record';
+  /** Records concluded so far, of `total`. */
+  done: number;
+  total: number;
+  runId: string;
+  sandboxKey: string | null;
+  outcome: RecordOutcome;
+  /** Since the pass started. */
+  elapsedMs: number;
+}
+
+/** A progress event of {@link reconcile}: after each destroy settles (or is deferred). */
+export interface ActionProgressEvent {
+  kind: 'action';
+  done: number;
+  total: number;
+  reason: ActionReason;
+  provider: string;
+  providerSandboxId: string;
+  result: ActionResult;
+  elapsedMs: number;
+}
+
+/** Any fleet pass's progress event. */
+export type ProgressEvent = RecordProgressEvent | ActionProgressEvent;
+
+/** What both fleet passes take (besides their store). */
+export interface FleetPassOptions<Provider extends ReclaimProvider> {
+  /** The one provider; or give `providers`. */
+  provider?: Provider;
+  /** The providers, by distinct `name`: each record (or leak, or listing) goes to the one it names. */
+  providers?: readonly Provider[];
+  /** Records (reconcile: destroys) in progress at once: a whole number >= 1. Default 16. */
+  concurrency?: number;
+  /** Destroys in flight per provider: a whole number >= 1. Default: `concurrency`. */
+  perProviderConcurrency?: number;
+  /**
+   * Cancel a destroy (reconcile: or a listing) still running after this many
+   * ms (a whole number >= 1): its `signal` aborts and it counts as failed.
+   * Default: no deadline.
+   */
+  destroyTimeoutMs?: number;
+  /** Start nothing new after this many ms (a whole number >= 1); the rest is reported `deferred`. Default: no budget. */
+  budgetMs?: number;
+  /** Stops the pass: nothing new starts, what runs settles (or reaches its deadline), the rest is reported `deferred`. */
+  signal?: AbortSignal;
+  /** Called synchronously with each progress event; whatever it throws is ignored. */
+  onProgress?: (event: ProgressEvent) => void;
+}
+
+/** {@link reclaimAll}'s options. */
+export interface FleetReclaimOptions extends FleetPassOptions<ReclaimProvider> {
+  /** The instance store; with `deleteRecordingLeak` a failed destroy is recorded as a leak. */
+  instances: SandboxInstanceStore;
+  /** Gets exactly `reclaimSandbox`'s lines, per record. */
+  logger?: ReclaimLogger;
+}
+
+/** How one record of a fleet reclaim ended: a reclaim outcome, or one of the pass's own. */
+export type RecordOutcome =
+  | ReclaimOutcome
+  /** A store call failed; see `error`. */
+  | 'error'
+  /** Not started: the budget ran out or the pass was stopped. */
+  | 'deferred'
+  /** Another record with the same `sandboxKey` was reclaimed instead. */
+  | 'duplicate';
+
+/** One record's line in a {@link FleetReclaimReport}. */
+export interface RecordReport {
+  runId: string;
+  sandboxKey?: string;
+  outcome: RecordOutcome;
+  /** The destroy's error message (`destroy-failed`) or the store's (`error`). */
+  error?: string;
+  /** From the record's start to its end. */
+  durationMs: number;
+}
+
+/** What {@link reclaimAll} resolves with (a plain object). */
+export interface FleetReclaimReport {
+  total: number;
+  /** Records per outcome (every outcome present). */
+  counts: Record<RecordOutcome, number>;
+  /** One line per record, in the order given. */
+  records: RecordReport[];
+  elapsedMs: number;
+}
+
+/** {@link reconcile}'s options. */
+export interface ReconcileOptions extends FleetPassOptions<FleetProvider> {
+  /** A store with a leak ledger and the fleet methods (every native store; `InMemorySandboxInstanceStore({ ledger: true })`). */
+  instances: FleetStore;
+  /** Plan only: read, change nothing, report what would be destroyed (`planned`). Default `false`. */
+  dryRun?: boolean;
+  /** Spare unreferenced sandboxes younger than this many ms (by the provider's `createdAt`): a whole number >= 0. Default 600 000 (10 min). */
+  orphanGraceMs?: number;
+  /** Expire records not updated for this many ms into the ledger (reason `idle`): a whole number >= 1. Default: no idle expiry. */
+  maxIdleMs?: number;
+  /** Most ledger entries claimed per provider, and stale records read: a whole number >= 1. Default 1000. */
+  limit?: number;
+  /** How long claims (ledger entries, a provider's sweep) hold, in ms: a whole number >= 1. Default 300 000 (5 min). */
+  leaseMs?: number;
+  /** First wait after a failed retry, in ms, doubling per failure: a whole number >= 0. Default 30 000. */
+  backoffMs?: number;
+  /** The longest wait between retries, in ms: a whole number >= 0. Default 3 600 000 (1 h). */
+  maxBackoffMs?: number;
+  /** The owner namespace of providers that name none. Default `'sandbox-reclaim'`. */
+  owner?: string;
+  /** Who runs the pass: the audit rows' `host`. Default `os.hostname()`. */
+  host?: string;
+}
+
+/** Why a pass destroys (or would destroy) a sandbox. */
+export type ActionReason = 'leak-retry' | 'orphan' | 'idle';
+
+/**
+ * What became of an action: `planned` (dry run), `destroyed`, `failed` (in
+ * the ledger), `deferred` (not started: budget, stop, a lapsed lease, a
+ * failed store; still in the ledger or still listed), `touched` (idle expiry
+ * skipped a record updated since it was read).
+ */
+export type ActionResult = 'planned' | 'destroyed' | 'failed' | 'deferred' | 'touched';
+
+/** One sandbox a pass acted on (or would, in a dry run). */
+export interface Action {
+  reason: ActionReason;
+  provider: string;
+  providerSandboxId: string;
+  key?: string;
+  result: ActionResult;
+  error?: string;
+}
+
+/**
+ * How a provider's orphan sweep went: `swept`; `unavailable` (destroyed
+ * nothing: no `list`, a failed listing or store read, or a sandbox of unknown
+ * creation time or owner; see `error`); `held-elsewhere` (another pass holds
+ * its sweep); `skipped` (not started: budget, stop, a failed store).
+ */
+export type SweepStatus = 'swept' | 'unavailable' | 'held-elsewhere' | 'skipped';
+
+/** One provider's part of a {@link ReconcileReport}. */
+export interface ProviderReport {
+  name: string;
+  leaks: {
+    /** Due entries claimed (or listed, in a dry run). */
+    due: number;
+    destroyed: number;
+    failed: number;
+    deferred: number;
+  };
+  orphans: {
+    status: SweepStatus;
+    error?: string;
+    /** Sandboxes the provider listed. */
+    listed: number;
+    /** Under another owner: never touched. */
+    foreign: number;
+    /** Referenced by a record or a ledger entry. */
+    referenced: number;
+    /** Unreferenced but inside the grace period. */
+    young: number;
+    /** Orphans found (destroyed, failed, deferred or planned). */
+    found: number;
+    destroyed: number;
+    failed: number;
+    deferred: number;
+  };
+}
+
+/** What {@link reconcile} resolves with (a plain object). */
+export interface ReconcileReport {
+  dryRun: boolean;
+  host: string;
+  /** Epoch milliseconds. */
+  startedAt: number;
+  elapsedMs: number;
+  /** The budget ran out or the pass was stopped before it was done. */
+  cutShort: boolean;
+  idle: {
+    enabled: boolean;
+    /** Stale records read. */
+    stale: number;
+    /** Expired into the ledger (or planned). */
+    expired: number;
+    /** Updated since they were read: left alone. */
+    touched: number;
+    /** Of a provider this pass does not know: left alone. */
+    skipped: number;
+  };
+  providers: ProviderReport[];
+  counts: Record<ActionResult, number>;
+  actions: Action[];
+}
+
+/**
+ * Reclaims many runs side by side, each exactly as {@link reclaimSandbox}
+ * would (same calls, log lines and outcome per record): at most
+ * `concurrency` at once, each routed to the provider its instance names,
+ * records sharing a `sandboxKey` reclaimed once. Never rejects because one
+ * record failed: a store failure is the record's `error`. Rejects with a
+ * `TypeError` naming the argument for bad input, before any call.
+ */
+export declare function reclaimAll(records: readonly ReclaimableRun[], options: FleetReclaimOptions): Promise<FleetReclaimReport>;
+
+/**
+ * One reconcile pass: expires idle records into the ledger (with
+ * `maxIdleMs`), retries due leaks (backing off exponentially), and sweeps
+ * orphans (listed under the owner, referenced by no record or leak, older
+ * than `orphanGraceMs`) under a per-provider sweep lease, failing closed.
+ * Every destroy attempt is audited. Rejects with the very error of the first
+ * failing store write (after what runs has settled), or a `TypeError` naming
+ * the option for bad input, before any call.
+ */
+export declare function reconcile(options: ReconcileOptions): Promise<ReconcileReport>;

@@ -13,6 +13,8 @@ export const {
   PostgresSandboxInstanceStore,
   listLeaks,
   retryLeaks,
+  reclaimAll,
+  reconcile,
   DockerProvider,
   LocalProvider,
   SandboxNotOwnedError,

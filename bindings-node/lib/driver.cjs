@@ -7,8 +7,10 @@
 // driver starts each effect, keeps the host's own values (a thrown error, the
 // entries a claim returned) by effect id, feeds each settle back with
 // `complete`, arms one timer at the machine's deadline and aborts what the
-// machine cancels. Logs run at once, in order; a throwing logger is completed
-// as failed, and the rest of that batch is dropped by the machine.
+// machine cancels. Logs and progress events run at once, in order; a throwing
+// logger is completed as failed, and the rest of that batch is dropped by the
+// machine (a throwing progress callback is ignored). An AbortSignal given to
+// the run stops it: the machine is told, and answers like a timeout.
 
 const native = require('./native.cjs');
 const { withCoreMessage, messageOf, SandboxReclaimFailedError, SandboxDestroyTimeoutError } = require('./flow-errors.cjs');
@@ -18,10 +20,35 @@ const protocol = native.protocol();
 const HEADER = protocol.header;
 const ENDING_OPERANDS = protocol.endingOperands;
 const [RUNNING, RESOLVE_UNDEFINED, RESOLVE_STRING, RESOLVE_JSON, REJECT_HOST_ERROR, REJECT_RECLAIM_FAILED] = protocol.endings;
-const [GET_INSTANCE, DELETE_INSTANCE, DELETE_RECORDING_LEAK, DESTROY, CLAIM_LEAKS, RESOLVE_LEAK, RECORD_RETRY_FAILURE, LOG, CANCEL] =
-  protocol.ops;
+const [
+  GET_INSTANCE,
+  DELETE_INSTANCE,
+  DELETE_RECORDING_LEAK,
+  DESTROY,
+  CLAIM_LEAKS,
+  RESOLVE_LEAK,
+  RECORD_RETRY_FAILURE,
+  LOG,
+  CANCEL,
+  LIST_SANDBOXES,
+  SANDBOX_REFERENCES,
+  LIST_STALE,
+  EXPIRE_IDLE,
+  RECORD_LEAK,
+  DUE_LEAKS,
+  DEFER_LEAK,
+  CLAIM_SWEEP,
+  RELEASE_SWEEP,
+  APPEND_AUDIT,
+  PROGRESS,
+] = protocol.ops;
 const [META_TEXT, META_HOST_ERROR, META_DESTROY_TIMEOUT] = protocol.metaKinds;
-const [COMPLETE_OK, COMPLETE_FAILED, COMPLETE_INSTANCE, COMPLETE_NO_INSTANCE] = protocol.completions;
+const [COMPLETE_OK, COMPLETE_FAILED, COMPLETE_INSTANCE, COMPLETE_NO_INSTANCE, COMPLETE_JSON] = protocol.completions;
+
+/** The ops whose answer the core reads as JSON (kind COMPLETE_JSON). */
+const ANSWERED_WITH_JSON = new Set([LIST_SANDBOXES, SANDBOX_REFERENCES, LIST_STALE, EXPIRE_IDLE, DUE_LEAKS, CLAIM_SWEEP]);
+/** The ops whose answer the driver keeps, for effects that name its entries later. */
+const KEEPS_ANSWER = new Set([CLAIM_LEAKS, DUE_LEAKS]);
 
 /** Where time comes from; the vector suite swaps in a virtual clock. */
 let clock = { now: Date.now, setTimer: (callback, ms) => setTimeout(callback, ms), clearTimer: (timer) => clearTimeout(timer) };
@@ -56,10 +83,19 @@ function claimedSandboxIds(entries) {
   });
 }
 
+/** A leak from its six slots at `batch[at]`: key, provider, providerSandboxId, runId, errorMessage, failedAt. */
+function leakAt(batch, at) {
+  return { key: batch[at], provider: batch[at + 1], providerSandboxId: batch[at + 2], runId: batch[at + 3], errorMessage: batch[at + 4], failedAt: batch[at + 5] };
+}
+
 /**
  * One flow run. `host` holds the checked host objects and their methods,
- * read once: { provider, destroy, instances, get, remove, deleteRecordingLeak,
- * claimLeaks, resolveLeak, recordRetryFailure, logger, log: {warn, errors, sandbox} }.
+ * read once: { providers, destroys, lists (by provider number), instances and
+ * its methods (get, remove, deleteRecordingLeak, claimLeaks, resolveLeak,
+ * recordRetryFailure, listStale, expireIdle, sandboxReferences, recordLeak,
+ * dueLeaks, deferLeak, claimSweep, releaseSweep, appendAudit), logger,
+ * log: {warn, errors, sandbox}, onProgress }; a flow reads only those its
+ * effects name.
  */
 class Run {
   constructor(host, resolve, reject) {
@@ -71,8 +107,13 @@ class Run {
     /** Effect id → op, and → the host value it produced (error, entries). */
     this.ops = [];
     this.values = [];
-    /** Effect id → AbortController, for destroys with a deadline. */
+    /** Effect id → AbortController, for destroys and listings with a deadline. */
     this.controllers = undefined;
+    /** The caller's AbortSignal listener, while one is attached. */
+    this.detach = undefined;
+    /** A batch is being started; a stop then waits for its end (no re-entry). */
+    this.processing = false;
+    this.stopPending = false;
     this.cancelled = undefined;
     this.timer = undefined;
     this.deadline = undefined;
@@ -80,6 +121,15 @@ class Run {
 
   /** Starts every effect of `batch`, then arms the timer or ends. */
   process(batch) {
+    this.processing = true;
+    try {
+      this.startAll(batch);
+    } finally {
+      this.processing = false;
+    }
+  }
+
+  startAll(batch) {
     while (batch !== undefined) {
       this.run = batch[0];
       let replaced;
@@ -97,20 +147,71 @@ class Run {
             break;
           case DELETE_RECORDING_LEAK: {
             const key = batch[at];
-            const leak = { key: batch[at + 1], provider: batch[at + 2], providerSandboxId: batch[at + 3], runId: batch[at + 4], errorMessage: batch[at + 5], failedAt: batch[at + 6] };
+            const leak = leakAt(batch, at + 1);
             at += 7;
             this.call(id, op, this.host.deleteRecordingLeak, this.host.instances, key, leak);
             break;
           }
           case DESTROY: {
-            const input = { id: batch[at] };
-            if (batch[at + 1] !== undefined) {
-              const controller = new AbortController();
-              (this.controllers ??= new Map()).set(id, controller);
-              input.signal = controller.signal;
-            }
+            const provider = batch[at];
+            const input = { id: batch[at + 1] };
+            if (batch[at + 2] !== undefined) input.signal = this.cancellable(id);
+            at += 3;
+            this.call(id, op, this.host.destroys[provider], this.host.providers[provider], input);
+            break;
+          }
+          case LIST_SANDBOXES: {
+            const provider = batch[at];
+            // `{ signal }` only when a deadline applies; otherwise list() as the provider declares it.
+            const args = batch[at + 1] === undefined ? [] : [{ signal: this.cancellable(id) }];
             at += 2;
-            this.call(id, op, this.host.destroy, this.host.provider, input);
+            this.call(id, op, this.host.lists[provider], this.host.providers[provider], ...args);
+            break;
+          }
+          case SANDBOX_REFERENCES:
+            this.call(id, op, this.host.sandboxReferences, this.host.instances, batch[at++]);
+            break;
+          case LIST_STALE:
+            this.call(id, op, this.host.listStale, this.host.instances, batch[at], batch[at + 1]);
+            at += 2;
+            break;
+          case EXPIRE_IDLE:
+            this.call(id, op, this.host.expireIdle, this.host.instances, batch[at], batch[at + 1], leakAt(batch, at + 2));
+            at += 8;
+            break;
+          case RECORD_LEAK:
+            this.call(id, op, this.host.recordLeak, this.host.instances, leakAt(batch, at), batch[at + 6], batch[at + 7]);
+            at += 8;
+            break;
+          case DUE_LEAKS:
+            this.call(id, op, this.host.dueLeaks, this.host.instances, batch[at], batch[at + 1], batch[at + 2], batch[at + 3]);
+            at += 4;
+            break;
+          case DEFER_LEAK:
+            this.call(id, op, this.host.deferLeak, this.host.instances, this.values[batch[at]][batch[at + 1]], batch[at + 2], batch[at + 3], batch[at + 4]);
+            at += 5;
+            break;
+          case CLAIM_SWEEP:
+            this.call(id, op, this.host.claimSweep, this.host.instances, batch[at], batch[at + 1], batch[at + 2], batch[at + 3]);
+            at += 4;
+            break;
+          case RELEASE_SWEEP:
+            this.call(id, op, this.host.releaseSweep, this.host.instances, batch[at], batch[at + 1]);
+            at += 2;
+            break;
+          case APPEND_AUDIT:
+            this.call(id, op, this.host.appendAudit, this.host.instances, JSON.parse(batch[at++]));
+            break;
+          case PROGRESS: {
+            const event = JSON.parse(batch[at++]);
+            const onProgress = this.host.onProgress;
+            if (onProgress !== undefined) {
+              try {
+                onProgress(event);
+              } catch {
+                // Progress never changes a pass.
+              }
+            }
             break;
           }
           case CLAIM_LEAKS:
@@ -173,9 +274,23 @@ class Run {
         continue;
       }
       if (batch[2] !== RUNNING) return this.finish(batch);
+      if (this.stopPending) {
+        // The signal aborted while this batch was being started (from a host
+        // call or a progress callback): tell the machine now, in order.
+        this.stopPending = false;
+        batch = native.stop(this.run, clock.now());
+        continue;
+      }
       this.arm(batch[1]);
       batch = undefined;
     }
+  }
+
+  /** An AbortSignal for effect `id`, which a later CANCEL of it aborts. */
+  cancellable(id) {
+    const controller = new AbortController();
+    (this.controllers ??= new Map()).set(id, controller);
+    return controller.signal;
   }
 
   /** Calls a host method for effect `id` and feeds its settle back. */
@@ -215,9 +330,20 @@ class Run {
     this.controllers?.delete(id);
     if (failed) {
       this.values[id] = value;
-      // Only a destroy's message is kept (for the ledger); a store failure propagates as it is.
-      const message = op === DESTROY ? messageOf(value).toWellFormed() : undefined;
-      return native.complete(this.run, id, COMPLETE_FAILED, message, undefined, now);
+      // The machine gets the message (ledger entries, fleet reports); the very value stays here.
+      return native.complete(this.run, id, COMPLETE_FAILED, messageOf(value).toWellFormed(), undefined, now);
+    }
+    if (ANSWERED_WITH_JSON.has(op)) {
+      // The core reads the answer (and refuses a malformed one); the host's own objects stay here.
+      let json;
+      try {
+        json = JSON.stringify(value);
+      } catch (error) {
+        this.values[id] = error;
+        return native.complete(this.run, id, COMPLETE_FAILED, messageOf(error).toWellFormed(), undefined, now);
+      }
+      if (KEEPS_ANSWER.has(op)) this.values[id] = value;
+      return native.complete(this.run, id, COMPLETE_JSON, json, undefined, now);
     }
     if (op === GET_INSTANCE) {
       if (value === null) return native.complete(this.run, id, COMPLETE_NO_INSTANCE, undefined, undefined, now);
@@ -254,6 +380,7 @@ class Run {
   finish(batch) {
     this.done = true;
     this.arm(undefined);
+    this.detach?.();
     switch (batch[2]) {
       case RESOLVE_UNDEFINED:
         return this.resolve(undefined);
@@ -270,11 +397,38 @@ class Run {
     }
   }
 
+  /** The caller's signal aborted: the machine starts nothing new and answers like a timeout. */
+  stop() {
+    if (this.done) return;
+    if (this.processing) {
+      this.stopPending = true;
+      return;
+    }
+    try {
+      this.process(native.stop(this.run, clock.now()));
+    } catch (error) {
+      this.abandon(error);
+    }
+  }
+
+  /** Stops the run when `signal` aborts (at once if it already has). */
+  watch(signal) {
+    if (signal === undefined || this.done) return;
+    if (signal.aborted) return this.stop();
+    const onAbort = () => this.stop();
+    signal.addEventListener('abort', onAbort, { once: true });
+    this.detach = () => {
+      this.detach = undefined;
+      signal.removeEventListener('abort', onAbort);
+    };
+  }
+
   /** A host answer broke its contract (or a bug): reject with it, drop the run. */
   abandon(error) {
     if (this.done) return;
     this.done = true;
     this.arm(undefined);
+    this.detach?.();
     native.abandon(this.run);
     this.reject(error);
   }
@@ -282,7 +436,8 @@ class Run {
 
 /**
  * Runs a flow whose first batch is `start()` against `host`; resolves or
- * rejects as the machine ends it.
+ * rejects as the machine ends it. `host.signal` (an AbortSignal), when
+ * given, stops it.
  */
 function drive(start, host) {
   return new Promise((resolve, reject) => {
@@ -290,6 +445,7 @@ function drive(start, host) {
     const batch = start(clock.now());
     try {
       run.process(batch);
+      run.watch(host.signal);
     } catch (error) {
       run.abandon(error);
     }

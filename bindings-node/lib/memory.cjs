@@ -3,7 +3,20 @@
 // and defineSandboxInstanceStore.
 
 const native = require('./native.cjs');
-const { checkKey, checkRecord, checkLeak, checkEntry, checkProvider, checkLimit, checkLeaseMs } = require('./store-checks.cjs');
+const {
+  checkKey,
+  checkRecord,
+  checkLeak,
+  checkEntry,
+  checkProvider,
+  checkLimit,
+  checkLeaseMs,
+  checkMillis,
+  checkOptionalLeaseMs,
+  checkReason,
+  checkAuditEntries,
+  checkAuditQuery,
+} = require('./store-checks.cjs');
 const { checkString } = require('./errors.cjs');
 
 /**
@@ -41,6 +54,56 @@ class InMemorySandboxInstanceStore {
         if (typeof failedAt !== 'number') throw new TypeError('failedAt must be a number (epoch milliseconds)');
         return refused(() => store.recordRetryFailure(entry, message, failedAt));
       };
+      // What a fleet pass (reconcile) calls; times are epoch milliseconds.
+      this.listStale = async (olderThan, limit) => {
+        checkMillis(olderThan, 'olderThan');
+        checkLimit(limit);
+        return refused(() => store.listStale(olderThan, limit));
+      };
+      this.expireIdle = async (key, updatedAt, leak) => {
+        checkKey(key);
+        checkMillis(updatedAt, 'updatedAt');
+        checkLeak(leak);
+        return refused(() => store.expireIdle(key, updatedAt, leak));
+      };
+      this.sandboxReferences = async (provider) => refused(() => store.sandboxReferences(checkString(provider, 'provider')));
+      this.recordLeak = async (leak, reason, nextAttemptAt) => {
+        checkLeak(leak);
+        checkReason(reason);
+        checkMillis(nextAttemptAt, 'nextAttemptAt');
+        return refused(() => store.recordLeak(leak, reason, nextAttemptAt));
+      };
+      this.dueLeaks = async (provider, limit, leaseMs, now) => {
+        checkString(provider, 'provider');
+        checkLimit(limit);
+        const lease = checkOptionalLeaseMs(leaseMs);
+        checkMillis(now, 'now');
+        return refused(() => store.dueLeaks(provider, limit, lease, now));
+      };
+      this.deferLeak = async (entry, message, failedAt, nextAttemptAt) => {
+        checkEntry(entry);
+        checkString(message, 'message');
+        checkMillis(failedAt, 'failedAt');
+        checkMillis(nextAttemptAt, 'nextAttemptAt');
+        return refused(() => store.deferLeak(entry, message, failedAt, nextAttemptAt));
+      };
+      this.claimSweep = async (provider, holder, leaseMs, now) => {
+        checkString(provider, 'provider');
+        checkString(holder, 'holder');
+        checkLeaseMs(leaseMs);
+        checkMillis(now, 'now');
+        return refused(() => store.claimSweep(provider, holder, leaseMs, now));
+      };
+      this.releaseSweep = async (provider, holder) => {
+        checkString(provider, 'provider');
+        checkString(holder, 'holder');
+        return refused(() => store.releaseSweep(provider, holder));
+      };
+      this.appendAudit = async (entries) => refused(() => store.appendAudit(checkAuditEntries(entries)));
+      this.listAudit = async (options) => {
+        const [since, limit] = checkAuditQuery(options);
+        return refused(() => store.listAudit(since, limit));
+      };
     }
   }
 
@@ -75,18 +138,6 @@ function refused(call) {
     throw error;
   }
 }
-
-/**
- * Declares a JS instance store with its types checked; returns it unchanged.
- * @template T
- * @param {T} store
- * @returns {T}
- */
-function defineSandboxInstanceStore(store) {
-  checkStore(store, 'store', STORE_METHODS);
-  return store;
-}
-
 
 /** A store declares all three. */
 const STORE_METHODS = ['get', 'upsert', 'delete'];

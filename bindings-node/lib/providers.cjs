@@ -20,15 +20,22 @@ function checkLabels(labels) {
 class ManagedProvider {
   #native;
   #name;
+  #owner;
 
   constructor(nativeProvider) {
     this.#native = nativeProvider;
     this.#name = nativeProvider.name;
+    this.#owner = nativeProvider.owner;
   }
 
   /** The name instance records carry in `provider`. */
   get name() {
     return this.#name;
+  }
+
+  /** The owner namespace its sandboxes carry: the orphan sweep destroys only those. */
+  get owner() {
+    return this.#owner;
   }
 
   /** Destroys sandbox `id`; already gone is success; not ours is a SandboxNotOwnedError. */
@@ -49,7 +56,12 @@ class ManagedProvider {
     return nativeCall(() => this.#native.create(key, labels ?? undefined));
   }
 
-  /** The sandboxes this provider owns, oldest first. */
+  /**
+   * The sandboxes under this provider's owner, ordered by id, as the orphan
+   * sweep reads them: `{ id, createdAt, owner, key }`, a field it cannot
+   * read `null` (so a sweep fails closed). A `{ signal }` argument is accepted
+   * and not needed: a listing is one engine call or one directory scan.
+   */
   async list() {
     return nativeCall(() => this.#native.list());
   }

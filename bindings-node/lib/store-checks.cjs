@@ -50,4 +50,64 @@ function checkLeaseMs(leaseMs) {
   return checkWhole(leaseMs, 'leaseMs', 0, Number.MAX_SAFE_INTEGER);
 }
 
-module.exports = { MAX_U32, checkKey, checkRecord, checkLeak, checkEntry, checkProvider, checkLimit, checkLeaseMs };
+/** Epoch milliseconds (or a duration in ms): a whole number from 0 to 2^53-1. */
+function checkMillis(value, name) {
+  return checkWhole(value, name, 0, Number.MAX_SAFE_INTEGER);
+}
+
+/** An optional lease (`dueLeaks` without one only lists): undefined/null or milliseconds. */
+function checkOptionalLeaseMs(leaseMs) {
+  if (leaseMs === undefined || leaseMs === null) return undefined;
+  return checkMillis(leaseMs, 'leaseMs');
+}
+
+const LEAK_REASONS = ['destroy-failed', 'orphan', 'idle'];
+
+function checkReason(reason) {
+  if (!LEAK_REASONS.includes(reason)) throw new TypeError(`reason must be one of ${LEAK_REASONS.map((r) => `'${r}'`).join(', ')}`);
+  return reason;
+}
+
+/** Audit rows: `{at, host, provider, providerSandboxId, key?, reason, result, error?}`. */
+function checkAuditEntries(entries) {
+  if (!Array.isArray(entries)) throw new TypeError('entries must be an array of audit entries');
+  entries.forEach((entry, index) => {
+    const name = `entries[${index}]`;
+    checkObject(entry, name);
+    checkMillis(entry.at, `${name}.at`);
+    for (const field of ['host', 'provider', 'providerSandboxId', 'reason', 'result']) checkString(entry[field], `${name}.${field}`);
+    for (const field of ['key', 'error']) {
+      if (entry[field] !== undefined && entry[field] !== null) checkString(entry[field], `${name}.${field}`);
+    }
+  });
+  return entries;
+}
+
+/**
+ * `listAudit`'s options: `{ since?, limit? }` (default: every row from the
+ * start, at most 1000); answers `[since | undefined, limit]`.
+ */
+function checkAuditQuery(options) {
+  if (options === undefined || options === null) return [undefined, 1000];
+  checkObject(options, 'options');
+  const { since, limit } = options;
+  if (since !== undefined && since !== null) checkMillis(since, 'options.since');
+  if (limit !== undefined) checkWhole(limit, 'options.limit', 0, MAX_U32);
+  return [since ?? undefined, limit ?? 1000];
+}
+
+module.exports = {
+  MAX_U32,
+  checkKey,
+  checkRecord,
+  checkLeak,
+  checkEntry,
+  checkProvider,
+  checkLimit,
+  checkLeaseMs,
+  checkMillis,
+  checkOptionalLeaseMs,
+  checkReason,
+  checkAuditEntries,
+  checkAuditQuery,
+};

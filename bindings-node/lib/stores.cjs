@@ -9,7 +9,21 @@
 
 const native = require('./native.cjs');
 const { nativeCall, checkObject, checkString, checkOptionalString, checkOptionalWhole, checkWhole } = require('./errors.cjs');
-const { MAX_U32, checkKey, checkRecord, checkLeak, checkEntry, checkProvider, checkLimit, checkLeaseMs } = require('./store-checks.cjs');
+const {
+  MAX_U32,
+  checkKey,
+  checkRecord,
+  checkLeak,
+  checkEntry,
+  checkProvider,
+  checkLimit,
+  checkLeaseMs,
+  checkMillis,
+  checkOptionalLeaseMs,
+  checkReason,
+  checkAuditEntries,
+  checkAuditQuery,
+} = require('./store-checks.cjs');
 
 /** The longest busy timeout SQLite takes: an `int` of milliseconds. */
 const MAX_BUSY_TIMEOUT_MS = 0x7fff_ffff;
@@ -81,6 +95,87 @@ class SqlSandboxInstanceStore {
     checkString(message, 'message');
     checkWhole(failedAt, 'failedAt', 0, Number.MAX_SAFE_INTEGER);
     await nativeCall(() => this.#native.recordRetryFailure(entry, message, failedAt));
+  }
+
+  // ---- what a fleet pass (reconcile) calls; times are epoch milliseconds
+
+  /** Instance records last updated before `olderThan`, oldest first, at most `limit`. */
+  async listStale(olderThan, limit) {
+    checkMillis(olderThan, 'olderThan');
+    checkLimit(limit);
+    return nativeCall(() => this.#native.listStale(olderThan, limit));
+  }
+
+  /**
+   * Deletes `key` only if its `updatedAt` is still `updatedAt`, and records
+   * `leak` (reason `idle`), in one transaction; false when the record was
+   * touched or is gone (then nothing is written).
+   */
+  async expireIdle(key, updatedAt, leak) {
+    checkKey(key);
+    checkMillis(updatedAt, 'updatedAt');
+    checkLeak(leak);
+    return nativeCall(() => this.#native.expireIdle(key, updatedAt, leak));
+  }
+
+  /** Every providerSandboxId of `provider` that a record or a leak entry references. */
+  async sandboxReferences(provider) {
+    checkString(provider, 'provider');
+    return nativeCall(() => this.#native.sandboxReferences(provider));
+  }
+
+  /** Records a leak (`reason`: 'destroy-failed', 'orphan' or 'idle') due at `nextAttemptAt`. */
+  async recordLeak(leak, reason, nextAttemptAt) {
+    checkLeak(leak);
+    checkReason(reason);
+    checkMillis(nextAttemptAt, 'nextAttemptAt');
+    await nativeCall(() => this.#native.recordLeak(leak, reason, nextAttemptAt));
+  }
+
+  /** `provider`'s entries due at `now`, at most `limit`; with `leaseMs`, claimed until `now + leaseMs`. */
+  async dueLeaks(provider, limit, leaseMs, now) {
+    checkString(provider, 'provider');
+    checkLimit(limit);
+    const lease = checkOptionalLeaseMs(leaseMs);
+    checkMillis(now, 'now');
+    return nativeCall(() => this.#native.dueLeaks(provider, limit, lease, now));
+  }
+
+  /** A claimed entry failed again: attempts + 1, keeps `message`, due at `nextAttemptAt`, claim released. */
+  async deferLeak(entry, message, failedAt, nextAttemptAt) {
+    checkEntry(entry);
+    checkString(message, 'message');
+    checkMillis(failedAt, 'failedAt');
+    checkMillis(nextAttemptAt, 'nextAttemptAt');
+    await nativeCall(() => this.#native.deferLeak(entry, message, failedAt, nextAttemptAt));
+  }
+
+  /** Takes `provider`'s orphan sweep for `holder` until `now + leaseMs`, unless another holder has it. */
+  async claimSweep(provider, holder, leaseMs, now) {
+    checkString(provider, 'provider');
+    checkString(holder, 'holder');
+    checkLeaseMs(leaseMs);
+    checkMillis(now, 'now');
+    return nativeCall(() => this.#native.claimSweep(provider, holder, leaseMs, now));
+  }
+
+  /** Gives `provider`'s sweep back, if `holder` still holds it. */
+  async releaseSweep(provider, holder) {
+    checkString(provider, 'provider');
+    checkString(holder, 'holder');
+    await nativeCall(() => this.#native.releaseSweep(provider, holder));
+  }
+
+  /** Appends audit rows, in order, in one transaction. */
+  async appendAudit(entries) {
+    checkAuditEntries(entries);
+    await nativeCall(() => this.#native.appendAudit(entries));
+  }
+
+  /** Audit rows with `at >= since`, oldest first, at most `limit` (default 1000). */
+  async listAudit(options) {
+    const [since, limit] = checkAuditQuery(options);
+    return nativeCall(() => this.#native.listAudit(since, limit));
   }
 
   /** Closes the connection pool; later calls reject with a SandboxStoreError. */

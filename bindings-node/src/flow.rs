@@ -11,7 +11,10 @@ use napi::bindgen_prelude::Either3;
 use napi::{Error, Result, Status};
 use napi_derive::napi;
 use sandbox_reclaim::effects::Millis;
-use sandbox_reclaim::flows::{Reclaim, ReclaimApi, ReclaimInput, Retry, RetryInput};
+use sandbox_reclaim::flows::reconcile::ProviderPlan;
+use sandbox_reclaim::flows::{
+    Reclaim, ReclaimAll, ReclaimAllInput, ReclaimApi, ReclaimInput, Reconcile, ReconcileInput, Retry, RetryInput,
+};
 use sandbox_reclaim::messages;
 use sandbox_reclaim::wire::{self, RunTable, Slot, WireError};
 
@@ -85,7 +88,7 @@ pub fn start_reclaim(
         api,
         run_id,
         sandbox_key,
-        provider_name,
+        providers: vec![provider_name],
         store_has_ledger,
         destroy_timeout_ms: destroy_timeout_ms.map(millis),
     };
@@ -110,7 +113,96 @@ pub fn start_retry(
     js(RUNS.with_borrow_mut(|runs| runs.start(Box::new(Retry::new(input, millis(now))))))
 }
 
-/// Feeds how effect `id` of run `run` settled (see `wire::completion`).
+/// Starts `reclaimAll`: record `i` is `(runIds[i], sandboxKeys[i])`; the
+/// providers' names are in the order the declaration numbers them.
+#[napi]
+#[allow(clippy::too_many_arguments)]
+pub fn start_reclaim_all(
+    run_ids: Vec<String>,
+    sandbox_keys: Vec<Option<String>>,
+    providers: Vec<String>,
+    store_has_ledger: bool,
+    concurrency: u32,
+    per_provider_concurrency: Option<u32>,
+    destroy_timeout_ms: Option<f64>,
+    budget_ms: Option<f64>,
+    progress: bool,
+    now: f64,
+) -> Result<Vec<JsSlot>> {
+    if run_ids.len() != sandbox_keys.len() {
+        return Err(Error::new(Status::InvalidArg, "runIds and sandboxKeys must have the same length"));
+    }
+    let input = ReclaimAllInput {
+        records: run_ids.into_iter().zip(sandbox_keys).collect(),
+        providers,
+        store_has_ledger,
+        concurrency: concurrency.max(1),
+        per_provider_concurrency: per_provider_concurrency.map(|limit| limit.max(1)),
+        destroy_timeout_ms: destroy_timeout_ms.map(millis),
+        budget_ms: budget_ms.map(millis),
+        progress,
+    };
+    Ok(js(RUNS.with_borrow_mut(|runs| runs.start(Box::new(ReclaimAll::new(input, millis(now)))))))
+}
+
+/// One provider of a reconcile pass (see `ProviderPlan`).
+#[napi(object)]
+pub struct ReconcileProvider {
+    pub name: String,
+    /// Whether it has a `list` (no list: no orphan sweep).
+    pub can_list: bool,
+    /// The owner namespace its sandboxes must carry to be swept.
+    pub owner: String,
+}
+
+/// Every input of a reconcile pass (see `ReconcileInput`); the declaration
+/// has checked and defaulted each.
+#[napi(object)]
+pub struct ReconcileStart {
+    pub providers: Vec<ReconcileProvider>,
+    pub host: String,
+    pub holder: String,
+    pub dry_run: bool,
+    pub concurrency: u32,
+    pub per_provider_concurrency: Option<u32>,
+    pub destroy_timeout_ms: Option<f64>,
+    pub budget_ms: Option<f64>,
+    pub orphan_grace_ms: f64,
+    pub max_idle_ms: Option<f64>,
+    pub limit: u32,
+    pub lease_ms: f64,
+    pub backoff_ms: f64,
+    pub max_backoff_ms: f64,
+    pub progress: bool,
+}
+
+/// Starts `reconcile`.
+#[napi]
+pub fn start_reconcile(start: ReconcileStart, now: f64) -> Vec<JsSlot> {
+    let plans = start
+        .providers
+        .into_iter()
+        .map(|provider| ProviderPlan { name: provider.name, can_list: provider.can_list, owner: provider.owner })
+        .collect();
+    let mut input = ReconcileInput::new(plans, start.host, start.holder);
+    input.dry_run = start.dry_run;
+    input.concurrency = start.concurrency.max(1);
+    input.per_provider_concurrency = start.per_provider_concurrency.map(|limit| limit.max(1));
+    input.destroy_timeout_ms = start.destroy_timeout_ms.map(millis);
+    input.budget_ms = start.budget_ms.map(millis);
+    input.orphan_grace_ms = millis(start.orphan_grace_ms);
+    input.max_idle_ms = start.max_idle_ms.map(millis);
+    input.limit = start.limit.max(1);
+    input.lease_ms = millis(start.lease_ms).max(1);
+    input.backoff_ms = millis(start.backoff_ms);
+    input.max_backoff_ms = millis(start.max_backoff_ms);
+    input.progress = start.progress;
+    js(RUNS.with_borrow_mut(|runs| runs.start(Box::new(Reconcile::new(input, millis(now))))))
+}
+
+/// Feeds how effect `id` of run `run` settled (see `wire::completion`): `a`
+/// is a failure's message, an instance's provider, or (kind JSON) the
+/// host's answer as JSON text.
 #[napi]
 pub fn complete(run: u32, id: u32, kind: u32, a: Option<String>, b: Option<String>, now: f64) -> Result<Vec<JsSlot>> {
     answer(RUNS.with_borrow_mut(|runs| runs.complete(run, id, kind, a, b, millis(now))))
@@ -126,6 +218,13 @@ pub fn complete_leaks(run: u32, id: u32, sandbox_ids: Vec<String>, now: f64) -> 
 #[napi]
 pub fn timeout(run: u32, now: f64) -> Result<Vec<JsSlot>> {
     answer(RUNS.with_borrow_mut(|runs| runs.timeout(run, millis(now))))
+}
+
+/// Tells run `run` its caller cancelled it (an `AbortSignal`): nothing new
+/// starts; answers a batch like [`timeout`].
+#[napi]
+pub fn stop(run: u32, now: f64) -> Result<Vec<JsSlot>> {
+    answer(RUNS.with_borrow_mut(|runs| runs.stop(run, millis(now))))
 }
 
 /// Forgets run `run` (the driver gave up on it: a host answer broke its contract).

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use napi::{Error, Result, Status};
 use napi_derive::napi;
+use sandbox_reclaim::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason};
 use sandbox_reclaim::ledger::{LeakEntry, LeakLedger, NewLeak};
 use sandbox_reclaim::{InMemorySandboxInstanceStore, SandboxInstanceRecord, SandboxInstanceStore, StoreError};
 
@@ -126,6 +127,106 @@ impl TryFrom<LeakRecord> for LeakEntry {
             attempts: entry.attempts,
         })
     }
+}
+
+/// A ledger entry a fleet pass may retry now (`dueLeaks`): the entry's
+/// fields plus why it is in the ledger and when it is due.
+#[napi(object)]
+pub struct DueLeakRecord {
+    pub key: String,
+    pub provider: String,
+    pub provider_sandbox_id: String,
+    pub run_id: String,
+    pub last_error: String,
+    pub failed_at: f64,
+    pub attempts: u32,
+    /// `destroy-failed`, `orphan` or `idle`.
+    pub reason: String,
+    /// Epoch milliseconds before which no retry is due.
+    pub next_attempt_at: f64,
+}
+
+impl From<DueLeak> for DueLeakRecord {
+    fn from(due: DueLeak) -> Self {
+        let entry = due.entry;
+        Self {
+            key: entry.key,
+            provider: entry.provider,
+            provider_sandbox_id: entry.provider_sandbox_id,
+            run_id: entry.run_id,
+            last_error: entry.last_error,
+            failed_at: entry.failed_at as f64,
+            attempts: entry.attempts,
+            reason: due.reason.as_str().to_owned(),
+            next_attempt_at: due.next_attempt_at as f64,
+        }
+    }
+}
+
+/// One audit row: a destroy attempt made by a fleet pass.
+#[napi(object)]
+pub struct AuditRecord {
+    /// Epoch milliseconds when the attempt settled.
+    pub at: f64,
+    pub host: String,
+    pub provider: String,
+    pub provider_sandbox_id: String,
+    pub key: Option<String>,
+    /// `leak-retry`, `orphan` or `idle`.
+    pub reason: String,
+    /// `destroyed`, `failed` or `timeout`.
+    pub result: String,
+    pub error: Option<String>,
+}
+
+impl From<AuditEntry> for AuditRecord {
+    fn from(entry: AuditEntry) -> Self {
+        Self {
+            at: entry.at as f64,
+            host: entry.host,
+            provider: entry.provider,
+            provider_sandbox_id: entry.provider_sandbox_id,
+            key: entry.key,
+            reason: entry.reason,
+            result: entry.result,
+            error: entry.error,
+        }
+    }
+}
+
+impl TryFrom<AuditRecord> for AuditEntry {
+    type Error = Error;
+
+    fn try_from(entry: AuditRecord) -> Result<Self> {
+        Ok(AuditEntry {
+            at: epoch_millis("entry.at", entry.at)?,
+            host: entry.host,
+            provider: entry.provider,
+            provider_sandbox_id: entry.provider_sandbox_id,
+            key: entry.key,
+            reason: entry.reason,
+            result: entry.result,
+            error: entry.error,
+        })
+    }
+}
+
+/// Audit rows from JS, each checked.
+pub fn audit_entries(entries: Vec<AuditRecord>) -> Result<Vec<AuditEntry>> {
+    entries.into_iter().map(AuditEntry::try_from).collect()
+}
+
+/// A leak reason from its string form; anything else is refused (`TypeError`).
+pub fn leak_reason(reason: &str) -> Result<LeakReason> {
+    LeakReason::ALL
+        .into_iter()
+        .find(|known| known.as_str() == reason)
+        .ok_or_else(|| type_error("reason must be 'destroy-failed', 'orphan' or 'idle'"))
+}
+
+/// An optional lease in milliseconds (`dueLeaks` without one only lists).
+pub fn optional_millis(field: &str, value: Option<f64>) -> Result<Option<u64>> {
+    value.map(|value| epoch_millis(field, value)).transpose()
 }
 
 /// Checks that `value` is epoch milliseconds: a whole number in `0..=2^53-1`.
@@ -251,6 +352,96 @@ impl MemoryStore {
         let entry = LeakEntry::try_from(entry)?;
         let failed_at = epoch_millis("failedAt", failed_at)?;
         ready(self.ledger()?.record_retry_failure(&entry, &message, failed_at))
+    }
+
+    /// Instance records last updated before `olderThan`, oldest first, at most `limit`.
+    #[napi]
+    pub fn list_stale(&self, older_than: f64, limit: u32) -> Result<Vec<InstanceRecord>> {
+        let older_than = epoch_millis("olderThan", older_than)?;
+        let records = ready(self.fleet()?.list_stale(older_than, limit as usize))?;
+        Ok(records.into_iter().map(InstanceRecord::from).collect())
+    }
+
+    /// Deletes `key` if its `updatedAt` is still `updatedAt` and records `leak` (reason `idle`).
+    #[napi]
+    pub fn expire_idle(&self, key: String, updated_at: f64, leak: LeakInput) -> Result<bool> {
+        let updated_at = epoch_millis("updatedAt", updated_at)?;
+        let leak = NewLeak::try_from(leak)?;
+        ready(self.fleet()?.expire_idle(&key, updated_at, leak))
+    }
+
+    /// Every `providerSandboxId` of `provider` a record or a leak entry references.
+    #[napi]
+    pub fn sandbox_references(&self, provider: String) -> Result<Vec<String>> {
+        ready(self.fleet()?.sandbox_references(&provider))
+    }
+
+    /// Records a leak without touching any instance record.
+    #[napi]
+    pub fn record_leak(&self, leak: LeakInput, reason: String, next_attempt_at: f64) -> Result<()> {
+        let leak = NewLeak::try_from(leak)?;
+        let reason = leak_reason(&reason)?;
+        let next_attempt_at = epoch_millis("nextAttemptAt", next_attempt_at)?;
+        ready(self.fleet()?.record_leak(leak, reason, next_attempt_at))
+    }
+
+    /// `provider`'s entries due at `now`; with `leaseMs`, claimed until `now + leaseMs`.
+    #[napi]
+    pub fn due_leaks(
+        &self,
+        provider: String,
+        limit: u32,
+        lease_ms: Option<f64>,
+        now: f64,
+    ) -> Result<Vec<DueLeakRecord>> {
+        let lease_ms = optional_millis("leaseMs", lease_ms)?;
+        let now = epoch_millis("now", now)?;
+        let due = ready(self.fleet()?.due_leaks(&provider, limit as usize, lease_ms, now))?;
+        Ok(due.into_iter().map(DueLeakRecord::from).collect())
+    }
+
+    /// A claimed entry failed again: attempts + 1, keep `message`, due at `nextAttemptAt`.
+    #[napi]
+    pub fn defer_leak(&self, entry: LeakRecord, message: String, failed_at: f64, next_attempt_at: f64) -> Result<()> {
+        let entry = LeakEntry::try_from(entry)?;
+        let failed_at = epoch_millis("failedAt", failed_at)?;
+        let next_attempt_at = epoch_millis("nextAttemptAt", next_attempt_at)?;
+        ready(self.fleet()?.defer_leak(&entry, &message, failed_at, next_attempt_at))
+    }
+
+    /// Takes `provider`'s orphan sweep for `holder` until `now + leaseMs`, unless another holds it.
+    #[napi]
+    pub fn claim_sweep(&self, provider: String, holder: String, lease_ms: f64, now: f64) -> Result<bool> {
+        let lease_ms = epoch_millis("leaseMs", lease_ms)?;
+        let now = epoch_millis("now", now)?;
+        ready(self.fleet()?.claim_sweep(&provider, &holder, lease_ms, now))
+    }
+
+    /// Gives `provider`'s sweep back, if `holder` still holds it.
+    #[napi]
+    pub fn release_sweep(&self, provider: String, holder: String) -> Result<()> {
+        ready(self.fleet()?.release_sweep(&provider, &holder))
+    }
+
+    /// Appends audit rows, in order.
+    #[napi]
+    pub fn append_audit(&self, entries: Vec<AuditRecord>) -> Result<()> {
+        let entries = audit_entries(entries)?;
+        ready(self.fleet()?.append_audit(&entries))
+    }
+
+    /// Audit rows with `at >= since`, oldest first, at most `limit`.
+    #[napi]
+    pub fn list_audit(&self, since: Option<f64>, limit: u32) -> Result<Vec<AuditRecord>> {
+        let since = optional_millis("since", since)?;
+        let entries = ready(self.fleet()?.list_audit(since, limit as usize))?;
+        Ok(entries.into_iter().map(AuditRecord::from).collect())
+    }
+
+    /// The fleet side (ledger stores only, like the ledger's methods).
+    fn fleet(&self) -> Result<&dyn FleetStore> {
+        self.ledger()?;
+        Ok(self.inner.as_ref())
     }
 
     fn ledger(&self) -> Result<&dyn LeakLedger> {

@@ -18,7 +18,9 @@ use napi_derive::napi;
 use sandbox_reclaim::providers::DockerConfig;
 #[cfg(unix)]
 use sandbox_reclaim::providers::{IsolationRequest, LocalConfig};
-use sandbox_reclaim::{DockerProvider, InvalidInput, ManagedSandboxProvider, ProviderError, SandboxHandle};
+use sandbox_reclaim::{
+    DockerProvider, InvalidInput, ListedSandbox, ManagedSandboxProvider, ProviderError, SandboxHandle,
+};
 
 use crate::memory_store::type_error;
 
@@ -141,6 +143,26 @@ impl From<SandboxHandle> for SandboxHandleObject {
     }
 }
 
+/// A sandbox as `list()` answers it (the orphan sweep's wire form): unknown
+/// fields are `null`, never guessed.
+#[napi(object, use_nullable = true)]
+pub struct ListedSandboxObject {
+    /// The provider-side id (what `destroy` takes).
+    pub id: String,
+    /// Creation time, epoch milliseconds.
+    pub created_at: Option<f64>,
+    /// The owner namespace it was created under.
+    pub owner: Option<String>,
+    /// The sandbox key it was created for.
+    pub key: Option<String>,
+}
+
+impl From<ListedSandbox> for ListedSandboxObject {
+    fn from(listed: ListedSandbox) -> Self {
+        Self { id: listed.id, created_at: listed.created_at.map(|at| at as f64), owner: listed.owner, key: listed.key }
+    }
+}
+
 /// What `exec` produced (output decoded as UTF-8, invalid bytes replaced).
 #[napi(object)]
 pub struct ExecResult {
@@ -173,6 +195,8 @@ fn thrown(failure: impl Into<Coded>) -> Error<String> {
 pub struct NativeProvider {
     inner: Arc<dyn ManagedSandboxProvider>,
     isolation: Option<&'static str>,
+    /// The owner namespace its sandboxes carry (its config's).
+    owner: String,
 }
 
 #[napi]
@@ -203,9 +227,10 @@ impl NativeProvider {
             config.name = name;
         }
         config.docker_host = options.docker_host;
+        let owner = config.owner.clone();
         let provider = napi::bindgen_prelude::within_runtime_if_available(|| DockerProvider::new(config))
             .map_err(|error| thrown(provider_error(error)))?;
-        Ok(Self { inner: Arc::new(provider), isolation: None })
+        Ok(Self { inner: Arc::new(provider), isolation: None, owner })
     }
 
     /// A local provider (creates `baseDir`, probes namespaces once). Unix only.
@@ -232,15 +257,22 @@ impl NativeProvider {
                 ))))
             }
         };
+        let owner = config.owner.clone();
         let provider = sandbox_reclaim::LocalProvider::new(config).map_err(|error| thrown(provider_error(error)))?;
         let isolation = Some(provider.isolation().as_str());
-        Ok(Self { inner: Arc::new(provider), isolation })
+        Ok(Self { inner: Arc::new(provider), isolation, owner })
     }
 
     /// The name instance records carry in `provider`.
     #[napi(getter)]
     pub fn name(&self) -> String {
         self.inner.name().to_owned()
+    }
+
+    /// The owner namespace its sandboxes carry (the orphan sweep destroys only those).
+    #[napi(getter)]
+    pub fn owner(&self) -> String {
+        self.inner.owner().map_or_else(|| self.owner.clone(), str::to_owned)
     }
 
     /// The isolation a local provider's sandboxes get; `null` for Docker.
@@ -271,13 +303,16 @@ impl NativeProvider {
         })
     }
 
-    /// The sandboxes this provider owns, oldest first.
+    /// The sandboxes under this provider's owner, by id, as the orphan sweep
+    /// reads them (`SandboxProvider::list_sandboxes`): a field the provider
+    /// cannot read is `null` (a directory whose owner is unreadable is listed
+    /// with `owner: null`), so a sweep fails closed.
     #[napi]
-    pub fn list<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Vec<SandboxHandleObject>>> {
+    pub fn list<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Vec<ListedSandboxObject>>> {
         let inner = self.inner.clone();
         spawn_coded(env, async move {
-            let handles = inner.list().await.map_err(provider_error)?;
-            Ok(handles.into_iter().map(SandboxHandleObject::from).collect())
+            let listed = inner.list_sandboxes().await.map_err(provider_error)?;
+            Ok(listed.into_iter().map(ListedSandboxObject::from).collect())
         })
     }
 

@@ -12,13 +12,17 @@ use std::sync::Arc;
 use napi::bindgen_prelude::PromiseRaw;
 use napi::{Env, Result};
 use napi_derive::napi;
+use sandbox_reclaim::fleet::FleetStore;
 use sandbox_reclaim::ledger::{LeakEntry, LeakLedger, NewLeak};
 use sandbox_reclaim::stores::{PostgresOptions, SqliteOptions, StoreOpenError};
 use sandbox_reclaim::{
     PostgresSandboxInstanceStore, SandboxInstanceRecord, SandboxInstanceStore, SqliteSandboxInstanceStore, StoreError,
 };
 
-use crate::memory_store::{epoch_millis, lease_duration, type_error, InstanceRecord, LeakInput, LeakRecord};
+use crate::memory_store::{
+    audit_entries, epoch_millis, leak_reason, lease_duration, optional_millis, type_error, AuditRecord, DueLeakRecord,
+    InstanceRecord, LeakInput, LeakRecord,
+};
 use crate::provider::{spawn_coded, Coded};
 
 /// A query failed (the backend's message): `SandboxStoreError`.
@@ -72,6 +76,13 @@ impl Backend {
     }
 
     fn ledger(&self) -> &dyn LeakLedger {
+        match self {
+            Self::Sqlite(store) => store,
+            Self::Postgres(store) => store,
+        }
+    }
+
+    fn fleet(&self) -> &dyn FleetStore {
         match self {
             Self::Sqlite(store) => store,
             Self::Postgres(store) => store,
@@ -265,6 +276,155 @@ impl SqlStore {
         let backend = self.backend.clone();
         spawn_coded(env, async move {
             backend.ledger().record_retry_failure(&entry, &message, failed_at).await.map_err(store_error)
+        })
+    }
+
+    /// Instance records last updated before `olderThan`, oldest first, at most `limit`.
+    #[napi]
+    pub fn list_stale<'env>(
+        &self,
+        env: &'env Env,
+        older_than: f64,
+        limit: u32,
+    ) -> Result<PromiseRaw<'env, Vec<InstanceRecord>>> {
+        let older_than = epoch_millis("olderThan", older_than)?;
+        let backend = self.backend.clone();
+        spawn_coded(env, async move {
+            let records = backend.fleet().list_stale(older_than, limit as usize).await.map_err(store_error)?;
+            Ok(records.into_iter().map(InstanceRecord::from).collect())
+        })
+    }
+
+    /// Deletes `key` if its `updatedAt` is still `updatedAt` and records `leak`
+    /// (reason `idle`), in one transaction.
+    #[napi]
+    pub fn expire_idle<'env>(
+        &self,
+        env: &'env Env,
+        key: String,
+        updated_at: f64,
+        leak: LeakInput,
+    ) -> Result<PromiseRaw<'env, bool>> {
+        let updated_at = epoch_millis("updatedAt", updated_at)?;
+        let leak = NewLeak::try_from(leak)?;
+        let backend = self.backend.clone();
+        spawn_coded(env, async move { backend.fleet().expire_idle(&key, updated_at, leak).await.map_err(store_error) })
+    }
+
+    /// Every `providerSandboxId` of `provider` a record or a leak entry references.
+    #[napi]
+    pub fn sandbox_references<'env>(&self, env: &'env Env, provider: String) -> Result<PromiseRaw<'env, Vec<String>>> {
+        let backend = self.backend.clone();
+        spawn_coded(env, async move { backend.fleet().sandbox_references(&provider).await.map_err(store_error) })
+    }
+
+    /// Records a leak without touching any instance record.
+    #[napi]
+    pub fn record_leak<'env>(
+        &self,
+        env: &'env Env,
+        leak: LeakInput,
+        reason: String,
+        next_attempt_at: f64,
+    ) -> Result<PromiseRaw<'env, ()>> {
+        let leak = NewLeak::try_from(leak)?;
+        let reason = leak_reason(&reason)?;
+        let next_attempt_at = epoch_millis("nextAttemptAt", next_attempt_at)?;
+        let backend = self.backend.clone();
+        spawn_coded(env, async move {
+            backend.fleet().record_leak(leak, reason, next_attempt_at).await.map_err(store_error)
+        })
+    }
+
+    /// `provider`'s entries due at `now`; with `leaseMs`, claimed until `now + leaseMs`.
+    #[napi]
+    pub fn due_leaks<'env>(
+        &self,
+        env: &'env Env,
+        provider: String,
+        limit: u32,
+        lease_ms: Option<f64>,
+        now: f64,
+    ) -> Result<PromiseRaw<'env, Vec<DueLeakRecord>>> {
+        let lease_ms = optional_millis("leaseMs", lease_ms)?;
+        let now = epoch_millis("now", now)?;
+        let backend = self.backend.clone();
+        spawn_coded(env, async move {
+            let due = backend.fleet().due_leaks(&provider, limit as usize, lease_ms, now).await.map_err(store_error)?;
+            Ok(due.into_iter().map(DueLeakRecord::from).collect())
+        })
+    }
+
+    /// A claimed entry failed again: attempts + 1, keep `message`, due at `nextAttemptAt`.
+    #[napi]
+    pub fn defer_leak<'env>(
+        &self,
+        env: &'env Env,
+        entry: LeakRecord,
+        message: String,
+        failed_at: f64,
+        next_attempt_at: f64,
+    ) -> Result<PromiseRaw<'env, ()>> {
+        let entry = LeakEntry::try_from(entry)?;
+        let failed_at = epoch_millis("failedAt", failed_at)?;
+        let next_attempt_at = epoch_millis("nextAttemptAt", next_attempt_at)?;
+        let backend = self.backend.clone();
+        spawn_coded(env, async move {
+            backend.fleet().defer_leak(&entry, &message, failed_at, next_attempt_at).await.map_err(store_error)
+        })
+    }
+
+    /// Takes `provider`'s orphan sweep for `holder` until `now + leaseMs`, unless another holds it.
+    #[napi]
+    pub fn claim_sweep<'env>(
+        &self,
+        env: &'env Env,
+        provider: String,
+        holder: String,
+        lease_ms: f64,
+        now: f64,
+    ) -> Result<PromiseRaw<'env, bool>> {
+        let lease_ms = epoch_millis("leaseMs", lease_ms)?;
+        let now = epoch_millis("now", now)?;
+        let backend = self.backend.clone();
+        spawn_coded(env, async move {
+            backend.fleet().claim_sweep(&provider, &holder, lease_ms, now).await.map_err(store_error)
+        })
+    }
+
+    /// Gives `provider`'s sweep back, if `holder` still holds it.
+    #[napi]
+    pub fn release_sweep<'env>(
+        &self,
+        env: &'env Env,
+        provider: String,
+        holder: String,
+    ) -> Result<PromiseRaw<'env, ()>> {
+        let backend = self.backend.clone();
+        spawn_coded(env, async move { backend.fleet().release_sweep(&provider, &holder).await.map_err(store_error) })
+    }
+
+    /// Appends audit rows, in order, in one transaction.
+    #[napi]
+    pub fn append_audit<'env>(&self, env: &'env Env, entries: Vec<AuditRecord>) -> Result<PromiseRaw<'env, ()>> {
+        let entries = audit_entries(entries)?;
+        let backend = self.backend.clone();
+        spawn_coded(env, async move { backend.fleet().append_audit(&entries).await.map_err(store_error) })
+    }
+
+    /// Audit rows with `at >= since`, oldest first, at most `limit`.
+    #[napi]
+    pub fn list_audit<'env>(
+        &self,
+        env: &'env Env,
+        since: Option<f64>,
+        limit: u32,
+    ) -> Result<PromiseRaw<'env, Vec<AuditRecord>>> {
+        let since = optional_millis("since", since)?;
+        let backend = self.backend.clone();
+        spawn_coded(env, async move {
+            let entries = backend.fleet().list_audit(since, limit as usize).await.map_err(store_error)?;
+            Ok(entries.into_iter().map(AuditRecord::from).collect())
         })
     }
 

@@ -14,6 +14,7 @@ import {
   type RetrySummary,
   type SandboxLeakEntry,
   type SandboxHandle,
+  type ListedSandbox,
   type ExecResult,
   type LocalIsolation,
   type LeakLedgerStore,
@@ -27,7 +28,8 @@ export async function usage(): Promise<void> {
   const local = new LocalProvider({ baseDir: '/tmp/s', isolation: 'process-group' });
   const isolation: LocalIsolation = local.isolation();
   const handle: SandboxHandle = await docker.create('key', { team: 'a' });
-  const handles: SandboxHandle[] = await local.list();
+  const handles: ListedSandbox[] = await local.list();
+  const owner: string = local.owner;
   const output: ExecResult = await docker.exec(handle.id, ['echo', 'hi']);
   const exitCode: number = output.exitCode;
   await reclaimSandbox({ runId: 'r', sandboxKey: 'k' }, { provider: docker, instances: postgres });
@@ -41,7 +43,7 @@ export async function usage(): Promise<void> {
   const error = new SandboxNotOwnedError('nope');
   const code: 'SANDBOX_NOT_OWNED' = error.code;
   await sqlite.close();
-  void [isolation, handles, exitCode, summary, leaks, count, code];
+  void [isolation, handles, exitCode, summary, leaks, count, code, owner];
   // @ts-expect-error stores are opened, not constructed
   new SqliteSandboxInstanceStore();
   // @ts-expect-error image is required

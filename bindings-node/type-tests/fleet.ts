@@ -1,0 +1,65 @@
+// Types of the fleet passes (checked by `npm run typecheck`, never run).
+import {
+  reclaimAll,
+  reconcile,
+  InMemorySandboxInstanceStore,
+  SqliteSandboxInstanceStore,
+  LocalProvider,
+  type FleetReclaimReport,
+  type FleetReclaimOptions,
+  type RecordReport,
+  type RecordOutcome,
+  type ReconcileOptions,
+  type ReconcileReport,
+  type ProviderReport,
+  type Action,
+  type SweepStatus,
+  type AuditEntry,
+  type ListedSandbox,
+  type FleetStore,
+  type FleetProvider,
+  type ProgressEvent,
+} from 'sandbox-reclaim';
+
+export async function fleet(): Promise<void> {
+  const sqlite = await SqliteSandboxInstanceStore.open('/tmp/x.db');
+  const local = new LocalProvider({ baseDir: '/tmp/s', owner: 'team-a' });
+  const js: FleetProvider = {
+    name: 'js',
+    destroy: async ({ id, signal }) => void [id, signal],
+    list: (): ListedSandbox[] => [{ id: 'a', createdAt: 1, owner: 'sandbox-reclaim', key: null }],
+  };
+  const controller = new AbortController();
+  const onProgress = (event: ProgressEvent): void => {
+    if (event.kind === 'record') void event.outcome;
+    else void event.result;
+  };
+  const options: FleetReclaimOptions = { providers: [local, js], instances: sqlite, concurrency: 4, budgetMs: 1000, signal: controller.signal, onProgress };
+  const report: FleetReclaimReport = await reclaimAll([{ runId: 'r', sandboxKey: 'k' }], options);
+  const line: RecordReport = report.records[0]!;
+  const outcome: RecordOutcome = line.outcome;
+  const deferred: number = report.counts.deferred;
+
+  const store: FleetStore = sqlite;
+  const memory = new InMemorySandboxInstanceStore({ ledger: true });
+  const reconcileOptions: ReconcileOptions = { provider: local, instances: store, dryRun: true, orphanGraceMs: 0, maxIdleMs: 60_000, owner: 'x', host: 'h' };
+  const pass: ReconcileReport = await reconcile(reconcileOptions);
+  const provider: ProviderReport = pass.providers[0]!;
+  const status: SweepStatus = provider.orphans.status;
+  const action: Action | undefined = pass.actions[0];
+  const audit: AuditEntry[] = await sqlite.listAudit({ since: 0, limit: 10 });
+  const memoryAudit: AuditEntry[] | undefined = await memory.listAudit?.();
+  void [outcome, deferred, status, action, audit, memoryAudit];
+
+  // @ts-expect-error records is an array
+  void reclaimAll({ runId: 'r' }, options);
+  // @ts-expect-error concurrency is a number
+  void reclaimAll([], { ...options, concurrency: '4' });
+  // @ts-expect-error reconcile needs a fleet store
+  void reconcile({ provider: local, instances: { get: () => null, upsert: () => undefined, delete: () => undefined } });
+  // @ts-expect-error dryRun is a boolean
+  void reconcile({ ...reconcileOptions, dryRun: 'yes' });
+  // @ts-expect-error a sweep status is a closed union
+  const wrong: SweepStatus = 'maybe';
+  void wrong;
+}
