@@ -397,7 +397,7 @@ test('CommonJS and ESM entry points export the very same objects', () => {
   const cjs = require('../../bindings-node/index.cjs');
   const names = ['reclaimSandbox', 'sandboxReclaimer', 'SandboxReclaimFailedError', 'SandboxDestroyTimeoutError', 'InMemorySandboxInstanceStore', 'defineSandboxInstanceStore'];
   names.push('SqliteSandboxInstanceStore', 'PostgresSandboxInstanceStore', 'listLeaks', 'retryLeaks', 'DockerProvider', 'LocalProvider', 'SandboxNotOwnedError');
-  names.push('SandboxStoreError', 'SandboxStoreOpenError', 'SchemaTooNewError');
+  names.push('SandboxStoreError', 'SandboxStoreOpenError', 'SchemaTooNewError', 'reclaimAll', 'reconcile');
   assert.deepStrictEqual(Object.keys(cjs).sort(), [...names].sort(), 'exactly the documented exports');
   for (const name of names) {
     assert.equal(typeof binding[name], 'function', name);

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { resolve, dirname } from 'node:path';
-import { loadVectors, runVector, buildFixture, callOf, assertLogs, referenceCanRun } from './harness.mjs';
+import { loadVectors, runVector, runFleetVector, isFleet, buildFixture, callOf, assertLogs, referenceCanRun } from './harness.mjs';
 import { service, tempDir, uniqueSchema } from './services.mjs';
 import * as binding from '../../bindings-node/index.mjs';
 
@@ -15,9 +15,22 @@ const here = dirname(fileURLToPath(import.meta.url));
 const referencePath = process.env.RECLAIM_REFERENCE ?? resolve(here, '..', '..', '..', 'shared', 'reference', 'reclaim.mjs');
 const reference = await import(pathToFileURL(referencePath).href);
 
-const vectors = loadVectors();
+const everyVector = loadVectors();
+const vectors = everyVector.filter((vector) => !isFleet(vector));
+const fleetVectors = everyVector.filter(isFleet);
 
 test('there are vectors to run', () => assert.ok(vectors.length >= 200, `${vectors.length} vectors`));
+test('there are fleet vectors to run', () => {
+  const apis = new Set(fleetVectors.map((vector) => vector.api));
+  assert.deepStrictEqual([...apis].sort(), ['reclaimAll', 'reconcile'], 'both fleet passes have cases');
+  assert.ok(fleetVectors.length >= 20, `${fleetVectors.length} fleet vectors`);
+});
+
+// Fleet passes: the Node driver on the virtual clock, the native in-memory
+// store behind a recording, scripting proxy, scripted providers.
+for (const vector of fleetVectors) {
+  test(`fleet parity: ${vector.name}`, () => runFleetVector(vector, binding));
+}
 
 for (const vector of vectors) {
   test(`parity: ${vector.name}`, async () => {

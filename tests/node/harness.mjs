@@ -1,5 +1,7 @@
 // Runs the parity vectors of tests/vectors/ against any implementation of the
-// reclaim API (the reference module or our binding), on a virtual clock.
+// reclaim API (the reference module or our binding), on a virtual clock; and
+// the fleet vectors (reclaimAll, reconcile) against the binding, whose native
+// in-memory store sits behind a recording, scripting proxy.
 // Format: tests/vectors/README.md.
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -26,9 +28,15 @@ export function loadVectors() {
     .flatMap((file) => JSON.parse(readFileSync(join(vectorsDir, file), 'utf8')).cases);
 }
 
+/** The fleet passes' APIs (README "Fleet passes"): their own runner below. */
+export const FLEET_APIS = new Set(['reclaimAll', 'reconcile']);
+
+/** Whether `vector` is a fleet pass's case. */
+export const isFleet = (vector) => FLEET_APIS.has(vector.api);
+
 /** Whether the reference can express the vector: its APIs, without our options. */
 export function referenceCanRun(vector) {
-  return vector.api !== 'retryLeaks' && vector.options === undefined;
+  return !isFleet(vector) && vector.api !== 'retryLeaks' && vector.options === undefined;
 }
 
 /**
@@ -323,4 +331,365 @@ export async function runVector(vector, impl, { supportsLedger, usesDriver = sup
   }
   assert.deepStrictEqual(fixture.aborted, expected.aborted ?? [], 'cancelled destroys');
   if (expected.elapsedMs !== undefined) assert.equal(elapsed, expected.elapsedMs, 'virtual time at the end');
+}
+
+// ------------------------------------------------------------ fleet passes
+
+/**
+ * Acts out a fleet script (a Behaviour) on the virtual clock. `produce()`
+ * makes the answer (the native store's call, made at once; a listing);
+ * `value()` is a `return`'s value. An error made is kept under every name in
+ * `sources` (e.g. `resolveLeak` and `resolveLeak:c1`).
+ */
+function act(behaviour, { thrown, sources, clock, produce, value }) {
+  const latency = behaviour?.latencyMs ?? 0;
+  const delay = () => new Promise((resolve) => clock.setTimer(resolve, latency));
+  const fail = () => {
+    const error = new Error(behaviour.message);
+    for (const source of sources) thrown[source] ??= error; // the first: a pass rejects with its first store error
+    return error;
+  };
+  switch (behaviour?.mode ?? 'resolve') {
+    case 'resolve': {
+      const answer = Promise.resolve(produce());
+      answer.catch(() => {}); // read below, after the delay
+      return latency === 0 ? answer : delay().then(() => answer);
+    }
+    case 'return':
+      return 'value' in behaviour ? value() : produce();
+    case 'hang':
+      return new Promise(() => {});
+    case 'throw':
+      throw fail();
+    case 'reject':
+      return (latency === 0 ? Promise.resolve() : delay()).then(() => {
+        throw fail();
+      });
+    default:
+      throw new Error(`unknown behaviour mode ${behaviour.mode}`);
+  }
+}
+
+/** How each recorded store method's arguments appear in `expect.calls` (times relative). */
+function storeRecorders(rel) {
+  const leakOf = (leak) => {
+    const { failedAt, ...rest } = leak;
+    assert.equal(typeof failedAt, 'number', 'leak.failedAt is epoch milliseconds');
+    return rest;
+  };
+  return {
+    get: (key) => [key],
+    delete: (key) => [key],
+    deleteRecordingLeak: (key, leak) => [key, leakOf(leak)],
+    listStale: (olderThan, limit) => [rel(olderThan), limit],
+    expireIdle: (key, updatedAt, leak) => [key, rel(updatedAt), leakOf(leak)],
+    dueLeaks: (provider, limit, leaseMs, now) => [provider, limit, leaseMs ?? null, rel(now)],
+    claimSweep: (provider, holder, leaseMs, now) => [provider, '$holder', leaseMs, rel(now)],
+    sandboxReferences: (provider) => [provider],
+    resolveLeak: (entry) => [entry.providerSandboxId],
+    deferLeak: (entry, message, failedAt, nextAttemptAt) => [entry.providerSandboxId, message, rel(failedAt), rel(nextAttemptAt)],
+    recordLeak: (leak, reason, nextAttemptAt) => [leakOf(leak), reason, rel(nextAttemptAt)],
+    appendAudit: (entries) => [entries.length],
+    releaseSweep: (provider, holder) => [provider, '$holder'],
+  };
+}
+
+/** Store methods the proxy passes through unrecorded (seeding and inspection). */
+const UNRECORDED = ['upsert', 'listLeaks', 'countLeaks', 'listAudit', 'records', 'claimLeaks', 'recordRetryFailure'];
+
+/**
+ * A fleet case's world on `clock`: the binding's native in-memory store
+ * seeded from the case and wrapped by a proxy that records and scripts
+ * every call, scripted providers, a logger and a progress callback.
+ */
+export async function buildFleetFixture(vector, binding, clock) {
+  const start = clock.start;
+  const abs = (t) => (t === null || t === undefined ? t : t + start);
+  const rel = (t) => (t === null || t === undefined ? t : t - start);
+  const at = () => clock.now() - start;
+  const calls = [];
+  const logs = [];
+  const progress = [];
+  const thrown = {};
+  const aborted = [];
+  const holders = [];
+  const native = new binding.InMemorySandboxInstanceStore({ ledger: vector.store.ledger !== false });
+  for (const record of vector.store.instances ?? []) await native.upsert({ ...record, updatedAt: abs(record.updatedAt) });
+  for (const leak of vector.store.leaks ?? []) {
+    const { reason = 'destroy-failed', nextAttemptAt, attempts = 1, failedAt, ...rest } = leak;
+    for (let i = 0; i < attempts; i++) await native.recordLeak({ ...rest, failedAt: abs(failedAt ?? 0) }, reason, abs(nextAttemptAt ?? 0));
+  }
+  for (const sweep of vector.store.sweeps ?? []) {
+    assert.equal(await native.claimSweep(sweep.provider, sweep.holder, sweep.leaseMs, start), true, 'seeded sweep lease');
+  }
+
+  const scripts = vector.store.scripts ?? {};
+  const recorders = storeRecorders(rel);
+  const store = {};
+  for (const [method, record] of Object.entries(recorders)) {
+    if (typeof native[method] !== 'function') continue; // a store without a ledger has no ledger methods
+    store[method] = function (...args) {
+      assert.equal(this, store, `store.${method} is called as a method`);
+      const recorded = record(...args);
+      calls.push({ on: 'store', method, args: recorded, at: at() });
+      if (method === 'claimSweep' || method === 'releaseSweep') holders.push(args[1]);
+      const keyed = `${method}:${recorded[0]}`;
+      const behaviour = typeof recorded[0] === 'string' && keyed in scripts ? scripts[keyed] : scripts[method];
+      const produce = () => native[method](...args);
+      if (behaviour === undefined) return produce();
+      return act(behaviour, { thrown, sources: [method, keyed], clock, produce, value: () => structuredClone(behaviour.value) });
+    };
+  }
+  for (const method of UNRECORDED) {
+    if (typeof native[method] === 'function') store[method] = (...args) => native[method](...args);
+  }
+
+  const listedValue = (value) =>
+    (value ?? []).map((sandbox) => ('createdAt' in sandbox ? { ...sandbox, createdAt: abs(sandbox.createdAt) } : { ...sandbox }));
+  const providers = vector.providers.map((spec) => {
+    const provider = {
+      name: spec.name,
+      destroy(input) {
+        assert.equal(this, provider, 'destroy is called as a method');
+        const { id, signal, ...rest } = input;
+        calls.push({ on: 'provider', name: spec.name, method: 'destroy', args: [{ id, ...structuredClone(rest) }], at: at() });
+        if (signal !== undefined) {
+          assert.ok(signal instanceof AbortSignal, 'destroy input.signal is an AbortSignal');
+          signal.addEventListener('abort', () => aborted.push(id));
+        }
+        return act(spec.destroy?.[id], { thrown, sources: ['destroy', `destroy:${id}`], clock, produce: () => undefined, value: () => spec.destroy[id].value });
+      },
+    };
+    if (spec.owner !== undefined) provider.owner = spec.owner;
+    if (spec.list !== undefined) {
+      provider.list = function (...args) {
+        assert.equal(this, provider, 'list is called as a method');
+        calls.push({ on: 'provider', name: spec.name, method: 'list', args: [], at: at() });
+        const signal = args[0]?.signal;
+        if (signal !== undefined) {
+          assert.ok(signal instanceof AbortSignal, 'list input.signal is an AbortSignal');
+          signal.addEventListener('abort', () => aborted.push(`list:${spec.name}`));
+        } else {
+          assert.equal(args.length, 0, 'list() without a deadline gets no argument');
+        }
+        const listed = () => listedValue(spec.list.value);
+        return act(spec.list, { thrown, sources: ['list', `list:${spec.name}`], clock, produce: listed, value: listed });
+      };
+    }
+    return provider;
+  });
+
+  const logger = {};
+  for (const level of ['warn', 'errors', 'sandbox']) logger[level] = (message, meta) => logs.push({ level, message, meta });
+
+  const options = { providers, instances: store, ...vector.options };
+  if (vector.api === 'reclaimAll' && vector.logger) options.logger = logger;
+  if (vector.progress) options.onProgress = (event) => progress.push(event);
+  return {
+    clock,
+    native,
+    options,
+    calls,
+    logs,
+    progress,
+    thrown,
+    aborted,
+    holders,
+    rel,
+    instancesAfter: () => native.records().map((record) => ({ ...record, updatedAt: rel(record.updatedAt) })),
+    leaksAfter: async () => (await native.listLeaks()).map(({ failedAt, ...rest }) => rest),
+    auditAfter: async () => (await native.listAudit()).map((row) => ({ ...row, at: rel(row.at) })),
+  };
+}
+
+/**
+ * `actual` matches `expected` partially: each key of an expected object
+ * matches (extra keys in `actual` are fine); arrays match element by element
+ * with the same length; anything else is equal.
+ */
+export function assertPartial(actual, expected, path = 'report') {
+  if (Array.isArray(expected)) {
+    assert.ok(Array.isArray(actual), `${path} is an array`);
+    assert.equal(actual.length, expected.length, `${path}.length`);
+    expected.forEach((item, index) => assertPartial(actual[index], item, `${path}[${index}]`));
+  } else if (expected !== null && typeof expected === 'object') {
+    assert.ok(actual !== null && typeof actual === 'object', `${path} is an object, got ${JSON.stringify(actual)}`);
+    for (const [key, value] of Object.entries(expected)) assertPartial(actual[key], value, `${path}.${key}`);
+  } else {
+    assert.deepStrictEqual(actual, expected, path);
+  }
+}
+
+/** The logged lines against a fleet case's: `$hostError: destroy` is that sandbox's destroy's own error. */
+function assertFleetLogs(actual, expected, thrown, impl) {
+  assert.equal(actual.length, expected.length, 'number of log lines');
+  expected.forEach((line, index) => {
+    const got = actual[index];
+    assert.equal(got.level, line.level, `log ${index} level`);
+    assert.equal(got.message, line.message, `log ${index} message`);
+    assert.deepStrictEqual(Object.keys(got.meta), Object.keys(line.meta), `log ${index} meta keys in order`);
+    for (const [key, value] of Object.entries(line.meta)) {
+      const source = value?.$hostError;
+      const errors = source !== undefined && line.meta.providerSandboxId !== undefined ? { [source]: thrown[`${source}:${line.meta.providerSandboxId}`] } : thrown;
+      assertMetaValue(got.meta[key], value, errors, impl, `log ${index} meta.${key}`);
+    }
+  });
+}
+
+/**
+ * Runs one fleet case (`reclaimAll` or `reconcile`) on the binding's driver
+ * with the virtual clock and asserts everything in `expect`.
+ */
+export async function runFleetVector(vector, binding) {
+  const clock = virtualClock(vector.clock?.start ?? DEFAULT_CLOCK_START);
+  const fixture = await buildFleetFixture(vector, binding, clock);
+  const driver = bindingDriver();
+  const previous = driver.setClock(clock);
+  let result;
+  let error;
+  let failed = false;
+  try {
+    const options = fixture.options;
+    if (vector.stopAtMs !== undefined) {
+      const controller = new AbortController();
+      options.signal = controller.signal;
+      clock.setTimer(() => controller.abort(), vector.stopAtMs);
+    }
+    const call = () => (vector.api === 'reclaimAll' ? binding.reclaimAll(vector.records, options) : binding.reconcile(options));
+    const promise = Promise.resolve().then(call);
+    await clock.runUntil(promise);
+    result = await promise;
+  } catch (caught) {
+    failed = true;
+    error = caught;
+  } finally {
+    driver.setClock(previous);
+  }
+  const elapsed = clock.now() - clock.start;
+  const expected = vector.expect;
+
+  if (expected.error === undefined) {
+    assert.equal(failed, false, `expected success, got ${error?.stack ?? error}`);
+    assert.equal(Object.getPrototypeOf(result), Object.prototype, 'the report is a plain object');
+    if (expected.report !== undefined) assertPartial(result, expected.report);
+  } else {
+    assert.equal(failed, true, `expected an error, got ${JSON.stringify(result)}`);
+    assert.equal(expected.error.kind, 'hostError', 'fleet passes reject only with a host error');
+    assert.ok(fixture.thrown[expected.error.source], 'the host fault was raised');
+    assert.equal(error, fixture.thrown[expected.error.source], 'rejects with the very host error');
+  }
+  const actualCalls = fixture.calls.map((call, index) => {
+    const { at, ...rest } = call;
+    return expected.calls[index]?.at === undefined ? rest : call;
+  });
+  assert.deepStrictEqual(actualCalls, expected.calls, 'calls on store and providers');
+  assert.ok(new Set(fixture.holders).size <= 1, 'one sweep holder per pass');
+  for (const holder of fixture.holders) {
+    assert.ok(holder.startsWith(`${fixture.options.host ?? ''}`), `holder ${holder} names the host`);
+  }
+  if (expected.logs !== undefined) assertFleetLogs(fixture.logs, expected.logs, fixture.thrown, binding);
+  else assert.deepStrictEqual(fixture.logs, [], 'no log lines');
+  if (expected.progress !== undefined) assert.deepStrictEqual(fixture.progress, expected.progress, 'progress events');
+  if (expected.instancesAfter !== undefined) assert.deepStrictEqual(fixture.instancesAfter(), expected.instancesAfter, 'store contents afterwards');
+  if (expected.leaksAfter !== undefined) assert.deepStrictEqual(await fixture.leaksAfter(), expected.leaksAfter, 'leak ledger afterwards');
+  if (expected.auditAfter !== undefined) assert.deepStrictEqual(await fixture.auditAfter(), expected.auditAfter, 'audit log afterwards');
+  assert.deepStrictEqual(fixture.aborted, expected.aborted ?? [], 'cancelled destroys and listings');
+  if (expected.elapsedMs !== undefined) assert.equal(elapsed, expected.elapsedMs, 'virtual time at the end');
+}
+
+/**
+ * Whether the reference can check a `reclaimAll` case record by record: one
+ * provider, and none of what only a fleet pass has (budget, stop,
+ * per-provider slots, deadlines).
+ */
+export function referenceCanCheckFleet(vector) {
+  const options = vector.options ?? {};
+  return (
+    vector.api === 'reclaimAll' &&
+    vector.providers.length === 1 &&
+    vector.stopAtMs === undefined &&
+    ['budgetMs', 'perProviderConcurrency', 'destroyTimeoutMs'].every((name) => options[name] === undefined)
+  );
+}
+
+/**
+ * Runs the reference's `reclaimSandbox` record by record (sequentially,
+ * skipping a record whose key an earlier record had) against a fresh
+ * scripted JS store seeded like the case, and asserts that each record's
+ * outcome is the vector's report outcome and that, per sandbox key, the
+ * store/provider calls and log lines are the vector's filtered to that key.
+ * The reference knows no ledger: a `deleteRecordingLeak(key, leak)` there is
+ * a `delete(key)` here.
+ */
+export async function runFleetRecordsOnReference(vector, reference) {
+  const clock = virtualClock(vector.clock?.start ?? DEFAULT_CLOCK_START);
+  const scripts = vector.store.scripts ?? {};
+  const spec = vector.providers[0];
+  const records = new Map((vector.store.instances ?? []).map((record) => [record.key, { ...record, updatedAt: record.updatedAt + clock.start }]));
+  const sandboxOf = new Map((vector.store.instances ?? []).map((record) => [record.key, record.providerSandboxId]));
+  let calls;
+  let logs;
+  let thrown;
+  const storeMethod = (method, produce) =>
+    function (key) {
+      calls.push({ on: 'store', method, args: [key] });
+      const keyed = `${method}:${key}`;
+      const behaviour = keyed in scripts ? scripts[keyed] : scripts[method];
+      return act(behaviour, { thrown, sources: [method, keyed], clock, produce: () => produce(key), value: () => structuredClone(behaviour.value) });
+    };
+  const store = {
+    get: storeMethod('get', (key) => (records.has(key) ? structuredClone(records.get(key)) : null)),
+    upsert: (record) => void records.set(record.key, structuredClone(record)),
+    delete: storeMethod('delete', (key) => void records.delete(key)),
+  };
+  const provider = {
+    name: spec.name,
+    destroy(input) {
+      const { id, ...rest } = input;
+      calls.push({ on: 'provider', name: spec.name, method: 'destroy', args: [{ id, ...structuredClone(rest) }] });
+      return act(spec.destroy?.[id], { thrown, sources: ['destroy', `destroy:${id}`], clock, produce: () => undefined, value: () => spec.destroy[id].value });
+    },
+  };
+  const logger = {};
+  for (const level of ['warn', 'errors', 'sandbox']) logger[level] = (message, meta) => logs.push({ level, message, meta });
+
+  const expectedReport = vector.expect.report?.records;
+  const asReference = (call) => {
+    const { at, ...rest } = call;
+    return rest.method === 'deleteRecordingLeak' ? { ...rest, method: 'delete', args: [rest.args[0]] } : rest;
+  };
+  const seen = new Set();
+  let checked = 0;
+  for (const [index, record] of vector.records.entries()) {
+    const key = record.sandboxKey;
+    if (key !== undefined && seen.has(key)) continue;
+    if (key !== undefined) seen.add(key);
+    calls = [];
+    logs = [];
+    thrown = {};
+    let outcome;
+    let error;
+    const promise = Promise.resolve().then(() => reference.reclaimSandbox(record, { provider, instances: store, ...(vector.logger ? { logger } : {}) }));
+    await clock.runUntil(promise);
+    try {
+      outcome = await promise;
+    } catch (caught) {
+      outcome = 'error';
+      error = caught;
+    }
+    const where = `record ${index} (${record.runId})`;
+    if (expectedReport !== undefined) {
+      assert.equal(outcome, expectedReport[index].outcome, `${where}: outcome`);
+      if (outcome === 'error') assert.equal(error.message, expectedReport[index].error, `${where}: the store's message`);
+    }
+    const mine =
+      key === undefined
+        ? () => false
+        : (call) => (call.on === 'store' ? call.args[0] === key : call.args[0]?.id === sandboxOf.get(key));
+    assert.deepStrictEqual(calls, vector.expect.calls.filter(mine).map(asReference), `${where}: calls for its key`);
+    const lines = key === undefined ? [] : (vector.expect.logs ?? []).filter((line) => line.meta.sandboxKey === key);
+    if (vector.logger) assertFleetLogs(logs, lines, thrown, reference);
+    checked += 1;
+  }
+  return checked;
 }

@@ -140,6 +140,13 @@ test('DockerProvider (podman): three sandboxes, list, exec, reclaim, idempotent 
     const handles = [];
     for (const key of keys) handles.push(await provider.create(key, { suite: 'node' }));
     assert.deepStrictEqual((await provider.list()).map((h) => h.key).sort(), keys);
+    assert.equal(provider.owner, owner, 'a native provider exposes its owner');
+    for (const listed of await provider.list()) {
+      // The orphan sweep's form: every field present, read from the labels.
+      assert.deepStrictEqual(Object.keys(listed).sort(), ['createdAt', 'id', 'key', 'owner']);
+      assert.equal(listed.owner, owner);
+      assert.equal(listed.createdAt, handles.find((h) => h.id === listed.id).createdAt);
+    }
     const hello = await provider.exec(handles[1].id, ['sh', '-c', 'echo hello; echo oops >&2; exit 3']);
     assert.deepStrictEqual(hello, { stdout: 'hello\n', stderr: 'oops\n', exitCode: 3 });
 
