@@ -8,7 +8,11 @@ use std::sync::Mutex;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
-use sandbox_reclaim::flows::{BoxedFlow, Reclaim, ReclaimApi, ReclaimInput, Retry, RetryInput};
+use sandbox_reclaim::flows::reconcile::ProviderPlan;
+use sandbox_reclaim::flows::{
+    BoxedFlow, Reclaim, ReclaimAll, ReclaimAllInput, ReclaimApi, ReclaimInput, Reconcile, ReconcileInput, Retry,
+    RetryInput,
+};
 use sandbox_reclaim::messages;
 use sandbox_reclaim::wire::{self, RunTable, Slot, WireError};
 
@@ -67,8 +71,87 @@ pub fn start_reclaim(
     now: u64,
 ) -> PyResult<Bound<'_, PyTuple>> {
     let api = if reclaimer { ReclaimApi::SandboxReclaimer } else { ReclaimApi::ReclaimSandbox };
-    let input = ReclaimInput { api, run_id, sandbox_key, provider_name, store_has_ledger, destroy_timeout_ms };
+    let providers = vec![provider_name];
+    let input = ReclaimInput { api, run_id, sandbox_key, providers, store_has_ledger, destroy_timeout_ms };
     start(py, Box::new(Reclaim::new(input, now)))
+}
+
+/// Starts `reclaim_all`: `records` are `(run_id, sandbox_key)` pairs, in
+/// order; `providers` the providers' names, numbered in this order.
+#[pyfunction]
+#[pyo3(signature = (
+    records, providers, store_has_ledger, concurrency, per_provider_concurrency, destroy_timeout_ms, budget_ms,
+    progress, now
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn start_reclaim_all(
+    py: Python<'_>,
+    records: Vec<(String, Option<String>)>,
+    providers: Vec<String>,
+    store_has_ledger: bool,
+    concurrency: u32,
+    per_provider_concurrency: Option<u32>,
+    destroy_timeout_ms: Option<u64>,
+    budget_ms: Option<u64>,
+    progress: bool,
+    now: u64,
+) -> PyResult<Bound<'_, PyTuple>> {
+    let input = ReclaimAllInput {
+        records,
+        providers,
+        store_has_ledger,
+        concurrency,
+        per_provider_concurrency,
+        destroy_timeout_ms,
+        budget_ms,
+        progress,
+    };
+    start(py, Box::new(ReclaimAll::new(input, now)))
+}
+
+/// Starts `reconcile`: `providers` are `(name, can_list, owner)` triples, in
+/// order; every other argument is a field of the core's `ReconcileInput`.
+#[pyfunction]
+#[pyo3(signature = (
+    providers, host, holder, dry_run, concurrency, per_provider_concurrency, destroy_timeout_ms, budget_ms,
+    orphan_grace_ms, max_idle_ms, limit, lease_ms, backoff_ms, max_backoff_ms, progress, now
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn start_reconcile(
+    py: Python<'_>,
+    providers: Vec<(String, bool, String)>,
+    host: String,
+    holder: String,
+    dry_run: bool,
+    concurrency: u32,
+    per_provider_concurrency: Option<u32>,
+    destroy_timeout_ms: Option<u64>,
+    budget_ms: Option<u64>,
+    orphan_grace_ms: u64,
+    max_idle_ms: Option<u64>,
+    limit: u32,
+    lease_ms: u64,
+    backoff_ms: u64,
+    max_backoff_ms: u64,
+    progress: bool,
+    now: u64,
+) -> PyResult<Bound<'_, PyTuple>> {
+    let plans =
+        providers.into_iter().map(|(name, can_list, owner)| ProviderPlan { name, can_list, owner }).collect();
+    let mut input = ReconcileInput::new(plans, host, holder);
+    input.dry_run = dry_run;
+    input.concurrency = concurrency.max(1);
+    input.per_provider_concurrency = per_provider_concurrency.map(|limit| limit.max(1));
+    input.destroy_timeout_ms = destroy_timeout_ms;
+    input.budget_ms = budget_ms;
+    input.orphan_grace_ms = orphan_grace_ms;
+    input.max_idle_ms = max_idle_ms;
+    input.limit = limit.max(1);
+    input.lease_ms = lease_ms.max(1);
+    input.backoff_ms = backoff_ms;
+    input.max_backoff_ms = max_backoff_ms;
+    input.progress = progress;
+    start(py, Box::new(Reconcile::new(input, now)))
 }
 
 /// Starts `retry_leaks`.
@@ -116,6 +199,13 @@ pub fn complete_leaks(
 #[pyfunction]
 pub fn timeout(py: Python<'_>, run: u32, now: u64) -> PyResult<Bound<'_, PyTuple>> {
     answer(py, runs(|table| table.timeout(run, now)))
+}
+
+/// Tells run `run` its caller cancelled it (a stop event, a task cancel):
+/// nothing new starts, what runs settles or reaches its deadline.
+#[pyfunction]
+pub fn stop(py: Python<'_>, run: u32, now: u64) -> PyResult<Bound<'_, PyTuple>> {
+    answer(py, runs(|table| table.stop(run, now)))
 }
 
 /// Forgets run `run` (the driver gave up on it, or it was cancelled).

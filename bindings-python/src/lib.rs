@@ -27,6 +27,9 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(flow::destroy_timeout_message, module)?)?;
     module.add_function(wrap_pyfunction!(flow::start_reclaim, module)?)?;
     module.add_function(wrap_pyfunction!(flow::start_retry, module)?)?;
+    module.add_function(wrap_pyfunction!(flow::start_reclaim_all, module)?)?;
+    module.add_function(wrap_pyfunction!(flow::start_reconcile, module)?)?;
+    module.add_function(wrap_pyfunction!(flow::stop, module)?)?;
     module.add_function(wrap_pyfunction!(flow::complete, module)?)?;
     module.add_function(wrap_pyfunction!(flow::complete_leaks, module)?)?;
     module.add_function(wrap_pyfunction!(flow::timeout, module)?)?;

@@ -33,6 +33,15 @@ impl Managed {
         }
     }
 
+    /// The owner namespace its sandboxes carry (label / `owner.json`).
+    pub fn owner(&self) -> &str {
+        match self {
+            Self::Docker(provider) => &provider.config().owner,
+            #[cfg(unix)]
+            Self::Local(provider) => &provider.config().owner,
+        }
+    }
+
     /// The provider as the reclaimer and `retry_leaks` see it.
     pub fn destroyer(&self) -> &dyn SandboxProvider {
         match self {
@@ -148,6 +157,28 @@ impl ManagedProvider {
             handles
                 .into_iter()
                 .map(|handle| (handle.key, handle.id, handle.created_at))
+                .collect::<Vec<_>>()
+                .into_py_any(py)
+        })
+    }
+
+    /// The owner namespace its sandboxes carry.
+    #[getter]
+    fn owner(&self) -> &str {
+        self.inner.owner()
+    }
+
+    /// Awaitable of `[(id, created_at | None, owner | None, key | None), ...]`
+    /// for the orphan sweep, ordered by id: every sandbox of this owner,
+    /// unreadable ones included with their unknown fields `None` (the sweep
+    /// fails closed on them).
+    fn list_sandboxes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let inner = self.inner.clone();
+        awaitable(py, async move { inner.destroyer().list_sandboxes().await }, |py, listed| {
+            let sandboxes = listed.map_err(provider_error)?;
+            sandboxes
+                .into_iter()
+                .map(|sandbox| (sandbox.id, sandbox.created_at, sandbox.owner, sandbox.key))
                 .collect::<Vec<_>>()
                 .into_py_any(py)
         })

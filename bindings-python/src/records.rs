@@ -10,24 +10,33 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyInt, PyString};
 use sandbox_reclaim::model::MAX_SAFE_INTEGER;
-use sandbox_reclaim::{InvalidRecord, LeakEntry, NewLeak, SandboxInstanceRecord};
+use sandbox_reclaim::{AuditEntry, DueLeak, InvalidRecord, LeakEntry, LeakReason, NewLeak, SandboxInstanceRecord};
 
 /// The Python classes the native store builds its answers from.
 struct RecordTypes {
     instance: Py<PyAny>,
     leak_entry: Py<PyAny>,
+    due_leak: Py<PyAny>,
+    audit_entry: Py<PyAny>,
 }
 
 static RECORD_TYPES: PyOnceLock<RecordTypes> = PyOnceLock::new();
 
-/// Called once by `sandbox_reclaim/__init__.py` with its `SandboxInstanceRecord`
-/// and `LeakEntry` classes. Registration (rather than importing them from
-/// here) avoids an import cycle between the package and its native module.
+/// Called once by `sandbox_reclaim/__init__.py` with its `SandboxInstanceRecord`,
+/// `LeakEntry`, `DueLeak` and `AuditEntry` classes. Registration (rather than
+/// importing them from here) avoids an import cycle between the package and
+/// its native module.
 #[pyfunction]
 #[pyo3(name = "_bind_record_types")]
-pub fn bind_record_types(py: Python<'_>, instance: Py<PyAny>, leak_entry: Py<PyAny>) {
+pub fn bind_record_types(
+    py: Python<'_>,
+    instance: Py<PyAny>,
+    leak_entry: Py<PyAny>,
+    due_leak: Py<PyAny>,
+    audit_entry: Py<PyAny>,
+) {
     // A second import of the package (e.g. after importlib.reload) keeps the first classes.
-    let _ = RECORD_TYPES.set(py, RecordTypes { instance, leak_entry });
+    let _ = RECORD_TYPES.set(py, RecordTypes { instance, leak_entry, due_leak, audit_entry });
 }
 
 fn record_types(py: Python<'_>) -> PyResult<&'static RecordTypes> {
@@ -62,6 +71,63 @@ pub fn leak_entry_to_py<'py>(py: Python<'py>, entry: &LeakEntry) -> PyResult<Bou
         entry.failed_at,
         entry.attempts,
     ))
+}
+
+/// Builds a `DueLeak` (a `LeakEntry` with `reason` and `next_attempt_at`);
+/// positional order is the dataclass's field order.
+pub fn due_leak_to_py<'py>(py: Python<'py>, due: &DueLeak) -> PyResult<Bound<'py, PyAny>> {
+    let class = record_types(py)?.due_leak.bind(py);
+    let entry = &due.entry;
+    class.call1((
+        &entry.key,
+        &entry.provider,
+        &entry.provider_sandbox_id,
+        &entry.run_id,
+        &entry.last_error,
+        entry.failed_at,
+        entry.attempts,
+        due.reason.as_str(),
+        due.next_attempt_at,
+    ))
+}
+
+/// Builds an `AuditEntry`; positional order is the dataclass's field order.
+pub fn audit_entry_to_py<'py>(py: Python<'py>, entry: &AuditEntry) -> PyResult<Bound<'py, PyAny>> {
+    let class = record_types(py)?.audit_entry.bind(py);
+    class.call1((
+        entry.at,
+        &entry.host,
+        &entry.provider,
+        &entry.provider_sandbox_id,
+        &entry.reason,
+        &entry.result,
+        entry.key.as_deref(),
+        entry.error.as_deref(),
+    ))
+}
+
+/// Reads an `AuditEntry` (or any object with its attributes).
+pub fn audit_entry_from_py(entry: &Bound<'_, PyAny>) -> PyResult<AuditEntry> {
+    let py = entry.py();
+    let what = "AuditEntry";
+    Ok(AuditEntry {
+        at: epoch_millis(entry, intern!(py, "at"), what)?,
+        host: text(entry, intern!(py, "host"), what)?,
+        provider: text(entry, intern!(py, "provider"), what)?,
+        provider_sandbox_id: text(entry, intern!(py, "provider_sandbox_id"), what)?,
+        key: optional_text(entry, intern!(py, "key"), what)?,
+        reason: text(entry, intern!(py, "reason"), what)?,
+        result: text(entry, intern!(py, "result"), what)?,
+        error: optional_text(entry, intern!(py, "error"), what)?,
+    })
+}
+
+/// A leak reason's string form (`destroy-failed`, `orphan`, `idle`), refused
+/// (`ValueError` naming `reason`) when it is none of them.
+pub fn leak_reason(reason: &str) -> PyResult<LeakReason> {
+    LeakReason::ALL.into_iter().find(|known| known.as_str() == reason).ok_or_else(|| {
+        PyValueError::new_err(format!("`reason` must be 'destroy-failed', 'orphan' or 'idle', got {reason:?}"))
+    })
 }
 
 /// Reads a `SandboxInstanceRecord` (or any object with its attributes) and

@@ -10,13 +10,16 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::IntoPyObjectExt;
 use sandbox_reclaim::{
-    LeakEntry, LeakLedger, PostgresOptions, PostgresSandboxInstanceStore, SandboxInstanceStore, SqliteOptions,
+    AuditEntry, DueLeak, FleetStore, LeakEntry, LeakLedger, PostgresOptions, PostgresSandboxInstanceStore, SandboxInstanceStore, SqliteOptions,
     SqliteSandboxInstanceStore, StoreError,
 };
 
 use crate::bridge::awaitable;
 use crate::errors::{store_error, store_open_error};
-use crate::records::{instance_from_py, instance_to_py, leak_entry_from_py, leak_entry_to_py, new_leak_from_py};
+use crate::records::{
+    audit_entry_from_py, audit_entry_to_py, due_leak_to_py, instance_from_py, instance_to_py, leak_entry_from_py,
+    leak_entry_to_py, leak_reason, new_leak_from_py,
+};
 
 /// One of the core's SQL stores.
 pub enum SqlBackend {
@@ -34,6 +37,14 @@ impl SqlBackend {
 
     /// The store's leak ledger (both SQL stores keep one).
     pub fn ledger(&self) -> &dyn LeakLedger {
+        match self {
+            Self::Sqlite(store) => store,
+            Self::Postgres(store) => store,
+        }
+    }
+
+    /// The store's fleet side (both SQL stores have one).
+    pub fn fleet(&self) -> &dyn FleetStore {
         match self {
             Self::Sqlite(store) => store,
             Self::Postgres(store) => store,
@@ -191,6 +202,119 @@ impl SqlStore {
         awaitable(py, retry, unit)
     }
 
+    // ---- the fleet store (reconcile); every time is epoch milliseconds ----
+
+    /// Awaitable of the records last updated before `older_than`, oldest first, at most `limit`.
+    fn list_stale<'py>(&self, py: Python<'py>, older_than: u64, limit: usize) -> PyResult<Bound<'py, PyAny>> {
+        let backend = self.backend.clone();
+        awaitable(py, async move { backend.fleet().list_stale(older_than, limit).await }, |py, records| {
+            let records = records.map_err(store_error)?;
+            let objects = records.iter().map(|record| instance_to_py(py, record)).collect::<PyResult<Vec<_>>>()?;
+            objects.into_py_any(py)
+        })
+    }
+
+    /// Awaitable of whether record `key` (still at `updated_at`) was expired into the ledger.
+    fn expire_idle<'py>(
+        &self,
+        py: Python<'py>,
+        key: String,
+        updated_at: u64,
+        leak: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let leak = new_leak_from_py(leak)?;
+        let backend = self.backend.clone();
+        awaitable(py, async move { backend.fleet().expire_idle(&key, updated_at, leak).await }, flag)
+    }
+
+    /// Awaitable of every sandbox id of `provider` a record or a leak entry references.
+    fn sandbox_references<'py>(&self, py: Python<'py>, provider: String) -> PyResult<Bound<'py, PyAny>> {
+        let backend = self.backend.clone();
+        awaitable(py, async move { backend.fleet().sandbox_references(&provider).await }, |py, ids| {
+            ids.map_err(store_error)?.into_py_any(py)
+        })
+    }
+
+    /// Awaitable recording `leak` with `reason`, due at `next_attempt_at`.
+    fn record_leak<'py>(
+        &self,
+        py: Python<'py>,
+        leak: &Bound<'py, PyAny>,
+        reason: &str,
+        next_attempt_at: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let leak = new_leak_from_py(leak)?;
+        let reason = leak_reason(reason)?;
+        let backend = self.backend.clone();
+        awaitable(py, async move { backend.fleet().record_leak(leak, reason, next_attempt_at).await }, unit)
+    }
+
+    /// Awaitable of `provider`'s due entries (`DueLeak`s), claimed for `lease_ms` (`None`: only listed).
+    #[pyo3(signature = (provider, limit, lease_ms, now))]
+    fn due_leaks<'py>(
+        &self,
+        py: Python<'py>,
+        provider: String,
+        limit: usize,
+        lease_ms: Option<u64>,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let backend = self.backend.clone();
+        awaitable(py, async move { backend.fleet().due_leaks(&provider, limit, lease_ms, now).await }, due_to_py)
+    }
+
+    /// Awaitable deferring a claimed entry that failed again.
+    fn defer_leak<'py>(
+        &self,
+        py: Python<'py>,
+        entry: &Bound<'py, PyAny>,
+        message: String,
+        failed_at: u64,
+        next_attempt_at: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let entry = leak_entry_from_py(entry)?;
+        let backend = self.backend.clone();
+        let defer = async move { backend.fleet().defer_leak(&entry, &message, failed_at, next_attempt_at).await };
+        awaitable(py, defer, unit)
+    }
+
+    /// Awaitable of whether `holder` took (or renewed) `provider`'s orphan sweep.
+    fn claim_sweep<'py>(
+        &self,
+        py: Python<'py>,
+        provider: String,
+        holder: String,
+        lease_ms: u64,
+        now: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let backend = self.backend.clone();
+        awaitable(py, async move { backend.fleet().claim_sweep(&provider, &holder, lease_ms, now).await }, flag)
+    }
+
+    /// Awaitable giving `provider`'s sweep back if `holder` still holds it.
+    fn release_sweep<'py>(&self, py: Python<'py>, provider: String, holder: String) -> PyResult<Bound<'py, PyAny>> {
+        let backend = self.backend.clone();
+        awaitable(py, async move { backend.fleet().release_sweep(&provider, &holder).await }, unit)
+    }
+
+    /// Awaitable appending audit rows (`AuditEntry`s), in order.
+    fn append_audit<'py>(&self, py: Python<'py>, entries: Vec<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+        let entries = entries.iter().map(audit_entry_from_py).collect::<PyResult<Vec<AuditEntry>>>()?;
+        let backend = self.backend.clone();
+        awaitable(py, async move { backend.fleet().append_audit(&entries).await }, unit)
+    }
+
+    /// Awaitable of the audit rows with `at >= since`, oldest first, at most `limit`.
+    #[pyo3(signature = (since=None, limit=1000))]
+    fn list_audit<'py>(&self, py: Python<'py>, since: Option<u64>, limit: usize) -> PyResult<Bound<'py, PyAny>> {
+        let backend = self.backend.clone();
+        awaitable(py, async move { backend.fleet().list_audit(since, limit).await }, |py, rows| {
+            let rows = rows.map_err(store_error)?;
+            let objects = rows.iter().map(|row| audit_entry_to_py(py, row)).collect::<PyResult<Vec<_>>>()?;
+            objects.into_py_any(py)
+        })
+    }
+
     /// Awaitable closing the pool; later calls fail.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let backend = self.backend.clone();
@@ -203,6 +327,18 @@ fn entries_to_py(py: Python<'_>, entries: Result<Vec<LeakEntry>, StoreError>) ->
     let entries = entries.map_err(store_error)?;
     let objects = entries.iter().map(|entry| leak_entry_to_py(py, entry)).collect::<PyResult<Vec<_>>>()?;
     objects.into_py_any(py)
+}
+
+/// Due leaks as a list of the package's `DueLeak` objects.
+fn due_to_py(py: Python<'_>, due: Result<Vec<DueLeak>, StoreError>) -> PyResult<Py<PyAny>> {
+    let due = due.map_err(store_error)?;
+    let objects = due.iter().map(|due| due_leak_to_py(py, due)).collect::<PyResult<Vec<_>>>()?;
+    objects.into_py_any(py)
+}
+
+/// `True`/`False`, or the store's error.
+fn flag(py: Python<'_>, answer: Result<bool, StoreError>) -> PyResult<Py<PyAny>> {
+    answer.map_err(store_error)?.into_py_any(py)
 }
 
 /// `None`, or the store's error.

@@ -5,9 +5,12 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use sandbox_reclaim::{InMemorySandboxInstanceStore, LeakLedger, SandboxInstanceStore};
+use sandbox_reclaim::{FleetStore, InMemorySandboxInstanceStore, LeakLedger, SandboxInstanceStore};
 
-use crate::records::{instance_from_py, instance_to_py, leak_entry_from_py, leak_entry_to_py, new_leak_from_py};
+use crate::records::{
+    audit_entry_from_py, audit_entry_to_py, due_leak_to_py, instance_from_py, instance_to_py, leak_entry_from_py,
+    leak_entry_to_py, leak_reason, new_leak_from_py,
+};
 use pyo3::exceptions::PyRuntimeError;
 use sandbox_reclaim::memory::now_or_never;
 
@@ -128,6 +131,84 @@ impl MemoryLedgerStore {
     ) -> PyResult<()> {
         let entry = leak_entry_from_py(entry)?;
         ready(slf.as_super().inner.record_retry_failure(&entry, message, failed_at))?.map_err(store_error)
+    }
+
+    // ---- the fleet store (reconcile); every time is epoch milliseconds ----
+
+    /// Records last updated before `older_than`, oldest first, at most `limit`.
+    fn list_stale<'py>(slf: PyRef<'py, Self>, older_than: u64, limit: usize) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let py = slf.py();
+        let records = ready(slf.as_super().inner.list_stale(older_than, limit))?.map_err(store_error)?;
+        records.iter().map(|record| instance_to_py(py, record)).collect()
+    }
+
+    /// Deletes record `key` if its `updated_at` is still `updated_at` and
+    /// records `leak` (reason `idle`, due at once); `False` when it changed.
+    fn expire_idle(slf: PyRef<'_, Self>, key: &str, updated_at: u64, leak: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let leak = new_leak_from_py(leak)?;
+        ready(slf.as_super().inner.expire_idle(key, updated_at, leak))?.map_err(store_error)
+    }
+
+    /// Every sandbox id of `provider` a record or a leak entry references.
+    fn sandbox_references(slf: PyRef<'_, Self>, provider: &str) -> PyResult<Vec<String>> {
+        ready(slf.as_super().inner.sandbox_references(provider))?.map_err(store_error)
+    }
+
+    /// Records `leak` with `reason`, due at `next_attempt_at`.
+    fn record_leak(slf: PyRef<'_, Self>, leak: &Bound<'_, PyAny>, reason: &str, next_attempt_at: u64) -> PyResult<()> {
+        let leak = new_leak_from_py(leak)?;
+        let reason = leak_reason(reason)?;
+        ready(slf.as_super().inner.record_leak(leak, reason, next_attempt_at))?.map_err(store_error)
+    }
+
+    /// `provider`'s entries due at `now` (`DueLeak`s), claimed for `lease_ms` (`None`: only listed).
+    #[pyo3(signature = (provider, limit, lease_ms, now))]
+    fn due_leaks<'py>(
+        slf: PyRef<'py, Self>,
+        provider: &str,
+        limit: usize,
+        lease_ms: Option<u64>,
+        now: u64,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let py = slf.py();
+        let due = ready(slf.as_super().inner.due_leaks(provider, limit, lease_ms, now))?.map_err(store_error)?;
+        due.iter().map(|due| due_leak_to_py(py, due)).collect()
+    }
+
+    /// A claimed entry failed again: attempts + 1, `message` kept, due at `next_attempt_at`.
+    fn defer_leak(
+        slf: PyRef<'_, Self>,
+        entry: &Bound<'_, PyAny>,
+        message: &str,
+        failed_at: u64,
+        next_attempt_at: u64,
+    ) -> PyResult<()> {
+        let entry = leak_entry_from_py(entry)?;
+        ready(slf.as_super().inner.defer_leak(&entry, message, failed_at, next_attempt_at))?.map_err(store_error)
+    }
+
+    /// Takes `provider`'s orphan sweep for `holder` until `now + lease_ms`; `False` if another holds it.
+    fn claim_sweep(slf: PyRef<'_, Self>, provider: &str, holder: &str, lease_ms: u64, now: u64) -> PyResult<bool> {
+        ready(slf.as_super().inner.claim_sweep(provider, holder, lease_ms, now))?.map_err(store_error)
+    }
+
+    /// Gives `provider`'s sweep back if `holder` still holds it.
+    fn release_sweep(slf: PyRef<'_, Self>, provider: &str, holder: &str) -> PyResult<()> {
+        ready(slf.as_super().inner.release_sweep(provider, holder))?.map_err(store_error)
+    }
+
+    /// Appends audit rows (`AuditEntry`s), in order.
+    fn append_audit(slf: PyRef<'_, Self>, entries: Vec<Bound<'_, PyAny>>) -> PyResult<()> {
+        let entries = entries.iter().map(audit_entry_from_py).collect::<PyResult<Vec<_>>>()?;
+        ready(slf.as_super().inner.append_audit(&entries))?.map_err(store_error)
+    }
+
+    /// Audit rows with `at >= since`, oldest first, at most `limit`.
+    #[pyo3(signature = (since=None, limit=1000))]
+    fn list_audit<'py>(slf: PyRef<'py, Self>, since: Option<u64>, limit: usize) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let py = slf.py();
+        let rows = ready(slf.as_super().inner.list_audit(since, limit))?.map_err(store_error)?;
+        rows.iter().map(|row| audit_entry_to_py(py, row)).collect()
     }
 }
 

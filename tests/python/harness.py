@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import heapq
+import inspect
 import json
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
@@ -30,12 +31,25 @@ PYTHON_METHODS = {
 Vector = dict[str, Any]
 
 
-def load_vectors() -> list[Vector]:
-    """Every case of every vector file, in file order."""
+FLEET_APIS = ("reclaimAll", "reconcile")
+
+
+def _all_vectors() -> list[Vector]:
     cases: list[Vector] = []
     for path in sorted(VECTORS_DIR.glob("*.json")):
         cases.extend(json.loads(path.read_text(encoding="utf-8"))["cases"])
     return cases
+
+
+def load_vectors() -> list[Vector]:
+    """Every case of the single-run flows (reclaimSandbox, sandboxReclaimer,
+    retryLeaks), in file order."""
+    return [case for case in _all_vectors() if case["api"] not in FLEET_APIS]
+
+
+def load_fleet_vectors() -> list[Vector]:
+    """Every fleet case (reclaimAll, reconcile), in file order."""
+    return [case for case in _all_vectors() if case["api"] in FLEET_APIS]
 
 
 class HostError(Exception):
@@ -420,3 +434,339 @@ async def run_vector_native_store(vector: Vector, store: Any) -> None:
         for leak in leaks:
             assert isinstance(leak.pop("failedAt"), int)
         assert leaks == vector["expect"]["leaksAfter"]
+
+
+# ---- fleet passes (reclaimAll, reconcile): tests/vectors/README.md "Fleet passes" ----
+
+
+def partial_match(actual: Any, expected: Any, path: str = "report") -> None:
+    """``actual`` matches ``expected`` when every key ``expected`` names
+    matches; arrays element by element, of equal length; anything else equal."""
+    if isinstance(expected, dict):
+        assert isinstance(actual, dict), f"{path}: got {actual!r}, expected an object"
+        for key, want in expected.items():
+            partial_match(actual.get(key), want, f"{path}.{key}")
+    elif isinstance(expected, list):
+        assert isinstance(actual, list), f"{path}: got {actual!r}, expected an array"
+        assert len(actual) == len(expected), f"{path}: {len(actual)} items, expected {len(expected)}: {actual!r}"
+        for index, (got, want) in enumerate(zip(actual, expected)):
+            partial_match(got, want, f"{path}[{index}]")
+    else:
+        assert actual == expected and type(actual) is type(expected), f"{path}: got {actual!r}, expected {expected!r}"
+
+
+@dataclass
+class FleetFixture:
+    """The fleet case's world: the virtual clock, what was called, what was
+    thrown (by method), what was logged, reported and cancelled."""
+
+    vector: Vector
+    clock: VirtualClock
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    logs: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    progress: list[dict[str, Any]] = field(default_factory=list)
+    thrown: dict[str, list[BaseException]] = field(default_factory=dict)
+    aborted: list[str] = field(default_factory=list)
+
+    def at(self) -> int:
+        return self.clock.now() - self.clock.start
+
+    def relative(self, at: int) -> int:
+        return at - self.clock.start
+
+    def record(self, call: dict[str, Any]) -> None:
+        self.calls.append({**call, "at": self.at()})
+
+    def perform(self, method: str, behaviour: dict[str, Any] | None, produce: Callable[[], Any], aborted: str | None = None) -> Any:
+        """Acts out a Behaviour: ``return`` answers its value (at once, or after
+        ``latencyMs``) without calling ``produce``; ``throw`` raises at once;
+        otherwise ``produce()`` (the native call) runs after the latency."""
+        behaviour = behaviour or {}
+        mode = behaviour.get("mode", "resolve")
+        latency = behaviour.get("latencyMs", 0)
+        if mode == "return" and not latency:
+            return behaviour.get("value")
+        if mode == "throw":
+            error = HostError(behaviour["message"])
+            self.thrown.setdefault(method, []).append(error)
+            raise error
+
+        async def later() -> Any:
+            try:
+                if mode == "hang":
+                    await asyncio.get_running_loop().create_future()
+                if latency:
+                    await self.clock.sleep(latency)
+            except asyncio.CancelledError:
+                if aborted is not None:
+                    self.aborted.append(aborted)
+                raise
+            if mode == "reject":
+                error = HostError(behaviour["message"])
+                self.thrown.setdefault(method, []).append(error)
+                raise error
+            if mode == "return":
+                return behaviour.get("value")
+            answer = produce()
+            return await answer if inspect.isawaitable(answer) else answer
+
+        return later()
+
+
+def _leak_wire(leak: sr.NewLeak) -> dict[str, Any]:
+    wire = leak.to_dict()
+    assert isinstance(wire.pop("failedAt"), int), "leak.failed_at is epoch milliseconds"
+    return wire
+
+
+class FleetStoreProxy:
+    """The native in-memory store behind a proxy that records every call (in
+    the vectors' camelCase spelling, times relative) and applies scripts."""
+
+    def __init__(self, fixture: FleetFixture, native: Any) -> None:
+        self._fixture = fixture
+        self._native = native
+        self._scripts: dict[str, Any] = fixture.vector["store"].get("scripts") or {}
+
+    def _call(self, method: str, first: str, args: list[Any], produce: Callable[[], Any]) -> Any:
+        fixture = self._fixture
+        fixture.record({"on": "store", "method": method, "args": args})
+        script = self._scripts.get(f"{method}:{first}") or self._scripts.get(method)
+        return fixture.perform(method, script, produce)
+
+    def get(self, key: str) -> Any:
+        return self._call("get", key, [key], lambda: self._native.get(key))
+
+    def upsert(self, record: sr.SandboxInstanceRecord) -> Any:
+        return self._native.upsert(record)
+
+    def delete(self, key: str) -> Any:
+        return self._call("delete", key, [key], lambda: self._native.delete(key))
+
+    def list_stale(self, older_than: int, limit: int) -> Any:
+        args = [self._fixture.relative(older_than), limit]
+        return self._call("listStale", "", args, lambda: self._native.list_stale(older_than, limit))
+
+    def expire_idle(self, key: str, updated_at: int, leak: sr.NewLeak) -> Any:
+        args = [key, self._fixture.relative(updated_at), _leak_wire(leak)]
+        return self._call("expireIdle", key, args, lambda: self._native.expire_idle(key, updated_at, leak))
+
+    def sandbox_references(self, provider: str) -> Any:
+        return self._call("sandboxReferences", provider, [provider], lambda: self._native.sandbox_references(provider))
+
+    def record_leak(self, leak: sr.NewLeak, reason: sr.LeakReason, next_attempt_at: int) -> Any:
+        assert isinstance(reason, sr.LeakReason)
+        args = [_leak_wire(leak), reason.value, self._fixture.relative(next_attempt_at)]
+        return self._call("recordLeak", leak.key, args, lambda: self._native.record_leak(leak, reason, next_attempt_at))
+
+    def due_leaks(self, provider: str, limit: int, lease_ms: int | None, now: int) -> Any:
+        args = [provider, limit, lease_ms, self._fixture.relative(now)]
+        return self._call("dueLeaks", provider, args, lambda: self._native.due_leaks(provider, limit, lease_ms, now))
+
+    def defer_leak(self, entry: sr.LeakEntry, message: str, failed_at: int, next_attempt_at: int) -> Any:
+        fixture = self._fixture
+        args = [entry.provider_sandbox_id, message, fixture.relative(failed_at), fixture.relative(next_attempt_at)]
+        defer = lambda: self._native.defer_leak(entry, message, failed_at, next_attempt_at)  # noqa: E731
+        return self._call("deferLeak", entry.provider_sandbox_id, args, defer)
+
+    def resolve_leak(self, entry: sr.LeakEntry) -> Any:
+        sandbox_id = entry.provider_sandbox_id
+        return self._call("resolveLeak", sandbox_id, [sandbox_id], lambda: self._native.resolve_leak(entry))
+
+    def claim_sweep(self, provider: str, holder: str, lease_ms: int, now: int) -> Any:
+        args = [provider, "$holder", lease_ms, self._fixture.relative(now)]
+        return self._call("claimSweep", provider, args, lambda: self._native.claim_sweep(provider, holder, lease_ms, now))
+
+    def release_sweep(self, provider: str, holder: str) -> Any:
+        args = [provider, "$holder"]
+        return self._call("releaseSweep", provider, args, lambda: self._native.release_sweep(provider, holder))
+
+    def append_audit(self, entries: list[sr.AuditEntry]) -> Any:
+        assert all(isinstance(entry, sr.AuditEntry) for entry in entries)
+        return self._call("appendAudit", "", [len(entries)], lambda: self._native.append_audit(entries))
+
+
+class FleetLedgerStoreProxy(FleetStoreProxy):
+    """The proxy of a store with a leak ledger."""
+
+    def delete_recording_leak(self, key: str, leak: sr.NewLeak) -> Any:
+        args = [key, _leak_wire(leak)]
+        return self._call("deleteRecordingLeak", key, args, lambda: self._native.delete_recording_leak(key, leak))
+
+
+class FleetProvider:
+    """A scripted provider of a fleet case (no ``list``: no orphan sweep)."""
+
+    def __init__(self, fixture: FleetFixture, spec: dict[str, Any]) -> None:
+        self._fixture = fixture
+        self._spec = spec
+        self.name: str = spec["name"]
+        self.owner: str | None = spec.get("owner")
+
+    def destroy(self, sandbox_id: str) -> Any:
+        fixture = self._fixture
+        fixture.record({"on": "provider", "method": "destroy", "args": [{"id": sandbox_id}], "name": self.name})
+        behaviour = (self._spec.get("destroy") or {}).get(sandbox_id)
+        return fixture.perform("destroy", behaviour, lambda: None, aborted=sandbox_id)
+
+
+class ListingFleetProvider(FleetProvider):
+    """A scripted provider that lists its sandboxes (``createdAt`` relative in the case)."""
+
+    def list(self) -> Any:
+        fixture = self._fixture
+        fixture.record({"on": "provider", "method": "list", "args": [], "name": self.name})
+        behaviour = dict(self._spec["list"])
+        if "value" in behaviour:
+            start = fixture.clock.start
+            behaviour["value"] = [
+                {**sandbox, "createdAt": sandbox["createdAt"] + start}
+                if sandbox.get("createdAt") is not None
+                else sandbox
+                for sandbox in behaviour["value"]
+            ]
+        return fixture.perform("list", behaviour, lambda: [], aborted=f"list:{self.name}")
+
+
+def _fleet_options(options: dict[str, Any]) -> dict[str, Any]:
+    """camelCase options as Python keywords: ``fooMs`` → ``foo`` in seconds."""
+    keywords: dict[str, Any] = {}
+    for name, value in options.items():
+        if name.endswith("Ms"):
+            name, value = name[:-2], value / 1000
+        snake = "".join(f"_{char.lower()}" if char.isupper() else char for char in name)
+        keywords[snake] = value
+    return keywords
+
+
+async def _seed(vector: Vector, store: Any, start: int) -> None:
+    for instance in vector["store"].get("instances", []):
+        await store.upsert(sr.SandboxInstanceRecord.from_dict({**instance, "updatedAt": instance["updatedAt"] + start}))
+    for leak in vector["store"].get("leaks", []):
+        new = sr.NewLeak(
+            leak["key"], leak["provider"], leak["providerSandboxId"], leak["runId"], leak["errorMessage"], leak["failedAt"] + start
+        )
+        for _ in range(leak.get("attempts", 1)):
+            await store.record_leak(new, leak.get("reason", "destroy-failed"), leak["nextAttemptAt"] + start)
+    for sweep in vector["store"].get("sweeps", []):
+        assert await store.claim_sweep(sweep["provider"], sweep["holder"], sweep["leaseMs"], start)
+
+
+async def run_fleet_vector(vector: Vector) -> None:
+    """Runs one fleet case on the Python driver and the virtual clock against
+    the native in-memory store (behind a recording proxy) and scripted
+    providers; asserts everything the case expects."""
+    from sandbox_reclaim import _flows
+
+    clock = VirtualClock(vector.get("clock", {}).get("start", DEFAULT_CLOCK_START))
+    start = clock.start
+    fixture = FleetFixture(vector, clock)
+    ledger = vector["store"].get("ledger", True) is not False
+    native: Any = sr.InMemorySandboxInstanceStore.with_ledger() if ledger else sr.InMemorySandboxInstanceStore()
+    await _seed(vector, native, start)
+    store = FleetLedgerStoreProxy(fixture, native) if ledger else FleetStoreProxy(fixture, native)
+    providers = [
+        (ListingFleetProvider if "list" in spec else FleetProvider)(fixture, spec) for spec in vector["providers"]
+    ]
+    options = _fleet_options(vector.get("options", {}))
+    if vector.get("progress"):
+        options["on_progress"] = fixture.progress.append
+    stop: asyncio.Event | None = None
+    if "stopAtMs" in vector:
+        stop = asyncio.Event()
+        event = stop
+        clock.sleep_until(start + vector["stopAtMs"]).add_done_callback(lambda _: event.set())
+
+    raw: list[Any] = []
+    drive = getattr(_flows, "drive")  # noqa: B009 - the driver the declarations call
+
+    async def recording_drive(*args: Any, **kwargs: Any) -> Any:
+        answer = await drive(*args, **kwargs)
+        raw.append(answer)
+        return answer
+
+    async def call() -> Any:
+        if vector["api"] == "reclaimAll":
+            records = [sr.RunRecord.from_dict(record) for record in vector["records"]]
+            logger = RecordingLogger(fixture.logs) if vector.get("logger") else None
+            return await sr.reclaim_all(records, providers=providers, instances=store, logger=logger, stop=stop, **options)
+        return await sr.reconcile(providers=providers, instances=store, stop=stop, **options)
+
+    async def outcome() -> tuple[Any, BaseException | None]:
+        try:
+            return await call(), None
+        except Exception as error:  # noqa: BLE001 - the case says which error
+            return None, error
+
+    previous = _driver.set_clock(clock)
+    setattr(_flows, "drive", recording_drive)  # noqa: B010
+    try:
+        task = asyncio.ensure_future(outcome())
+        await clock.run_until(task)
+        result, error = task.result()
+    finally:
+        _driver.set_clock(previous)
+        setattr(_flows, "drive", drive)  # noqa: B010
+
+    name = vector["name"]
+    expected = vector["expect"]
+    if "error" in expected:
+        assert error is not None, f"{name}: expected an error, got {result!r}"
+        want = expected["error"]
+        assert want["kind"] == "hostError"
+        assert any(error is thrown for thrown in fixture.thrown.get(want["source"], [])), (
+            f"{name}: raises the very error {want['source']} raised, got {error!r}"
+        )
+    else:
+        assert error is None, f"{name}: expected a report, got {error!r}"
+        report_type = sr.FleetReclaimReport if vector["api"] == "reclaimAll" else sr.ReconcileReport
+        assert isinstance(result, report_type)
+        assert result.to_dict() == raw[0], f"{name}: to_dict() is the core's JSON report"
+        if "report" in expected:
+            partial_match(result.to_dict(), expected["report"])
+
+    wanted = expected["calls"]
+    calls = [
+        call if index < len(wanted) and "at" in wanted[index] else {k: v for k, v in call.items() if k != "at"}
+        for index, call in enumerate(fixture.calls)
+    ]
+    assert calls == wanted, f"{name}: calls"
+    check_fleet_logs(vector, fixture)
+    if "progress" in expected:
+        assert fixture.progress == expected["progress"], f"{name}: progress"
+    records = [{**record.to_dict(), "updatedAt": record.updated_at - start} for record in native.records()]
+    assert records == expected["instancesAfter"], f"{name}: records afterwards"
+    if ledger:
+        if "leaksAfter" in expected:
+            leaks = [leak.to_dict() for leak in await native.list_leaks()]
+            for leak in leaks:
+                assert isinstance(leak.pop("failedAt"), int)
+            assert leaks == expected["leaksAfter"], f"{name}: leak ledger afterwards"
+        if "auditAfter" in expected:
+            audit = [{**row.to_dict(), "at": row.at - start} for row in await native.list_audit(None, 100_000)]
+            assert audit == expected["auditAfter"], f"{name}: audit log afterwards"
+    assert fixture.aborted == expected.get("aborted", []), f"{name}: cancelled calls"
+    if "elapsedMs" in expected:
+        assert clock.now() - start == expected["elapsedMs"], f"{name}: virtual time at the end"
+
+
+def check_fleet_logs(vector: Vector, fixture: FleetFixture) -> None:
+    expected = vector["expect"].get("logs", [])
+    logs = fixture.logs
+    assert len(logs) == len(expected), f"number of log lines: {logs}"
+    for index, (line, (level, message, meta)) in enumerate(zip(expected, logs)):
+        assert (level, message) == (line["level"], line["message"]), f"log {index}"
+        assert list(meta) == list(line["meta"]), f"log {index} meta keys in order"
+        for key, value in line["meta"].items():
+            if isinstance(value, dict) and "$hostError" in value:
+                thrown = fixture.thrown.get(value["$hostError"], [])
+                assert any(meta[key] is error for error in thrown), f"log {index} meta.{key} is the host's error"
+            elif isinstance(value, dict) and "$timeoutError" in value:
+                want = value["$timeoutError"]
+                error = meta[key]
+                assert isinstance(error, sr.SandboxDestroyTimeoutError) and isinstance(error, TimeoutError)
+                assert (error.provider_sandbox_id, error.timeout_ms, str(error)) == (
+                    want["providerSandboxId"], want["timeoutMs"], want["message"]
+                )
+            else:
+                assert meta[key] == value, f"log {index} meta.{key}"

@@ -263,10 +263,10 @@ async def test_newer_schema_raises_schema_too_new_before_any_write(tmp_path: Pat
         await sr.SqliteSandboxInstanceStore.open(path)
     error = raised.value
     assert isinstance(error, sr.SandboxStoreOpenError) and isinstance(error, sr.SandboxStoreError)
-    assert (error.found, error.supported) == (99, 1)
+    assert (error.found, error.supported) == (99, 2)
     assert path.read_bytes() == before, "not a byte of the file changed"
     copy = pickle.loads(pickle.dumps(error))
-    assert (type(copy), str(copy), copy.found, copy.supported) == (sr.SchemaTooNewError, str(error), 99, 1)
+    assert (type(copy), str(copy), copy.found, copy.supported) == (sr.SchemaTooNewError, str(error), 99, 2)
 
 
 # ---------------------------------------------------------------- numbers out of range

@@ -9,10 +9,19 @@ from pathlib import Path
 
 import pytest
 import sandbox_reclaim as sr
-from harness import Vector, load_vectors, run_vector, run_vector_native_store, runs_on_native_store
+from harness import (
+    Vector,
+    load_fleet_vectors,
+    load_vectors,
+    run_fleet_vector,
+    run_vector,
+    run_vector_native_store,
+    runs_on_native_store,
+)
 from services import drop_schema, fresh_schema, pg_url
 
 VECTORS = load_vectors()
+FLEET_VECTORS = load_fleet_vectors()
 
 
 def test_vectors_are_loaded() -> None:
@@ -23,6 +32,18 @@ def test_vectors_are_loaded() -> None:
 @pytest.mark.parametrize("vector", VECTORS, ids=[vector["name"] for vector in VECTORS])
 async def test_vector(vector: Vector) -> None:
     await run_vector(vector)
+
+
+def test_fleet_vectors_are_loaded() -> None:
+    apis = {vector["api"] for vector in FLEET_VECTORS}
+    assert apis == {"reclaimAll", "reconcile"} and len(FLEET_VECTORS) >= 32
+    names = [vector["name"] for vector in VECTORS + FLEET_VECTORS]
+    assert len(set(names)) == len(names), "names are unique across every file"
+
+
+@pytest.mark.parametrize("vector", FLEET_VECTORS, ids=[vector["name"] for vector in FLEET_VECTORS])
+async def test_fleet_vector(vector: Vector) -> None:
+    await run_fleet_vector(vector)
 
 
 NATIVE = [vector for vector in VECTORS if runs_on_native_store(vector)]

@@ -10,6 +10,8 @@ Quick start::
 Durable stores (``SqliteSandboxInstanceStore``, ``PostgresSandboxInstanceStore``)
 keep a leak ledger that ``retry_leaks`` works off; ``DockerProvider`` and
 ``LocalProvider`` create, list, exec in and destroy sandboxes they own.
+Fleet passes: ``reclaim_all`` reclaims many runs side by side, ``reconcile``
+retries leaks, sweeps orphans and expires idle records.
 """
 
 from __future__ import annotations
@@ -27,15 +29,30 @@ from ._errors import (
     SandboxStoreOpenError,
     SchemaTooNewError,
 )
-from ._flows import Logger, RecordInput, list_leaks, reclaim_sandbox, retry_leaks, sandbox_reclaimer
+from ._flows import (
+    FLEET_STORE_METHODS,
+    Logger,
+    ProgressCallback,
+    RecordInput,
+    list_leaks,
+    reclaim_all,
+    reclaim_sandbox,
+    reconcile,
+    retry_leaks,
+    sandbox_reclaimer,
+)
 from ._logging import ERRORS_LEVEL, SANDBOX_LEVEL, WARN_LEVEL
 from ._memory import InMemoryLeakLedgerStore, InMemorySandboxInstanceStore
-from ._providers import DockerProvider, LocalProvider
-from ._protocols import LeakLedgerStore, ReclaimLogger, SandboxInstanceStore, SandboxProvider
+from ._providers import DEFAULT_OWNER, DockerProvider, LocalProvider
+from ._protocols import FleetStore, LeakLedgerStore, ReclaimLogger, SandboxInstanceStore, SandboxProvider
 from ._records import (
+    AuditEntry,
+    DueLeak,
     ExecResult,
     JsonValue,
     LeakEntry,
+    LeakReason,
+    ListedSandbox,
     NewLeak,
     ReclaimOutcome,
     RetrySummary,
@@ -44,9 +61,25 @@ from ._records import (
     SandboxHandle,
     SandboxInstanceRecord,
 )
+from ._reports import (
+    Action,
+    ActionCounts,
+    ActionReason,
+    ActionResult,
+    FleetReclaimReport,
+    IdleCounts,
+    LeakCounts,
+    OrphanCounts,
+    OutcomeCounts,
+    ProviderReport,
+    ReconcileReport,
+    RecordOutcome,
+    RecordReport,
+    SweepStatus,
+)
 from ._stores import PostgresSandboxInstanceStore, SqliteSandboxInstanceStore
 
-_native._bind_record_types(SandboxInstanceRecord, LeakEntry)
+_native._bind_record_types(SandboxInstanceRecord, LeakEntry, DueLeak, AuditEntry)
 _native._bind_error_types(
     SandboxStoreError, SandboxProviderError, SandboxNotOwnedError, SandboxStoreOpenError, SchemaTooNewError
 )
@@ -55,22 +88,43 @@ _native._bind_error_types(
 atexit.register(_native._shutdown)
 
 __all__ = [
+    "DEFAULT_OWNER",
     "ERRORS_LEVEL",
+    "FLEET_STORE_METHODS",
     "SANDBOX_LEVEL",
     "WARN_LEVEL",
+    "Action",
+    "ActionCounts",
+    "ActionReason",
+    "ActionResult",
+    "AuditEntry",
     "DockerProvider",
+    "DueLeak",
     "ExecResult",
+    "FleetReclaimReport",
+    "FleetStore",
+    "IdleCounts",
     "InMemoryLeakLedgerStore",
     "InMemorySandboxInstanceStore",
     "JsonValue",
+    "LeakCounts",
     "LeakEntry",
     "LeakLedgerStore",
+    "LeakReason",
+    "ListedSandbox",
     "LocalProvider",
     "Logger",
     "NewLeak",
+    "OrphanCounts",
+    "OutcomeCounts",
     "PostgresSandboxInstanceStore",
+    "ProgressCallback",
+    "ProviderReport",
     "ReclaimLogger",
     "ReclaimOutcome",
+    "ReconcileReport",
+    "RecordOutcome",
+    "RecordReport",
     "RecordInput",
     "RetrySummary",
     "RunRecord",
@@ -88,8 +142,11 @@ __all__ = [
     "SandboxStoreOpenError",
     "SchemaTooNewError",
     "SqliteSandboxInstanceStore",
+    "SweepStatus",
     "list_leaks",
+    "reclaim_all",
     "reclaim_sandbox",
+    "reconcile",
     "retry_leaks",
     "sandbox_reclaimer",
 ]

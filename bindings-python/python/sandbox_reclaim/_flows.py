@@ -5,16 +5,22 @@ attribute once, and starts the core's machine on the generic driver
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+import os
+import socket
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from . import _native
 from ._checks import MAX_SAFE_INTEGER, MAX_U32, exact, seconds, whole_number
-from ._driver import LEVELS, Host, drive
+from ._driver import LEVELS, Host, drive, now
 from ._logging import adapt_logger
-from ._protocols import ReclaimLogger, SandboxInstanceStore, SandboxProvider
+from ._providers import DEFAULT_OWNER
+from ._protocols import FleetStore, ReclaimLogger, SandboxInstanceStore, SandboxProvider
 from ._records import LeakEntry, ReclaimOutcome, RetrySummary, RunRecord
+from ._reports import FleetReclaimReport, ReconcileReport
 
 Logger: TypeAlias = "ReclaimLogger | logging.Logger | logging.LoggerAdapter[Any]"
 """A reclaim logger: stdlib loggers map ``warn``/``errors``/``sandbox`` to WARNING/ERROR/DEBUG."""
@@ -79,7 +85,8 @@ def _reclaim_host(provider: object, instances: object, logger: object, read_name
     ledger = getattr(instances, "delete_recording_leak", None)
     ledger = ledger if callable(ledger) else None
     log = None if logger is None else _log_methods(logger)
-    return Host(destroy, get, delete, ledger, None, None, None, log), ledger is not None, name
+    host = Host(destroys=(destroy,), get=get, delete=delete, delete_recording_leak=ledger, log=log)
+    return host, ledger is not None, name
 
 
 def _record_fields(record: object) -> tuple[str, str | None]:
@@ -172,7 +179,7 @@ async def retry_leaks(
     claim = _method(ledger, instances, "claim_leaks")
     resolve = _method(ledger, instances, "resolve_leak")
     record_failure = _method(ledger, instances, "record_retry_failure")
-    host = Host(destroy, None, None, None, claim, resolve, record_failure, None)
+    host = Host(destroys=(destroy,), claim_leaks=claim, resolve_leak=resolve, record_retry_failure=record_failure)
     count = whole_number(limit, "limit", 0, MAX_U32)
     lease_ms = _milliseconds(lease, "lease") or 1
     timeout = _milliseconds(destroy_timeout, "destroy_timeout")
@@ -191,3 +198,263 @@ async def list_leaks(instances: object, provider: str | None = None) -> list[Lea
         entries = await entries
     result: list[LeakEntry] = entries
     return result
+
+
+# ---- fleet passes ----
+
+ProgressCallback: TypeAlias = Callable[[dict[str, Any]], object]
+"""Called with each progress event of a fleet pass (a fresh dict in the
+camelCase JSON form, see the package README); never awaited by the pass."""
+
+FLEET_STORE_METHODS = (
+    "list_stale",
+    "expire_idle",
+    "sandbox_references",
+    "record_leak",
+    "due_leaks",
+    "defer_leak",
+    "resolve_leak",
+    "claim_sweep",
+    "release_sweep",
+    "append_audit",
+)
+"""The store methods :func:`reconcile` calls (sync or async)."""
+
+_passes = itertools.count()
+
+
+def _count(value: object, name: str) -> int:
+    """A count of at least 1 (concurrency, limit)."""
+    return whole_number(value, name, 1, MAX_U32)
+
+
+def _optional_count(value: object, name: str) -> int | None:
+    return None if value is None else _count(value, name)
+
+
+def _duration_ms(value: object, name: str) -> int:
+    """A duration in seconds (0 allowed) as whole milliseconds."""
+    return round(seconds(value, name, MAX_SAFE_INTEGER / 1000) * 1000)
+
+
+def _flag(value: object, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"`{name}` must be a bool, got {type(value).__name__}")
+    return value
+
+
+def _text_option(value: object, name: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"`{name}` must be a str, got {type(value).__name__}")
+    return exact(value, name)
+
+
+def _progress(on_progress: object) -> ProgressCallback | None:
+    if on_progress is not None and not callable(on_progress):
+        raise TypeError(f"`on_progress` must be callable or None, got {type(on_progress).__name__}")
+    return on_progress
+
+
+def _stop_event(stop: object) -> asyncio.Event | None:
+    if stop is not None and not isinstance(stop, asyncio.Event):
+        raise TypeError(f"`stop` must be an asyncio.Event or None, got {type(stop).__name__}")
+    return stop
+
+
+def _providers(provider: object, providers: object) -> list[object]:
+    """The pass's providers, in order (their number is their index)."""
+    if provider is not None and providers is not None:
+        raise TypeError("give `provider` or `providers`, not both")
+    if provider is not None:
+        return [provider]
+    if providers is None:
+        raise TypeError("`providers` (or `provider`) is required")
+    if isinstance(providers, (str, bytes, Mapping)) or not isinstance(providers, Iterable):
+        raise TypeError(f"`providers` must be a sequence of providers, got {type(providers).__name__}")
+    chosen = list(providers)
+    if not chosen:
+        raise ValueError("`providers` must name at least one provider")
+    return chosen
+
+
+def _provider_names(providers: Sequence[object]) -> list[str]:
+    """Each provider's name, read once; distinct (records are routed by name)."""
+    names = [_provider_name(provider) for provider in providers]
+    if len(set(names)) != len(names):
+        raise ValueError("`providers`: two providers share a name")
+    return names
+
+
+def _lister(provider: object) -> Callable[..., Any] | None:
+    """The method the orphan sweep lists a provider's sandboxes with:
+    ``list_sandboxes`` (the managed providers'), else ``list``; ``None`` when
+    it has neither (no sweep: reported ``unavailable``)."""
+    for name in ("list_sandboxes", "list"):
+        method: Callable[..., Any] | None = getattr(provider, name, None)
+        if callable(method):
+            return method
+    return None
+
+
+def _provider_owner(provider: object, default: str) -> str:
+    """A provider's own ``owner`` (a str attribute) wins over the pass's."""
+    owner = getattr(provider, "owner", None)
+    return exact(owner, "provider.owner") if isinstance(owner, str) else default
+
+
+async def reclaim_all(
+    records: Iterable[RecordInput],
+    *,
+    provider: SandboxProvider | None = None,
+    providers: Sequence[SandboxProvider] | None = None,
+    instances: SandboxInstanceStore,
+    logger: Logger | None = None,
+    concurrency: int = 16,
+    per_provider_concurrency: int | None = None,
+    destroy_timeout: float | None = None,
+    budget: float | None = None,
+    on_progress: ProgressCallback | None = None,
+    stop: asyncio.Event | None = None,
+) -> FleetReclaimReport:
+    """Reclaims many runs side by side, each exactly as :func:`reclaim_sandbox`
+    would (same store and provider calls, log lines and outcomes), and answers
+    one line per record, in order. Never raises because one record failed: a
+    store failure is reported on its record (``error``).
+
+    * a record goes to the provider whose ``name`` its instance record names
+      (none: ``provider-mismatch``, nothing touched);
+    * at most ``concurrency`` records in progress, at most
+      ``per_provider_concurrency`` destroys in flight per provider (default:
+      ``concurrency``); records sharing a ``sandbox_key`` are reclaimed once
+      (the others: ``duplicate``);
+    * after ``budget`` seconds, or once ``stop`` is set, no record starts: the
+      rest is ``deferred``, untouched; what runs settles or reaches its
+      ``destroy_timeout`` (seconds) and the report is returned. Cancelling the
+      calling task does the same, then raises ``CancelledError``.
+
+    ``on_progress(event)`` is called (never awaited) as each record ends.
+    Options are checked (``TypeError``/``ValueError`` naming them) before any
+    host call.
+    """
+    rows = [_record_fields(record) for record in _records(records)]
+    chosen = _providers(provider, providers)
+    names = _provider_names(chosen)
+    destroys = [_method("provider", one, "destroy") for one in chosen]
+    get = _method("instances", instances, "get")
+    delete = _method("instances", instances, "delete")
+    ledger = getattr(instances, "delete_recording_leak", None)
+    ledger = ledger if callable(ledger) else None
+    pool = _count(concurrency, "concurrency")
+    per_provider = _optional_count(per_provider_concurrency, "per_provider_concurrency")
+    timeout = _milliseconds(destroy_timeout, "destroy_timeout")
+    budget_ms = _milliseconds(budget, "budget")
+    progress = _progress(on_progress)
+    event = _stop_event(stop)
+    log = None if logger is None else _log_methods(logger)
+    host = Host(destroys=destroys, get=get, delete=delete, delete_recording_leak=ledger, log=log, progress=progress)
+    arguments = (rows, names, ledger is not None, pool, per_provider, timeout, budget_ms, progress is not None)
+    report = await drive(_native.start_reclaim_all, arguments, host, stoppable=True, stop=event)
+    return FleetReclaimReport.from_dict(report)
+
+
+def _records(records: object) -> Iterable[Any]:
+    if isinstance(records, (str, bytes, Mapping, RunRecord)) or not isinstance(records, Iterable):
+        raise TypeError(f"`records` must be an iterable of RunRecord (or wire-form mappings), got {type(records).__name__}")
+    return records
+
+
+async def reconcile(
+    *,
+    provider: SandboxProvider | None = None,
+    providers: Sequence[SandboxProvider] | None = None,
+    instances: FleetStore,
+    dry_run: bool = False,
+    concurrency: int = 16,
+    per_provider_concurrency: int | None = None,
+    destroy_timeout: float | None = None,
+    budget: float | None = None,
+    orphan_grace: float = 600.0,
+    max_idle: float | None = None,
+    limit: int = 1000,
+    lease: float = 300.0,
+    backoff: float = 30.0,
+    max_backoff: float = 3600.0,
+    owner: str | None = None,
+    host: str | None = None,
+    on_progress: ProgressCallback | None = None,
+    stop: asyncio.Event | None = None,
+) -> ReconcileReport:
+    """One pass over everything that may still be billing (durations in seconds):
+
+    1. with ``max_idle``, records idle longer than that are expired into the
+       leak ledger (a conditional delete: a record touched meanwhile is left);
+    2. per provider, side by side: due ledger entries are claimed for
+       ``lease`` and destroyed (failures back off from ``backoff``, doubling
+       up to ``max_backoff``); and one pass at a time sweeps the provider's
+       **orphans**: sandboxes it lists under the expected owner (the
+       provider's own ``owner``, else ``owner``, else ``"sandbox-reclaim"``),
+       referenced by no record and no ledger entry, created more than
+       ``orphan_grace`` ago. The sweep fails closed: a failing listing, or
+       one sandbox of unknown creation time or owner, destroys nothing of
+       that provider (``unavailable``).
+
+    Providers list through ``list_sandboxes()`` or ``list()`` (sync or async;
+    items with ``id``, ``created_at`` (epoch ms or an aware datetime),
+    ``owner``, ``key``, or wire-form dicts); without either they get no
+    sweep. ``instances`` is a store with every fleet method
+    (:data:`FLEET_STORE_METHODS`): the native stores have them. Every
+    destroy attempt is written to its audit log (``host``: this machine's
+    name unless given). ``dry_run`` only reads and answers the plan.
+
+    ``budget``, ``stop`` and task cancellation stop it as in
+    :func:`reclaim_all`. A store write failure ends the pass with that error
+    once what runs has settled. Options are checked before any host call.
+    """
+    chosen = _providers(provider, providers)
+    names = _provider_names(chosen)
+    destroys = [_method("provider", one, "destroy") for one in chosen]
+    lists = [_lister(one) for one in chosen]
+    fleet = {name: _method("instances (a fleet store)", instances, name) for name in FLEET_STORE_METHODS}
+    planned = _flag(dry_run, "dry_run")
+    pool = _count(concurrency, "concurrency")
+    per_provider = _optional_count(per_provider_concurrency, "per_provider_concurrency")
+    timeout = _milliseconds(destroy_timeout, "destroy_timeout")
+    budget_ms = _milliseconds(budget, "budget")
+    grace_ms = _duration_ms(orphan_grace, "orphan_grace")
+    max_idle_ms = _milliseconds(max_idle, "max_idle")
+    count = _count(limit, "limit")
+    lease_ms = _milliseconds(lease, "lease") or 1
+    backoff_ms = _duration_ms(backoff, "backoff")
+    max_backoff_ms = _duration_ms(max_backoff, "max_backoff")
+    default_owner = DEFAULT_OWNER if owner is None else _text_option(owner, "owner")
+    if host is None:
+        host = socket.gethostname() or "unknown-host"
+    host_name = _text_option(host, "host")
+    progress = _progress(on_progress)
+    event = _stop_event(stop)
+    plans = [
+        (name, lister is not None, _provider_owner(one, default_owner))
+        for name, lister, one in zip(names, lists, chosen)
+    ]
+    holder = f"{host_name}/{os.getpid()}/{now()}/{next(_passes)}"
+    resolve = fleet.pop("resolve_leak")
+    bound = Host(destroys=destroys, lists=lists, resolve_leak=resolve, progress=progress, fleet=fleet)
+    arguments = (
+        plans,
+        host_name,
+        holder,
+        planned,
+        pool,
+        per_provider,
+        timeout,
+        budget_ms,
+        grace_ms,
+        max_idle_ms,
+        count,
+        lease_ms,
+        backoff_ms,
+        max_backoff_ms,
+        progress is not None,
+    )
+    report = await drive(_native.start_reconcile, arguments, bound, stoppable=True, stop=event)
+    return ReconcileReport.from_dict(report)

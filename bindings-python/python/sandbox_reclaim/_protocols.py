@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Mapping
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
-from ._records import NewLeak, SandboxInstanceRecord
+from ._records import AuditEntry, LeakEntry, LeakReason, NewLeak, SandboxInstanceRecord
 
 InstanceAnswer: TypeAlias = SandboxInstanceRecord | Mapping[str, Any] | None
 """What ``get`` answers: a record, a wire-form (camelCase) mapping, or ``None``."""
@@ -51,6 +51,53 @@ class LeakLedgerStore(SandboxInstanceStore, Protocol):
     must delete the record and record the leak atomically."""
 
     def delete_recording_leak(self, key: str, leak: NewLeak, /) -> object: ...
+
+
+@runtime_checkable
+class FleetStore(Protocol):
+    """A store :func:`reconcile` runs against (every native store is one).
+    Every time is epoch milliseconds (an ``int``), ``lease_ms`` too; each
+    method is atomic on its own and may be sync or async.
+
+    * ``list_stale(older_than, limit)``: instance records updated before
+      ``older_than``, oldest first, at most ``limit``;
+    * ``expire_idle(key, updated_at, leak)``: deletes record ``key`` only if
+      its ``updated_at`` is still that, recording ``leak`` (reason ``idle``,
+      due at once), in one step; answers whether it did;
+    * ``sandbox_references(provider)``: every ``provider_sandbox_id`` of
+      ``provider`` a record or a leak entry references;
+    * ``record_leak(leak, reason, next_attempt_at)``: records a leak (again:
+      attempts + 1);
+    * ``due_leaks(provider, limit, lease_ms, now)``: entries due at ``now``
+      and unclaimed, oldest first, claimed until ``now + lease_ms`` (``None``:
+      only listed); :class:`DueLeak` objects (or ``LeakEntry`` objects, or
+      wire-form dicts, with ``reason`` and ``next_attempt_at``);
+    * ``defer_leak(entry, message, failed_at, next_attempt_at)``: attempts +
+      1, message kept, claim released; ``resolve_leak(entry)``: removes it;
+    * ``claim_sweep(provider, holder, lease_ms, now)`` / ``release_sweep(provider,
+      holder)``: one sweeper per provider; answers whether it is ``holder``'s;
+    * ``append_audit(entries)``: appends :class:`AuditEntry` rows.
+    """
+
+    def list_stale(self, older_than: int, limit: int, /) -> object: ...
+
+    def expire_idle(self, key: str, updated_at: int, leak: NewLeak, /) -> object: ...
+
+    def sandbox_references(self, provider: str, /) -> object: ...
+
+    def record_leak(self, leak: NewLeak, reason: LeakReason, next_attempt_at: int, /) -> object: ...
+
+    def due_leaks(self, provider: str, limit: int, lease_ms: int | None, now: int, /) -> object: ...
+
+    def defer_leak(self, entry: LeakEntry, message: str, failed_at: int, next_attempt_at: int, /) -> object: ...
+
+    def resolve_leak(self, entry: LeakEntry, /) -> object: ...
+
+    def claim_sweep(self, provider: str, holder: str, lease_ms: int, now: int, /) -> object: ...
+
+    def release_sweep(self, provider: str, holder: str, /) -> object: ...
+
+    def append_audit(self, entries: list[AuditEntry], /) -> object: ...
 
 
 @runtime_checkable

@@ -3,7 +3,8 @@ the Docker Engine API, Docker or podman) and ``LocalProvider`` (a private
 directory plus a supervised process tree, in namespaces where possible).
 
 Each is a ``SandboxProvider`` (``name`` + ``async destroy``) that also
-creates, lists and runs commands in its sandboxes. Sandboxes carry an owner
+creates, lists and runs commands in its sandboxes, and lists them for
+:func:`reconcile`'s orphan sweep (``list_sandboxes``, under its ``owner``). Sandboxes carry an owner
 label; ``destroy`` and ``exec`` refuse one of another owner with
 :class:`SandboxNotOwnedError`, and ``destroy`` of a sandbox already gone
 succeeds.
@@ -11,6 +12,7 @@ succeeds.
 
 from __future__ import annotations
 
+import builtins
 import math
 import os
 import sys
@@ -19,7 +21,7 @@ from typing import Literal
 
 from . import _native
 from ._errors import SandboxProviderError
-from ._records import ExecResult, SandboxHandle
+from ._records import ExecResult, ListedSandbox, SandboxHandle
 
 DEFAULT_OWNER = "sandbox-reclaim"
 """The owner namespace both providers use unless told otherwise."""
@@ -63,6 +65,11 @@ class _ManagedProvider:
         """The provider name instance records carry in ``provider``."""
         return self._native.name
 
+    @property
+    def owner(self) -> str:
+        """The owner namespace its sandboxes carry (:func:`reconcile` sweeps only those)."""
+        return self._native.owner
+
     async def destroy(self, sandbox_id: str) -> None:
         """Destroys the sandbox (already gone is success). Raises
         :class:`SandboxNotOwnedError` for a sandbox of another owner and
@@ -79,6 +86,13 @@ class _ManagedProvider:
     async def list(self) -> list[SandboxHandle]:
         """The sandboxes this provider's owner namespace holds, oldest first."""
         return [SandboxHandle(*handle) for handle in await self._native.list()]
+
+    async def list_sandboxes(self) -> builtins.list[ListedSandbox]:
+        """Every sandbox of this owner namespace, for :func:`reconcile`'s orphan
+        sweep, ordered by id. Unlike :meth:`list`, nothing unreadable is
+        dropped: a sandbox whose creation time, key or owner cannot be read
+        is listed with those fields ``None``, so the sweep fails closed."""
+        return [ListedSandbox(*sandbox) for sandbox in await self._native.list_sandboxes()]
 
     async def exec(self, sandbox_id: str, argv: Sequence[str]) -> ExecResult:
         """Runs ``argv`` in the sandbox and waits for it to finish."""

@@ -384,3 +384,142 @@ class ExecResult:
     stderr: str
     exit_code: int
     """The exit code; ``128 + n`` when killed by signal ``n``."""
+
+
+class LeakReason(str, enum.Enum):
+    """Why a sandbox is in the leak ledger."""
+
+    DESTROY_FAILED = "destroy-failed"
+    """A reclaim's destroy failed and the record was deleted anyway."""
+    ORPHAN = "orphan"
+    """An orphan's destroy failed during a sweep."""
+    IDLE = "idle"
+    """An idle record was expired; its destroy runs from the ledger."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def leak_reason(value: object) -> LeakReason:
+    """``value`` as a :class:`LeakReason` (``ValueError`` naming ``reason`` otherwise)."""
+    try:
+        return LeakReason(value)
+    except ValueError:
+        allowed = ", ".join(repr(reason.value) for reason in LeakReason)
+        raise ValueError(f"`reason` must be one of {allowed}, got {value!r}") from None
+
+
+_DUE_LEAK_WIRE = {**_LEAK_ENTRY_WIRE, "reason": "reason", "nextAttemptAt": "next_attempt_at"}
+
+
+@dataclass(frozen=True, slots=True)
+class DueLeak(LeakEntry):
+    """A leak entry a fleet store's ``due_leaks`` answers: a ``LeakEntry``
+    (so ``resolve_leak``/``defer_leak`` take it) with why it is in the ledger
+    and when it is next due. Field order is the native store's contract."""
+
+    reason: LeakReason
+    next_attempt_at: int
+    """Epoch milliseconds before which no retry is due."""
+
+    def __post_init__(self) -> None:
+        LeakEntry.__post_init__(self)
+        if not isinstance(self.reason, LeakReason):
+            if not isinstance(self.reason, str):
+                raise _field_error("DueLeak", "reason", "reason", "a LeakReason", self.reason)
+            # A reason a newer writer knows reads as destroy-failed, as in the core.
+            known = {reason.value: reason for reason in LeakReason}
+            object.__setattr__(self, "reason", known.get(self.reason, LeakReason.DESTROY_FAILED))
+        _check_whole("DueLeak", "next_attempt_at", "nextAttemptAt", self.next_attempt_at)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DueLeak:
+        """Reads the camelCase wire form (a ``LeakEntry``'s fields, ``reason``, ``nextAttemptAt``)."""
+        keywords = _read_wire("DueLeak", data, _DUE_LEAK_WIRE, tuple(_DUE_LEAK_WIRE))
+        for field in ("failed_at", "attempts", "next_attempt_at"):
+            value = keywords.get(field)
+            if isinstance(value, float) and value.is_integer():
+                keywords[field] = int(value)
+        return cls(**keywords)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The camelCase wire form."""
+        return _write_wire(self, _DUE_LEAK_WIRE)
+
+
+_AUDIT_WIRE = {
+    "at": "at",
+    "host": "host",
+    "provider": "provider",
+    "providerSandboxId": "provider_sandbox_id",
+    "key": "key",
+    "reason": "reason",
+    "result": "result",
+    "error": "error",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One row of a fleet store's audit log: a destroy attempt a
+    :func:`reconcile` pass made. Field order is the native store's contract."""
+
+    at: int
+    """Epoch milliseconds when the attempt settled."""
+    host: str
+    """Who ran the pass (the host name unless ``reconcile(host=...)``)."""
+    provider: str
+    provider_sandbox_id: str
+    reason: str
+    """``leak-retry``, ``orphan`` or ``idle``."""
+    result: str
+    """``destroyed``, ``failed`` or ``timeout``."""
+    key: str | None = None
+    error: str | None = None
+
+    def __post_init__(self) -> None:
+        owner = "AuditEntry"
+        _check_whole(owner, "at", "at", self.at)
+        for field, wire in (("host", "host"), ("provider", "provider"), ("provider_sandbox_id", "providerSandboxId")):
+            _check_text(owner, field, wire, getattr(self, field))
+        _check_text(owner, "reason", "reason", self.reason)
+        _check_text(owner, "result", "result", self.result)
+        _check_text(owner, "key", "key", self.key, optional=True)
+        _check_text(owner, "error", "error", self.error, optional=True)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AuditEntry:
+        """Reads the camelCase wire form (``key`` and ``error`` optional)."""
+        required = ("at", "host", "provider", "providerSandboxId", "reason", "result")
+        keywords = _read_wire("AuditEntry", data, _AUDIT_WIRE, required)
+        at = keywords.get("at")
+        if isinstance(at, float) and at.is_integer():
+            keywords["at"] = int(at)
+        return cls(**keywords)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The camelCase wire form, absent optionals omitted."""
+        return _write_wire(self, _AUDIT_WIRE)
+
+
+@dataclass(frozen=True, slots=True)
+class ListedSandbox:
+    """A sandbox as a provider lists it for :func:`reconcile`'s orphan sweep.
+    The sweep fails closed: one sandbox of unknown ``created_at`` or
+    ``owner`` spares every sandbox of that provider."""
+
+    id: str
+    """The provider-side id (what ``destroy`` takes)."""
+    created_at: int | None
+    """Creation time, epoch milliseconds; ``None``: unknown."""
+    owner: str | None
+    """The owner namespace it was created under; ``None``: unknown."""
+    key: str | None = None
+    """The sandbox key it was created for, when known."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The camelCase wire form (``key`` omitted when unknown)."""
+        wire: dict[str, Any] = {"id": self.id, "createdAt": self.created_at, "owner": self.owner}
+        if self.key is not None:
+            wire["key"] = self.key
+        return wire

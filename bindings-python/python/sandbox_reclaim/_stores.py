@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from . import _native
 from ._checks import MAX_SAFE_INTEGER, MAX_U32, exact, seconds, whole_number
-from ._records import LeakEntry, NewLeak, SandboxInstanceRecord
+from ._records import AuditEntry, DueLeak, LeakEntry, LeakReason, NewLeak, SandboxInstanceRecord, leak_reason
 
 _Store = TypeVar("_Store", bound="_SqlStore")
 
@@ -36,6 +36,14 @@ def _check_str(field: str, value: object) -> str:
 def _check_seconds(field: str, value: object, maximum: float = _MAX_LEASE) -> float:
     """A lease (or another duration up to ``maximum``) in seconds."""
     return seconds(value, field, maximum)
+
+
+def _millis(value: object, name: str) -> int:
+    return whole_number(value, name, 0, MAX_SAFE_INTEGER)
+
+
+def _optional_millis(value: object, name: str) -> int | None:
+    return None if value is None else _millis(value, name)
 
 
 class _SqlStore:
@@ -90,6 +98,63 @@ class _SqlStore:
         claim; ``failed_at`` is epoch milliseconds."""
         millis = whole_number(failed_at, "failed_at", 0, MAX_SAFE_INTEGER)
         await self._native.record_retry_failure(entry, message, millis)
+
+    # ---- the fleet store (reconcile); every time is epoch milliseconds ----
+
+    async def list_stale(self, older_than: int, limit: int) -> list[SandboxInstanceRecord]:
+        """Records last updated before ``older_than``, oldest first, at most ``limit``."""
+        count = whole_number(limit, "limit", 0, MAX_U32)
+        return await self._native.list_stale(_millis(older_than, "older_than"), count)
+
+    async def expire_idle(self, key: str, updated_at: int, leak: NewLeak) -> bool:
+        """Deletes record ``key`` if its ``updated_at`` is still ``updated_at``
+        and records ``leak`` (reason ``idle``, due at once), in one
+        transaction; ``False`` (nothing written) when it was touched or is gone."""
+        return await self._native.expire_idle(_check_str("key", key), _millis(updated_at, "updated_at"), leak)
+
+    async def sandbox_references(self, provider: str) -> list[str]:
+        """Every ``provider_sandbox_id`` of ``provider`` a record or a leak entry references."""
+        return await self._native.sandbox_references(_check_str("provider", provider))
+
+    async def record_leak(self, leak: NewLeak, reason: LeakReason | str, next_attempt_at: int) -> None:
+        """Records ``leak`` with ``reason``, due at ``next_attempt_at`` (a known sandbox: attempts + 1)."""
+        due = _millis(next_attempt_at, "next_attempt_at")
+        await self._native.record_leak(leak, leak_reason(reason).value, due)
+
+    async def due_leaks(self, provider: str, limit: int, lease_ms: int | None, now: int) -> list[DueLeak]:
+        """``provider``'s entries due at ``now`` and unclaimed, oldest first, at
+        most ``limit``, claimed until ``now + lease_ms`` (``None``: only listed;
+        PostgreSQL skips rows another pass has locked)."""
+        count = whole_number(limit, "limit", 0, MAX_U32)
+        lease = _optional_millis(lease_ms, "lease_ms")
+        return await self._native.due_leaks(_check_str("provider", provider), count, lease, _millis(now, "now"))
+
+    async def defer_leak(self, entry: LeakEntry, message: str, failed_at: int, next_attempt_at: int) -> None:
+        """A claimed entry failed again: attempts + 1, ``message`` kept, due at
+        ``next_attempt_at``, claim released."""
+        failed = _millis(failed_at, "failed_at")
+        due = _millis(next_attempt_at, "next_attempt_at")
+        await self._native.defer_leak(entry, _check_str("message", message), failed, due)
+
+    async def claim_sweep(self, provider: str, holder: str, lease_ms: int, now: int) -> bool:
+        """Takes ``provider``'s orphan sweep for ``holder`` until ``now + lease_ms``
+        unless another holder's lease runs; whether ``holder`` holds it."""
+        lease = _millis(lease_ms, "lease_ms")
+        names = (_check_str("provider", provider), _check_str("holder", holder))
+        return await self._native.claim_sweep(*names, lease, _millis(now, "now"))
+
+    async def release_sweep(self, provider: str, holder: str) -> None:
+        """Gives ``provider``'s sweep back if ``holder`` still holds it."""
+        await self._native.release_sweep(_check_str("provider", provider), _check_str("holder", holder))
+
+    async def append_audit(self, entries: list[AuditEntry]) -> None:
+        """Appends audit rows, in order, in one transaction."""
+        await self._native.append_audit(list(entries))
+
+    async def list_audit(self, since: int | None = None, limit: int = 1000) -> list[AuditEntry]:
+        """Audit rows with ``at >= since`` (epoch ms), oldest first, at most ``limit``."""
+        count = whole_number(limit, "limit", 0, MAX_U32)
+        return await self._native.list_audit(_optional_millis(since, "since"), count)
 
     async def close(self) -> None:
         """Closes the connection pool; later calls raise ``SandboxStoreError``."""
