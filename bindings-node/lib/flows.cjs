@@ -273,6 +273,7 @@ async function reclaimAll(records, options) {
         pass.destroyTimeoutMs,
         pass.budgetMs,
         pass.onProgress !== undefined,
+        pass.signal?.aborted === true,
         now,
       ),
     host,
@@ -336,8 +337,9 @@ async function reconcile(options) {
     backoffMs: backoff,
     maxBackoffMs: maxBackoff,
     progress: pass.onProgress !== undefined,
+    stopped: false,
   };
-  return drive((now) => native.startReconcile(start, now), host);
+  return drive((now) => native.startReconcile({ ...start, stopped: pass.signal?.aborted === true }, now), host);
 }
 
 module.exports = { reclaimSandbox, sandboxReclaimer, retryLeaks, reclaimAll, reconcile };

@@ -127,6 +127,7 @@ pub fn start_reclaim_all(
     destroy_timeout_ms: Option<f64>,
     budget_ms: Option<f64>,
     progress: bool,
+    stopped: bool,
     now: f64,
 ) -> Result<Vec<JsSlot>> {
     if run_ids.len() != sandbox_keys.len() {
@@ -141,6 +142,7 @@ pub fn start_reclaim_all(
         destroy_timeout_ms: destroy_timeout_ms.map(millis),
         budget_ms: budget_ms.map(millis),
         progress,
+        stopped,
     };
     Ok(js(RUNS.with_borrow_mut(|runs| runs.start(Box::new(ReclaimAll::new(input, millis(now)))))))
 }
@@ -174,6 +176,8 @@ pub struct ReconcileStart {
     pub backoff_ms: f64,
     pub max_backoff_ms: f64,
     pub progress: bool,
+    /// The signal was aborted before the pass started: start nothing.
+    pub stopped: bool,
 }
 
 /// Starts `reconcile`.
@@ -197,6 +201,7 @@ pub fn start_reconcile(start: ReconcileStart, now: f64) -> Vec<JsSlot> {
     input.backoff_ms = millis(start.backoff_ms);
     input.max_backoff_ms = millis(start.max_backoff_ms);
     input.progress = start.progress;
+    input.stopped = start.stopped;
     js(RUNS.with_borrow_mut(|runs| runs.start(Box::new(Reconcile::new(input, millis(now))))))
 }
 

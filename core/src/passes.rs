@@ -163,6 +163,7 @@ pub async fn reclaim_all(records: &[RunRecord], options: FleetOptions<'_>) -> Re
         destroy_timeout_ms: positive(options.destroy_timeout, "destroyTimeoutMs")?,
         budget_ms: positive(options.budget, "budgetMs")?,
         progress: options.on_progress.is_some(),
+        stopped: options.stop.is_some_and(StopSignal::is_stopped),
     };
     let mut flow = ReclaimAll::new(input, now_millis());
     let host = Host {
@@ -210,6 +211,7 @@ pub async fn reconcile(options: ReconcileOptions<'_>) -> Result<ReconcileReport,
     input.backoff_ms = duration_millis(options.backoff);
     input.max_backoff_ms = duration_millis(options.max_backoff);
     input.progress = options.on_progress.is_some();
+    input.stopped = options.stop.is_some_and(StopSignal::is_stopped);
     let mut flow = Reconcile::new(input, now_millis());
     let host = Host {
         providers: options.providers.clone(),

@@ -257,16 +257,26 @@ test('reclaimAll: aborting from inside onProgress stops the pass in order (no re
   assert.deepStrictEqual(store.records().map((r) => r.key), ['k3', 'k4']);
 });
 
-test('reclaimAll: a signal aborted before the call starts no record beyond the first batch', async () => {
+test('reclaimAll: a signal aborted before the call starts nothing', async () => {
   const store = new InMemorySandboxInstanceStore();
   const keys = ['k1', 'k2', 'k3', 'k4'];
   for (const key of keys) await store.upsert(record(key, 'docker', `c-${key}`));
   const destroyed = [];
   const provider = { name: 'docker', destroy: ({ id }) => void destroyed.push(id) };
   const report = await reclaimAll(keys.map((key) => run(key)), { provider, instances: store, concurrency: 1, signal: AbortSignal.abort() });
-  // The machine's first batch (concurrency 1: one record) was already started when the stop arrived.
-  assert.ok(report.counts.deferred >= keys.length - 1, JSON.stringify(report.counts));
-  assert.ok(destroyed.length <= 1);
+  assert.equal(report.counts.deferred, keys.length, JSON.stringify(report.counts));
+  assert.deepStrictEqual(destroyed, []);
+  assert.deepStrictEqual(store.records().map((r) => r.key), keys, 'every record untouched');
+});
+
+test('reconcile: a signal aborted before the call touches nothing', async () => {
+  const store = new InMemorySandboxInstanceStore({ ledger: true });
+  const listed = [];
+  const provider = { name: 'docker', list: () => void listed.push(1) ?? [], destroy: () => assert.fail('no destroy') };
+  const report = await reconcile({ providers: [provider], instances: store, signal: AbortSignal.abort(), maxIdleMs: 1 });
+  assert.equal(report.cutShort, true);
+  assert.equal(report.providers[0].orphans.status, 'skipped');
+  assert.deepStrictEqual(listed, []);
 });
 
 // ------------------------------------------------------------ reconcile

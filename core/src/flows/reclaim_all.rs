@@ -44,6 +44,8 @@ pub struct ReclaimAllInput {
     pub budget_ms: Option<u64>,
     /// Emit a [`Effect::Progress`] event per finished record.
     pub progress: bool,
+    /// Stopped before it started (an already-aborted signal): start nothing.
+    pub stopped: bool,
 }
 
 /// How one record of a fleet reclaim ended.
@@ -194,6 +196,7 @@ impl ReclaimAll {
     pub fn new(input: ReclaimAllInput, now: Millis) -> Self {
         let providers = input.providers.len();
         let records = input.records.len();
+        let input_stopped = input.stopped;
         let mut machine = Self {
             input,
             out: Outbox::default(),
@@ -210,7 +213,7 @@ impl ReclaimAll {
             reports: vec![None; records],
             counts: OutcomeCounts::default(),
             concluded: 0,
-            stopped: false,
+            stopped: input_stopped,
             finished: false,
         };
         machine.fill(now);

@@ -78,6 +78,8 @@ pub struct ReconcileInput {
     pub max_backoff_ms: u64,
     /// Emit a [`Effect::Progress`] event per settled destroy.
     pub progress: bool,
+    /// Stopped before it started (an already-aborted signal): start nothing.
+    pub stopped: bool,
 }
 
 impl ReconcileInput {
@@ -99,6 +101,7 @@ impl ReconcileInput {
             backoff_ms: 30_000,
             max_backoff_ms: 3_600_000,
             progress: false,
+            stopped: false,
         }
     }
 }
@@ -415,12 +418,13 @@ impl Reconcile {
             finished: false,
             report,
         };
+        machine.stopped = machine.input.stopped;
         match machine.input.max_idle_ms {
-            Some(max_idle) => {
+            Some(max_idle) if !machine.stopped => {
                 let older_than = now.saturating_sub(max_idle);
                 machine.ask(Effect::ListStale { older_than, limit: machine.input.limit }, Pending::Stale);
             }
-            None => machine.start_providers(now),
+            _ => machine.start_providers(now),
         }
         machine.advance(now);
         machine

@@ -330,6 +330,12 @@ impl SandboxProvider for DockerProvider {
         true
     }
 
+    /// The configured owner namespace: the orphan sweep destroys only
+    /// sandboxes listed under it, whatever the pass's `owner` option says.
+    fn owner(&self) -> Option<&str> {
+        Some(&self.config.owner)
+    }
+
     /// Every container carrying this provider's owner label, running or not,
     /// in one engine call. Unlike [`ManagedSandboxProvider::list`], a
     /// container without a key or with a missing or unparsable creation-time

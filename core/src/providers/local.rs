@@ -638,6 +638,12 @@ impl SandboxProvider for LocalProvider {
         true
     }
 
+    /// The configured owner namespace: the orphan sweep destroys only
+    /// sandboxes listed under it, whatever the pass's `owner` option says.
+    fn owner(&self) -> Option<&str> {
+        Some(&self.config.owner)
+    }
+
     /// Every sandbox directory whose owner file names this provider's owner,
     /// from one scan of the base directory. Unlike
     /// [`ManagedSandboxProvider::list`], nothing unreadable is dropped: a

@@ -94,6 +94,7 @@ fn machine(vector: &Value, start: Millis, has_ledger: bool) -> Box<dyn Flow> {
             destroy_timeout_ms: whole("destroyTimeoutMs"),
             budget_ms: whole("budgetMs"),
             progress: vector["progress"] == json!(true),
+            stopped: vector["stopAtMs"] == json!(0),
         };
         return Box::new(ReclaimAll::new(input, start));
     }
@@ -119,6 +120,7 @@ fn machine(vector: &Value, start: Millis, has_ledger: bool) -> Box<dyn Flow> {
     input.backoff_ms = whole("backoffMs").unwrap_or(30_000);
     input.max_backoff_ms = whole("maxBackoffMs").unwrap_or(3_600_000);
     input.progress = vector["progress"] == json!(true);
+    input.stopped = vector["stopAtMs"] == json!(0);
     Box::new(Reconcile::new(input, start))
 }
 
