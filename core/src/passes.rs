@@ -83,7 +83,9 @@ pub struct ReconcileOptions<'a> {
     pub limit: usize,
     /// How long claims hold (default 5 minutes).
     pub lease: Duration,
-    /// First backoff after a failed retry (default 30 s), doubling up to `max_backoff` (default 1 h).
+    /// After an entry's n-th failed destroy, its next attempt waits
+    /// `backoff × 2^(n−1)` (default 30 s), at most `max_backoff` (default 1 h).
+    /// A reclaim's failed destroy is failure 1, so its first failed retry waits 2 × `backoff`.
     pub backoff: Duration,
     pub max_backoff: Duration,
     /// The owner namespace of providers that do not name theirs (default [`DEFAULT_OWNER`]).

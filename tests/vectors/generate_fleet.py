@@ -488,7 +488,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
                     "counts": action_counts(destroyed=1),
                     "actions": [action("orphan", "local", "o1", "ko1", "destroyed")],
                 },
-                "calls": [due("local"), claim_sweep(), listing(0), store("sandboxReferences", ["local"], 0), destroy("o1", 0, "local"), store("appendAudit", [1], 10), release_sweep(10)],
+                "calls": [due("local"), claim_sweep(), store("sandboxReferences", ["local"], 0), listing(0), destroy("o1", 0, "local"), store("appendAudit", [1], 10), release_sweep(10)],
                 "instancesAfter": [instance("k2", "local", "o2")],
                 "leaksAfter": [after(l5)],
                 "auditAfter": [audit(10, "local", "o1", "ko1", "orphan", "destroyed")],
@@ -502,7 +502,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             "A provider that names its owner has its sandboxes swept under that owner, not the pass's default.",
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept", listed=2, foreign=1, found=1, destroyed=1)}]},
-                "calls": [due("local"), claim_sweep(), listing(0), store("sandboxReferences", ["local"], 0), destroy("t1", 0, "local"), store("appendAudit", [1], 0), release_sweep(0)],
+                "calls": [due("local"), claim_sweep(), store("sandboxReferences", ["local"], 0), listing(0), destroy("t1", 0, "local"), store("appendAudit", [1], 0), release_sweep(0)],
                 "auditAfter": [audit(0, "local", "t1", None, "orphan", "destroyed")],
             },
             providers=[local([sandbox("t1", old, owner="team-a"), sandbox("s1", old)], owner="team-a")],
@@ -513,7 +513,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept", listed=1, found=1, failed=1)}], "actions": [action("orphan", "local", "o1", None, "failed", "busy")]},
                 "calls": [
-                    due("local"), claim_sweep(), listing(0), store("sandboxReferences", ["local"], 0), destroy("o1", 0, "local"),
+                    due("local"), claim_sweep(), store("sandboxReferences", ["local"], 0), listing(0), destroy("o1", 0, "local"),
                     store("recordLeak", [{"key": "o1", "provider": "local", "providerSandboxId": "o1", "runId": "", "errorMessage": "busy"}, "orphan", 1005], 5),
                     store("appendAudit", [1], 5), release_sweep(5),
                 ],
@@ -528,7 +528,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             "One listed sandbox without a creation time spares every sandbox of that provider.",
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("unavailable", error='listed sandbox "o2" has no known creation time; the sweep destroys nothing of this provider', listed=2)}], "counts": action_counts()},
-                "calls": [due("local"), claim_sweep(), listing(0), release_sweep(0)],
+                "calls": [due("local"), claim_sweep(), store("sandboxReferences", ["local"], 0), listing(0), release_sweep(0)],
             },
             providers=[local([sandbox("o1", old), sandbox("o2", None)])],
         ),
@@ -537,7 +537,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             "A listed sandbox without an owner spares every sandbox of that provider.",
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("unavailable", error='listed sandbox "o1" has no known owner; the sweep destroys nothing of this provider', listed=2)}]},
-                "calls": [due("local"), claim_sweep(), listing(0), release_sweep(0)],
+                "calls": [due("local"), claim_sweep(), store("sandboxReferences", ["local"], 0), listing(0), release_sweep(0)],
             },
             providers=[local([sandbox("o1", old, owner=None), sandbox("o2", old)])],
         ),
@@ -546,7 +546,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             "A list() that rejects makes the provider's sweep unavailable, with the provider's message.",
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("unavailable", error="api down")}]},
-                "calls": [due("local"), claim_sweep(), listing(0), release_sweep(0)],
+                "calls": [due("local"), claim_sweep(), store("sandboxReferences", ["local"], 0), listing(0), release_sweep(0)],
             },
             providers=[{"name": "local", "destroy": {}, "list": {"mode": "reject", "message": "api down"}}],
         ),
@@ -555,7 +555,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             "A list() still running at destroyTimeoutMs is cancelled; the sweep is unavailable.",
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("unavailable", error='listing the sandboxes of provider "local" did not settle within 50 ms; it was cancelled')}]},
-                "calls": [due("local"), claim_sweep(), listing(0), release_sweep(50)],
+                "calls": [due("local"), claim_sweep(), store("sandboxReferences", ["local"], 0), listing(0), release_sweep(50)],
                 "aborted": ["list:local"],
                 "elapsedMs": 50,
             },
@@ -611,7 +611,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
         ),
         case(
             "reconcile: a dry run plans and changes nothing",
-            "dryRun reads (stale records, due leaks without a lease, the listing, references), claims no sweep, destroys and writes nothing, and answers the plan with reasons.",
+            "dryRun reads (stale records, due leaks without a lease, references, the listing), claims no sweep, destroys and writes nothing, and answers the plan with reasons.",
             {
                 "report": {
                     "dryRun": True,
@@ -620,7 +620,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
                     "counts": action_counts(planned=3),
                     "actions": [action("idle", "local", "l1", "k1", "planned"), action("leak-retry", "local", "l2", "k2", "planned"), action("orphan", "local", "o3", None, "planned")],
                 },
-                "calls": [store("listStale", [-HOUR, 1000], 0), due("local", lease=None), listing(0), store("sandboxReferences", ["local"], 0)],
+                "calls": [store("listStale", [-HOUR, 1000], 0), due("local", lease=None), store("sandboxReferences", ["local"], 0), listing(0)],
                 "instancesAfter": [instance("k1", "local", "l1", -2 * HOUR)],
                 "leaksAfter": [after(leak("k2", "local", "l2"))],
             },

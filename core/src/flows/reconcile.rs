@@ -10,7 +10,8 @@
 //!      backoff. As in leak retry, no destroy starts or keeps running after
 //!      the claim's lease (less its last tenth, kept for the store write).
 //!    * **Orphans**: one host at a time holds a provider's sweep (a lease in
-//!      the store). Sandboxes the provider lists under the expected owner,
+//!      the store). It reads the store's references, *then* lists (see
+//!      [`Reconcile::sweep`] for why). Sandboxes listed under the expected owner,
 //!      referenced by no record and no ledger entry, created more than
 //!      `orphan_grace_ms` ago, are destroyed; a failed orphan destroy goes to
 //!      the ledger. **Fail closed**: if the listing fails, names a sandbox of
@@ -223,7 +224,7 @@ pub struct IdleCounts {
     pub stale: u64,
     /// Expired into the ledger (or planned, in a dry run).
     pub expired: u64,
-    /// Updated since they were read: left alone.
+    /// Updated since they were read, or expired meanwhile by another pass: left alone.
     pub touched: u64,
     /// Of a provider this pass does not know: left alone.
     pub skipped: u64,
@@ -343,7 +344,7 @@ pub struct Reconcile {
     cancelled: HashSet<EffectId>,
     stale: Vec<StaleRecord>,
     expire_queue: VecDeque<usize>,
-    listed: Vec<Vec<ListedSandbox>>,
+    references: Vec<HashSet<String>>,
     sweep_lease_ends: Vec<Option<Millis>>,
     jobs: Vec<Job>,
     queues: Vec<VecDeque<usize>>,
@@ -402,7 +403,7 @@ impl Reconcile {
             cancelled: HashSet::new(),
             stale: Vec::new(),
             expire_queue: VecDeque::new(),
-            listed: vec![Vec::new(); providers],
+            references: vec![HashSet::new(); providers],
             sweep_lease_ends: vec![None; providers],
             jobs: Vec::new(),
             queues: vec![VecDeque::new(); providers],
@@ -528,7 +529,7 @@ impl Reconcile {
             if !self.input.providers[provider].can_list {
                 self.unavailable(provider, messages::PROVIDER_CANNOT_LIST.to_owned());
             } else if self.input.dry_run {
-                self.list(provider, now);
+                self.sweep(provider);
             } else {
                 let holder = self.input.holder.clone();
                 let claim = Effect::ClaimSweep { provider: name, holder, lease_ms: self.input.lease_ms, now };
@@ -572,9 +573,24 @@ impl Reconcile {
         }
     }
 
-    fn sandboxes_listed(&mut self, provider: usize, sandboxes: Vec<ListedSandbox>) {
+    /// The sweep reads the store's references *before* listing: a sandbox
+    /// unreferenced then and still listed after is nobody's work in
+    /// progress (a destroy always ends before its entry is resolved or its
+    /// record deleted). Listing first would let a destroy that finished in
+    /// between look like an orphan and be destroyed twice.
+    fn sweep(&mut self, provider: usize) {
+        let name = self.input.providers[provider].name.clone();
+        self.ask(Effect::SandboxReferences { provider: name }, Pending::References { provider });
+    }
+
+    fn references_read(&mut self, provider: usize, references: Vec<String>, now: Millis) {
+        self.references[provider] = references.into_iter().collect();
+        self.list(provider, now);
+    }
+
+    fn sandboxes_listed(&mut self, provider: usize, listed: Vec<ListedSandbox>, now: Millis) {
         // Fail closed: one sandbox we cannot judge spares them all.
-        let unknown = sandboxes.iter().find_map(|sandbox| {
+        let unknown = listed.iter().find_map(|sandbox| {
             if sandbox.created_at.is_none() {
                 Some(messages::unknown_created_at(&sandbox.id))
             } else if sandbox.owner.is_none() {
@@ -583,21 +599,14 @@ impl Reconcile {
                 None
             }
         });
-        self.report.providers[provider].orphans.listed = sandboxes.len() as u64;
+        self.report.providers[provider].orphans.listed = listed.len() as u64;
         if let Some(error) = unknown {
             return self.unavailable(provider, error);
         }
-        self.listed[provider] = sandboxes;
-        let name = self.input.providers[provider].name.clone();
-        self.ask(Effect::SandboxReferences { provider: name }, Pending::References { provider });
-    }
-
-    fn references_read(&mut self, provider: usize, references: Vec<String>, now: Millis) {
-        let referenced: HashSet<String> = references.into_iter().collect();
+        let referenced = std::mem::take(&mut self.references[provider]);
         let owner = self.input.providers[provider].owner.clone();
         let grace = self.input.orphan_grace_ms;
         let lease_ends = self.sweep_lease_ends[provider].unwrap_or(Millis::MAX);
-        let listed = std::mem::take(&mut self.listed[provider]);
         self.report.providers[provider].orphans.status = SweepStatus::Swept;
         for sandbox in listed {
             let orphans = &mut self.report.providers[provider].orphans;
@@ -866,13 +875,13 @@ impl Flow for Reconcile {
             }
             (Pending::Sweep { provider, asked_at }, Completion::Flag(true)) => {
                 self.sweep_lease_ends[provider] = Some(self.lease_end(asked_at));
-                self.list(provider, now);
+                self.sweep(provider);
             }
             (Pending::Sweep { provider, .. }, Completion::Flag(false)) => {
                 self.report.providers[provider].orphans.status = SweepStatus::HeldElsewhere;
             }
             (Pending::List { provider, .. }, Completion::Sandboxes(sandboxes)) => {
-                self.sandboxes_listed(provider, sandboxes);
+                self.sandboxes_listed(provider, sandboxes, now);
             }
             (Pending::References { provider }, Completion::Ids(ids)) => self.references_read(provider, ids, now),
             // Reads that feed the sweep fail closed: that provider destroys nothing.
