@@ -150,8 +150,8 @@ test('reconcile accepts the documented zero values (orphanGraceMs, backoffMs, ma
   const report = await reconcile({ ...{ provider: world.provider, instances: world.store }, orphanGraceMs: 0, backoffMs: 0, maxBackoffMs: 0, dryRun: true, host: 'h' });
   assert.equal(report.dryRun, true);
   assert.equal(report.host, 'h');
-  // A dry run only reads: due leaks listed without a lease, the provider listed, references read.
-  assert.deepStrictEqual(world.calls, ['store.dueLeaks', 'provider.list', 'store.sandboxReferences']);
+  // A dry run only reads: due leaks listed without a lease, references read, then the provider listed.
+  assert.deepStrictEqual(world.calls, ['store.dueLeaks', 'store.sandboxReferences', 'provider.list']);
 });
 
 // ------------------------------------------------------------ reclaimAll
