@@ -40,6 +40,8 @@ pub fn protocol(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     dict.set_item("reclaim_failed_error_name", protocol.reclaim_failed_error_name)?;
     dict.set_item("destroy_timeout_error_name", protocol.destroy_timeout_error_name)?;
     dict.set_item("unreadable_error_message", protocol.unreadable_error_message)?;
+    // A report's `still_leaking` tells "cannot list" apart from a sweep that failed.
+    dict.set_item("provider_cannot_list", messages::PROVIDER_CANNOT_LIST)?;
     Ok(dict.into_any())
 }
 
@@ -77,11 +79,12 @@ pub fn start_reclaim(
 }
 
 /// Starts `reclaim_all`: `records` are `(run_id, sandbox_key)` pairs, in
-/// order; `providers` the providers' names, numbered in this order.
+/// order; `providers` the providers' names, numbered in this order;
+/// `stopped`: the caller stopped it before it began (nothing starts).
 #[pyfunction]
 #[pyo3(signature = (
     records, providers, store_has_ledger, concurrency, per_provider_concurrency, destroy_timeout_ms, budget_ms,
-    progress, now
+    progress, stopped, now
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn start_reclaim_all(
@@ -94,6 +97,7 @@ pub fn start_reclaim_all(
     destroy_timeout_ms: Option<u64>,
     budget_ms: Option<u64>,
     progress: bool,
+    stopped: bool,
     now: u64,
 ) -> PyResult<Bound<'_, PyTuple>> {
     let input = ReclaimAllInput {
@@ -105,6 +109,7 @@ pub fn start_reclaim_all(
         destroy_timeout_ms,
         budget_ms,
         progress,
+        stopped,
     };
     start(py, Box::new(ReclaimAll::new(input, now)))
 }
@@ -114,7 +119,7 @@ pub fn start_reclaim_all(
 #[pyfunction]
 #[pyo3(signature = (
     providers, host, holder, dry_run, concurrency, per_provider_concurrency, destroy_timeout_ms, budget_ms,
-    orphan_grace_ms, max_idle_ms, limit, lease_ms, backoff_ms, max_backoff_ms, progress, now
+    orphan_grace_ms, max_idle_ms, limit, lease_ms, backoff_ms, max_backoff_ms, progress, stopped, now
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn start_reconcile(
@@ -134,6 +139,7 @@ pub fn start_reconcile(
     backoff_ms: u64,
     max_backoff_ms: u64,
     progress: bool,
+    stopped: bool,
     now: u64,
 ) -> PyResult<Bound<'_, PyTuple>> {
     let plans =
@@ -151,6 +157,7 @@ pub fn start_reconcile(
     input.backoff_ms = backoff_ms;
     input.max_backoff_ms = max_backoff_ms;
     input.progress = progress;
+    input.stopped = stopped;
     start(py, Box::new(Reconcile::new(input, now)))
 }
 

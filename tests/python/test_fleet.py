@@ -241,12 +241,15 @@ async def test_the_stop_event_defers_what_has_not_started_and_returns_the_report
     assert [record.key for record in store.records()] == ["k1", "k2"], "deferred records are untouched"
 
 
-async def test_a_stop_event_already_set_starts_only_the_first_batch() -> None:
+async def test_a_stop_event_already_set_starts_nothing() -> None:
     store = await seeded_store(4)
     stop = asyncio.Event()
     stop.set()
-    report = await sr.reclaim_all(records(4), provider=SlowProvider(delay=0), instances=store, concurrency=2, stop=stop)
-    assert report.counts.deferred >= 2 and report.counts.destroyed + report.counts.deferred == 4
+    host: Any = Untouchable()
+    report = await sr.reclaim_all(records(4), provider=host, instances=host, concurrency=2, stop=stop)
+    assert report.counts.deferred == 4
+    report_ = await sr.reconcile(provider=host, instances=host, stop=stop)
+    assert report_.actions == [] and len(store) == 4
 
 
 async def test_cancelling_the_task_lets_in_flight_work_settle_then_raises_cancelled_error() -> None:
@@ -434,6 +437,7 @@ async def test_a_provider_without_list_gets_no_sweep() -> None:
     report = await sr.reconcile(provider=SlowProvider(), instances=store)
     assert report.providers[0].orphans.status is sr.SweepStatus.UNAVAILABLE
     assert report.providers[0].orphans.error is not None and "no list()" in report.providers[0].orphans.error
+    assert not report.still_leaking, "a provider that cannot list is not a sweep that failed"
 
 
 async def test_reconcile_retries_due_leaks_and_a_store_answer_out_of_contract_is_its_error() -> None:
@@ -686,3 +690,30 @@ async def test_list_answers_stay_what_they_were_for_existing_callers(tmp_path: P
     finally:
         await provider.destroy(handle.id)
 
+
+
+async def test_reconcile_sweeps_docker_orphans_under_the_providers_owner() -> None:
+    from services import docker_image
+
+    image = docker_image()
+    owner = f"py-fleet-{uuid.uuid4().hex[:12]}"
+    provider = sr.DockerProvider(image=image, owner=owner)
+    assert provider.owner == owner
+    kept = await provider.create("thread-kept:sandbox")
+    orphan = await provider.create("thread-orphan:sandbox")
+    try:
+        listed = await provider.list_sandboxes()
+        assert sorted(sandbox.id for sandbox in listed) == sorted([kept.id, orphan.id])
+        assert {sandbox.owner for sandbox in listed} == {owner}
+        assert {sandbox.key for sandbox in listed} == {kept.key, orphan.key}
+        store = sr.InMemorySandboxInstanceStore.with_ledger()
+        await store.upsert(sr.SandboxInstanceRecord(kept.key, provider.name, kept.id, "thread-kept", now_ms()))
+        # The pass's owner is another namespace: the provider's own wins.
+        report = await sr.reconcile(provider=provider, instances=store, orphan_grace=0, owner="someone-else")
+        assert [(action.provider_sandbox_id, action.key, action.result) for action in report.actions] == [
+            (orphan.id, orphan.key, sr.ActionResult.DESTROYED)
+        ]
+        assert [sandbox.id for sandbox in await provider.list_sandboxes()] == [kept.id]
+    finally:
+        for handle in (kept, orphan):
+            await provider.destroy(handle.id)

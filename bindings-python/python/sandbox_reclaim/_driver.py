@@ -28,7 +28,9 @@ form; an answer that breaks the method's contract is that effect's failure
 from __future__ import annotations
 
 import asyncio
+import collections
 import datetime
+import functools
 import inspect
 import json
 import time
@@ -390,9 +392,9 @@ def _consume(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
-# The shared empty task list of runs that never needed one (never mutated:
-# `wait` gives a run its own list first).
-_NONE: list[Any] = []
+# The shared empty task table of runs that never needed one (never mutated:
+# `wait` gives a run its own table first).
+_NONE: dict[int, Any] = {}
 
 # A started effect waiting to be heard of: (effect id, op, awaitable or task).
 Started = tuple[int, int, Any]
@@ -408,7 +410,7 @@ def _leak(batch: Batch, at: int) -> NewLeak:
 class _Run:
     """One flow run's host side: what it started and what the host gave back."""
 
-    __slots__ = ("host", "run", "values", "awaiting", "settled", "tasks", "cancelled")
+    __slots__ = ("host", "run", "values", "awaiting", "settled", "tasks", "done", "waker", "cancelled")
 
     def __init__(self, host: Host) -> None:
         self.host = host
@@ -416,8 +418,12 @@ class _Run:
         self.values: dict[int, Any] = {}
         self.awaiting: list[Started] = []
         self.settled: list[Settled] = []
-        # Only flows with several effects in flight or a deadline need these.
-        self.tasks: list[Started] = _NONE
+        # Only flows with several effects in flight or a deadline need these:
+        # the tasks running, by effect id → (op, task); those that finished,
+        # in the order they did; the future that wakes `wait` when one does.
+        self.tasks: dict[int, tuple[int, asyncio.Future[Any]]] = _NONE
+        self.done: collections.deque[Started] = collections.deque()
+        self.waker: asyncio.Future[None] | None = None
         self.cancelled: set[int] = set()
 
     def start(self, batch: Batch) -> Batch:
@@ -559,17 +565,24 @@ class _Run:
         """The machine cancelled ``target`` (its deadline passed): cancel its
         task; its late settle is never reported."""
         self.cancelled.add(target)
-        for started in (self.awaiting, self.tasks):
-            for index, (effect, _, pending) in enumerate(started):
-                if effect == target:
-                    del started[index]
-                    if isinstance(pending, asyncio.Future):
-                        pending.cancel()
-                        pending.add_done_callback(_consume)
-                    elif isinstance(pending, types.CoroutineType):
-                        pending.close()  # never started
-                    return
-        # A synchronous answer not yet reported (the machine cancelled it first).
+        running = self.tasks.pop(target, None)
+        if running is not None:
+            task = running[1]
+            task.cancel()
+            task.add_done_callback(_consume)
+            return
+        for index, (effect, _, pending) in enumerate(self.awaiting):
+            if effect == target:
+                del self.awaiting[index]
+                if isinstance(pending, types.CoroutineType):
+                    pending.close()  # never started
+                return
+        # An answer not yet reported (the machine cancelled it first).
+        for index, (effect, _, task) in enumerate(self.done):
+            if effect == target:
+                del self.done[index]
+                _consume(task)
+                return
         for index, (effect, _, _, _) in enumerate(self.settled):
             if effect == target:
                 del self.settled[index]
@@ -609,38 +622,60 @@ class _Run:
         them as tasks; answers the batch of the first to settle, or of the
         deadline; ``None`` when ``stop`` is done first."""
         if self.tasks is _NONE:
-            self.tasks = []
+            self.tasks = {}
+        tasks = self.tasks
         for effect, op, awaitable in self.awaiting:
-            self.tasks.append((effect, op, asyncio.ensure_future(awaitable)))
+            task = asyncio.ensure_future(awaitable)
+            tasks[effect] = (op, task)
+            task.add_done_callback(functools.partial(self.finished, effect))
         self.awaiting.clear()
-        waiting = {task for _, _, task in self.tasks}
-        if stop is not None:
-            waiting.add(stop)
-        if not waiting and deadline is None:
-            raise RuntimeError("sandbox_reclaim: the flow waits on nothing (a driver bug)")
-        await _clock.wait(waiting, deadline)
-        for index, (effect, op, task) in enumerate(self.tasks):
-            if task.done():
-                del self.tasks[index]
-                if task.cancelled():
-                    return self.completion(effect, op, asyncio.CancelledError(), True)
-                failure = task.exception()
-                if failure is None:
-                    return self.completion(effect, op, task.result(), False)
-                if not isinstance(failure, Exception):
-                    raise failure
-                return self.completion(effect, op, failure, True)
+        if not self.done:
+            if not tasks and deadline is None and stop is None:
+                raise RuntimeError("sandbox_reclaim: the flow waits on nothing (a driver bug)")
+            # One future to wait on however many tasks run: each task's done
+            # callback queues it and wakes this.
+            waker: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self.waker = waker
+            try:
+                await _clock.wait({waker} if stop is None else {waker, stop}, deadline)
+            finally:
+                self.waker = None
+        if self.done:
+            effect, op, task = self.done.popleft()
+            if task.cancelled():
+                return self.completion(effect, op, asyncio.CancelledError(), True)
+            failure = task.exception()
+            if failure is None:
+                return self.completion(effect, op, task.result(), False)
+            if not isinstance(failure, Exception):
+                raise failure
+            return self.completion(effect, op, failure, True)
         if stop is not None and stop.done():
             return None
         # Woken by the deadline (a wake-up before it just waits again).
         return _native.timeout(self.run, _clock.now())
 
+    def finished(self, effect: int, task: asyncio.Future[Any]) -> None:
+        """A task's done callback: queues its settle (unless the machine
+        cancelled it or the run was dropped) and wakes ``wait``."""
+        running = self.tasks.get(effect)
+        if running is None or running[1] is not task:
+            return
+        del self.tasks[effect]
+        self.done.append((effect, running[0], task))
+        waker = self.waker
+        if waker is not None and not waker.done():
+            waker.set_result(None)
+
     def drop(self) -> None:
         """The run ended: nothing it started may linger."""
-        for _, _, task in self.tasks:
+        for _, task in self.tasks.values():
             task.cancel()
             task.add_done_callback(_consume)
         self.tasks.clear()
+        for _, _, task in self.done:
+            _consume(task)
+        self.done.clear()
         for _, _, awaitable in self.awaiting:
             if isinstance(awaitable, types.CoroutineType):
                 awaitable.close()  # never started: no "never awaited" warning
@@ -696,7 +731,7 @@ async def drive(
                 batch = state.start(state.completion(effect, op, value, failed))
             elif not stoppable:
                 awaiting = state.awaiting
-                if batch[1] is None and not state.tasks and len(awaiting) == 1:
+                if batch[1] is None and not state.tasks and not state.done and len(awaiting) == 1:
                     # One awaitable, nothing else in flight, no deadline: await it in place.
                     effect, op, awaitable = awaiting.pop()
                     try:
@@ -734,5 +769,5 @@ async def drive(
         if stop_waiter is not None and not stop_waiter.done():
             stop_waiter.cancel()
             stop_waiter.add_done_callback(_consume)
-        if state.tasks or state.awaiting:
+        if state.tasks or state.awaiting or state.done:
             state.drop()

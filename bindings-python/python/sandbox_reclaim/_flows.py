@@ -352,7 +352,8 @@ async def reclaim_all(
     event = _stop_event(stop)
     log = None if logger is None else _log_methods(logger)
     host = Host(destroys=destroys, get=get, delete=delete, delete_recording_leak=ledger, log=log, progress=progress)
-    arguments = (rows, names, ledger is not None, pool, per_provider, timeout, budget_ms, progress is not None)
+    stopped = event is not None and event.is_set()
+    arguments = (rows, names, ledger is not None, pool, per_provider, timeout, budget_ms, progress is not None, stopped)
     report = await drive(_native.start_reclaim_all, arguments, host, stoppable=True, stop=event)
     return FleetReclaimReport.from_dict(report)
 
@@ -455,6 +456,7 @@ async def reconcile(
         backoff_ms,
         max_backoff_ms,
         progress is not None,
+        event is not None and event.is_set(),
     )
     report = await drive(_native.start_reconcile, arguments, bound, stoppable=True, stop=event)
     return ReconcileReport.from_dict(report)

@@ -44,6 +44,7 @@ def start_reclaim_all(
     destroy_timeout_ms: int | None,
     budget_ms: int | None,
     progress: bool,
+    stopped: bool,
     now: int,
     /,
 ) -> Batch: ...
@@ -63,6 +64,7 @@ def start_reconcile(
     backoff_ms: int,
     max_backoff_ms: int,
     progress: bool,
+    stopped: bool,
     now: int,
     /,
 ) -> Batch: ...

@@ -14,6 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from . import _native
+
+_CANNOT_LIST: str = _native.protocol()["provider_cannot_list"]
 
 class RecordOutcome(str, enum.Enum):
     """How one record of a :func:`reclaim_all` pass ended: a reclaim's five
@@ -349,11 +352,17 @@ class ReconcileReport:
     @property
     def still_leaking(self) -> bool:
         """Whether anything may still be billing after the pass: a failed or
-        deferred destroy, or a provider whose sweep could not run."""
+        deferred destroy, a pass cut short, or a provider whose sweep could
+        not run (a provider that cannot list at all does not count: no pass
+        will ever sweep it)."""
         return (
             self.counts.failed > 0
             or self.counts.deferred > 0
-            or any(provider.orphans.status is SweepStatus.UNAVAILABLE for provider in self.providers)
+            or self.cut_short
+            or any(
+                provider.orphans.status is SweepStatus.UNAVAILABLE and provider.orphans.error != _CANNOT_LIST
+                for provider in self.providers
+            )
         )
 
     @classmethod
