@@ -1,0 +1,209 @@
+//! The command line (clap derive). Values clap can check (numbers, durations,
+//! addresses) are refused by clap itself with exit code 2 and the flag named.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::time::{parse_duration, parse_positive_duration};
+
+/// Finds and destroys the sandboxes AI agent runs leave behind: leaks in the
+/// ledger, orphans no record references, idle records.
+#[derive(Debug, Parser)]
+#[command(name = "sandbox-reclaim", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every subcommand takes (before or after the subcommand's name).
+#[derive(Debug, Clone, Default, Args)]
+pub struct GlobalArgs {
+    /// The store: `sqlite:PATH` or `postgres://user@host:port/db`
+    /// [default: a SQLite file in the platform's data directory]
+    #[arg(long, global = true, env = "SANDBOX_RECLAIM_STORE", value_name = "URL")]
+    pub store: Option<String>,
+    /// PostgreSQL schema holding the store's tables [default: public]
+    #[arg(long, global = true, env = "SANDBOX_RECLAIM_PG_SCHEMA", value_name = "NAME")]
+    pub pg_schema: Option<String>,
+    /// Give up opening the store after this long [default: 10s]
+    #[arg(long, global = true, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_positive_duration)]
+    pub connect_timeout: Option<Duration>,
+    /// Reclaim Docker/podman containers; URL like unix:///run/podman/podman.sock
+    /// or tcp://host:2375 [default: DOCKER_HOST, else the local socket]
+    #[arg(long, global = true, num_args = 0..=1, value_name = "URL")]
+    pub docker: Option<Option<String>>,
+    /// Reclaim LocalProvider sandboxes kept under this directory
+    #[arg(long, global = true, value_name = "BASE_DIR")]
+    pub local: Option<PathBuf>,
+    /// Owner namespace whose sandboxes are ours to sweep [default: sandbox-reclaim]
+    #[arg(long, global = true, value_name = "NAME")]
+    pub owner: Option<String>,
+    /// TOML config file (flags override it); see examples/sandbox-reclaim.toml
+    #[arg(long, global = true, env = "SANDBOX_RECLAIM_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Print one JSON document (JSON lines with --every) instead of text
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Log line format on stderr (filter with RUST_LOG) [default: text]
+    #[arg(long, global = true, value_enum, value_name = "FORMAT")]
+    pub log_format: Option<LogFormat>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (with --every only)
+    #[arg(long, global = true, value_name = "ADDR")]
+    pub metrics_addr: Option<SocketAddr>,
+    /// Name this host in the audit log and the sweep leases [default: the host name]
+    #[arg(long, global = true, value_name = "NAME")]
+    pub host: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// One pass over everything that may still be billing: due leaks,
+    /// orphans, idle records (or a pass every DURATION, as a service)
+    Reconcile(ReconcileArgs),
+    /// The leak ledger: sandboxes whose destroy failed
+    #[command(subcommand)]
+    Leaks(LeaksCommand),
+    /// Only the orphan sweep: sandboxes no record or ledger entry references
+    Orphans(OrphansArgs),
+    /// The audit log: every destroy attempt fleet passes made
+    Audit(AuditArgs),
+    /// Records, leaks by provider and age, the last pass
+    Status,
+    /// Apply the store's migrations and print its schema version
+    Migrate,
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct ReconcileArgs {
+    /// Plan only: read everything, change nothing, print what would be destroyed
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Run a pass every DURATION until SIGINT/SIGTERM
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_positive_duration)]
+    pub every: Option<Duration>,
+    #[command(flatten)]
+    pub pass: PassArgs,
+    /// Expire records idle longer than this (their sandboxes are destroyed) [default: never]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_positive_duration)]
+    pub max_idle: Option<Duration>,
+    /// Start no destroy after this long [default: no budget]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_positive_duration)]
+    pub budget: Option<Duration>,
+}
+
+/// What a reconcile pass and an orphan sweep share.
+#[derive(Debug, Clone, Default, Args)]
+pub struct PassArgs {
+    /// Destroys in flight at once [default: 16]
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = clap::value_parser!(u32).range(1..))]
+    pub concurrency: Option<u32>,
+    /// Cancel a destroy (or a listing) still running after this long [default: none]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_positive_duration)]
+    pub destroy_timeout: Option<Duration>,
+    /// Spare unreferenced sandboxes younger than this [default: 10m]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_duration)]
+    pub orphan_grace: Option<Duration>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LeaksCommand {
+    /// Every pending leak, oldest first
+    List,
+    /// Destroy pending leaks now (ignoring their backoff), per provider
+    Retry(RetryArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RetryArgs {
+    /// Most leaks retried per provider
+    #[arg(long, value_name = "N", default_value_t = 100, allow_hyphen_values = true, value_parser = clap::value_parser!(u32).range(1..))]
+    pub limit: u32,
+    /// Cancel a destroy still running after this long [default: none]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_positive_duration)]
+    pub destroy_timeout: Option<Duration>,
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct OrphansArgs {
+    /// Plan only: list the orphans that would be destroyed
+    #[arg(long)]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub pass: PassArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct AuditArgs {
+    /// Rows from this time on: RFC 3339, epoch milliseconds, or a duration ago
+    #[arg(long, value_name = "TIME", default_value = "24h", allow_hyphen_values = true)]
+    pub since: String,
+    /// Most rows printed (oldest first)
+    #[arg(long, value_name = "N", default_value_t = 1000, allow_hyphen_values = true, value_parser = clap::value_parser!(u32).range(1..))]
+    pub limit: u32,
+}
+
+/// `--docker` takes an optional URL, so clap would read `--docker reconcile`
+/// as the URL `reconcile`. A `--docker` followed by something that is no URL
+/// (no `://`) is rewritten to `--docker=` (no URL) before clap parses.
+pub fn bare_docker(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let args: Vec<std::ffi::OsString> = args.into_iter().collect();
+    let mut rewritten = Vec::with_capacity(args.len());
+    for (index, arg) in args.iter().enumerate() {
+        let next_is_url = args.get(index + 1).and_then(|next| next.to_str()).is_some_and(|next| next.contains("://"));
+        if arg == "--docker" && !next_is_url {
+            rewritten.push(std::ffi::OsString::from("--docker="));
+        } else {
+            rewritten.push(arg.clone());
+        }
+    }
+    rewritten
+}
+
+impl Command {
+    /// The command's name in JSON documents (`leaks list`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Reconcile(_) => "reconcile",
+            Self::Leaks(LeaksCommand::List) => "leaks list",
+            Self::Leaks(LeaksCommand::Retry(_)) => "leaks retry",
+            Self::Orphans(_) => "orphans",
+            Self::Audit(_) => "audit",
+            Self::Status => "status",
+            Self::Migrate => "migrate",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Cli {
+        Cli::try_parse_from(bare_docker(args.iter().map(std::ffi::OsString::from))).unwrap()
+    }
+
+    #[test]
+    fn docker_takes_an_optional_url_anywhere() {
+        assert_eq!(parse(&["x", "--docker", "status"]).global.docker, Some(Some(String::new())));
+        assert_eq!(parse(&["x", "status", "--docker"]).global.docker, Some(Some(String::new())));
+        assert_eq!(parse(&["x", "status", "--docker", "--json"]).global.docker, Some(Some(String::new())));
+        assert_eq!(
+            parse(&["x", "--docker", "unix:///s.sock", "status"]).global.docker,
+            Some(Some("unix:///s.sock".into()))
+        );
+        assert_eq!(parse(&["x", "status", "--docker=tcp://h:1"]).global.docker, Some(Some("tcp://h:1".into())));
+        assert_eq!(parse(&["x", "status"]).global.docker, None);
+    }
+}

@@ -1,0 +1,106 @@
+//! One module per subcommand, plus what passes share: running one, signals,
+//! rendering its report.
+
+pub mod audit;
+pub mod leaks;
+pub mod migrate;
+pub mod orphans;
+pub mod reconcile;
+pub mod status;
+
+use std::time::Duration;
+
+use sandbox_reclaim::{FleetStore, ReconcileOptions, ReconcileReport, StopSignal};
+use tokio::sync::watch;
+
+use crate::config::PassSettings;
+use crate::error::{from_reclaim, Failure};
+use crate::progress::Progress;
+use crate::providers::Providers;
+use crate::Context;
+
+/// Listens for SIGINT and SIGTERM: the first stops `stop` (nothing new
+/// starts; what runs settles up to its deadline and is written down; sweep
+/// claims are released) and flips the returned flag; a second one exits at
+/// once with 130.
+pub fn install_signals(stop: StopSignal) -> Result<watch::Receiver<bool>, Failure> {
+    let (sender, receiver) = watch::channel(false);
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let listen =
+            |kind| signal(kind).map_err(|error| Failure::failed(format!("cannot listen for signals: {error}")));
+        let mut terminate = listen(SignalKind::terminate())?;
+        let mut interrupt = listen(SignalKind::interrupt())?;
+        tokio::spawn(async move {
+            let mut received = 0;
+            loop {
+                let name = tokio::select! {
+                    _ = terminate.recv() => "SIGTERM",
+                    _ = interrupt.recv() => "SIGINT",
+                };
+                received += 1;
+                if received > 1 {
+                    eprintln!("sandbox-reclaim: {name} again: exiting now (unfinished work stays in the ledger)");
+                    std::process::exit(130);
+                }
+                tracing::info!(signal = name, "stopping: in-flight destroys finish up to their deadline, then exit");
+                stop.stop();
+                let _ = sender.send(true);
+            }
+        });
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                stop.stop();
+                let _ = sender.send(true);
+            }
+        });
+    }
+    Ok(receiver)
+}
+
+/// What a pass is asked to do.
+pub struct PassPlan<'a> {
+    pub settings: &'a PassSettings,
+    pub dry_run: bool,
+    /// Idle expiry (`reconcile --max-idle`); an orphan sweep has none.
+    pub idle: bool,
+}
+
+/// Runs one reconcile pass with a progress bar.
+pub async fn run_pass(
+    context: &Context,
+    store: &dyn FleetStore,
+    providers: &Providers,
+    plan: &PassPlan<'_>,
+    stop: &StopSignal,
+) -> Result<ReconcileReport, Failure> {
+    let progress = Progress::start(true);
+    let on_progress = |event: &serde_json::Value| progress.event(event);
+    let mut options = ReconcileOptions::new(providers.as_dyn(), store);
+    options.dry_run = plan.dry_run;
+    if let Some(concurrency) = plan.settings.concurrency {
+        options.concurrency = concurrency as usize;
+    }
+    options.destroy_timeout = plan.settings.destroy_timeout;
+    options.budget = plan.settings.budget;
+    if let Some(grace) = plan.settings.orphan_grace {
+        options.orphan_grace = grace;
+    }
+    options.max_idle = if plan.idle { plan.settings.max_idle } else { None };
+    options.owner = context.settings.owner.clone();
+    options.host = context.settings.host.clone();
+    options.on_progress = Some(&on_progress);
+    options.stop = Some(stop);
+    let result = sandbox_reclaim::reconcile(options).await;
+    progress.finish();
+    result.map_err(from_reclaim)
+}
+
+/// A pass's wall time for logs.
+pub fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}

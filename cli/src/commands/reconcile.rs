@@ -1,0 +1,399 @@
+//! `reconcile`: one pass, or a pass every DURATION as a service (with
+//! Prometheus metrics), until SIGINT/SIGTERM.
+
+use sandbox_reclaim::{ActionReason, ActionResult, ReconcileReport, StopSignal, SweepStatus};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use tokio::time::Instant;
+
+use super::{install_signals, run_pass, PassPlan};
+use crate::args::ReconcileArgs;
+use crate::error::{Failure, EXIT_LEAKING, EXIT_OK};
+use crate::metrics::Metrics;
+use crate::output::{clip, envelope, plain_line, print_json, print_text, Mode, Table};
+use crate::providers::Providers;
+use crate::store::Store;
+use crate::time::{format_age, now_millis};
+use crate::Context;
+
+/// Which part of a report a command shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    Full,
+    /// `orphans`: the sweep only.
+    Orphans,
+}
+
+pub async fn run(context: &Context, args: &ReconcileArgs) -> Result<i32, Failure> {
+    let settings = context.settings.pass.with_reconcile(args);
+    let store = context.open_store().await?;
+    let service = settings.every.map(|every| (every, context.settings.metrics_addr));
+    let metrics = match service {
+        Some((_, Some(_))) => Some(Arc::new(Metrics::new())),
+        _ => None,
+    };
+    let providers = Providers::build(&context.settings, metrics.clone(), true).await?;
+    let stop = StopSignal::new();
+    let mut stopped = install_signals(stop.clone())?;
+    let plan = PassPlan { settings: &settings, dry_run: args.dry_run, idle: true };
+
+    let Some((every, metrics_addr)) = service else {
+        let report = run_pass(context, store.fleet(), &providers, &plan, &stop).await;
+        store.close().await;
+        let report = report?;
+        let leaking = still_leaking(&report, View::Full);
+        emit(context, &store, &report, View::Full, None);
+        return Ok(if leaking { EXIT_LEAKING } else { EXIT_OK });
+    };
+
+    let server = match (metrics_addr, &metrics) {
+        (Some(addr), Some(metrics)) => {
+            let (bound, task) = crate::metrics::serve(addr, metrics.clone()).await?;
+            tracing::info!(addr = %bound, "serving Prometheus metrics at /metrics");
+            Some(task)
+        }
+        _ => None,
+    };
+    if let Some(metrics) = &metrics {
+        update_leak_metrics(&store, &providers, metrics).await;
+    }
+    tracing::info!(every = %humantime::format_duration(every), store = %store.describe(), providers = ?providers.names(), "reconciling");
+    let mut pass = 0_u64;
+    let mut next = Instant::now();
+    while !stop.is_stopped() {
+        pass += 1;
+        let started = Instant::now();
+        match run_pass(context, store.fleet(), &providers, &plan, &stop).await {
+            Ok(report) => {
+                tracing::info!(
+                    pass,
+                    destroyed = report.counts.destroyed,
+                    failed = report.counts.failed,
+                    deferred = report.counts.deferred,
+                    planned = report.counts.planned,
+                    cut_short = report.cut_short,
+                    still_leaking = report.still_leaking(),
+                    elapsed_ms = report.elapsed_ms,
+                    "pass done"
+                );
+                if let Some(metrics) = &metrics {
+                    metrics.observe_pass(&report, now_millis());
+                    update_leak_metrics(&store, &providers, metrics).await;
+                }
+                emit(context, &store, &report, View::Full, Some(pass));
+            }
+            // Options are checked before anything runs: they will not get better.
+            Err(failure @ Failure::Usage { .. }) => return Err(failure),
+            Err(failure) => {
+                tracing::error!(pass, error = %failure, "pass failed; retrying at the next interval");
+                if let Some(metrics) = &metrics {
+                    metrics.observe_failed_pass(started.elapsed(), now_millis());
+                }
+                if context.mode == Mode::Json {
+                    print_json(&envelope(context.command, json!({ "pass": pass, "error": failure.to_json() })));
+                }
+            }
+        }
+        next += every;
+        let now = Instant::now();
+        if next < now {
+            // A pass longer than the interval: start the next one now, skip the missed ones.
+            next = now;
+        }
+        tokio::select! {
+            () = tokio::time::sleep_until(next) => {}
+            _ = stopped.changed() => {}
+        }
+    }
+    tracing::info!(passes = pass, "stopped");
+    if let Some(task) = server {
+        task.abort();
+    }
+    store.close().await;
+    Ok(EXIT_OK)
+}
+
+async fn update_leak_metrics(store: &Store, providers: &Providers, metrics: &Metrics) {
+    match store.ledger().list_leaks(None).await {
+        Ok(leaks) => metrics.observe_leaks(&providers.names(), &leaks, now_millis()),
+        Err(error) => tracing::warn!(%error, "could not read the leak ledger for the metrics"),
+    }
+}
+
+/// Whether anything may still be billing, as far as `view` looks.
+pub fn still_leaking(report: &ReconcileReport, view: View) -> bool {
+    match view {
+        View::Full => report.still_leaking(),
+        View::Orphans => report.providers.iter().any(|provider| {
+            provider.orphans.failed > 0
+                || provider.orphans.deferred > 0
+                || provider.orphans.status == SweepStatus::Unavailable
+        }),
+    }
+}
+
+/// The report as JSON: the core's report, or its orphan part.
+pub fn report_json(report: &ReconcileReport, view: View) -> Value {
+    let mut value = serde_json::to_value(report).unwrap_or(Value::Null);
+    if view == View::Orphans {
+        if let Value::Object(object) = &mut value {
+            object.remove("idle");
+            if let Some(Value::Array(providers)) = object.get_mut("providers") {
+                for provider in providers {
+                    if let Value::Object(provider) = provider {
+                        provider.remove("leaks");
+                    }
+                }
+            }
+            let actions: Vec<_> =
+                report.actions.iter().filter(|action| action.reason == ActionReason::Orphan).collect();
+            let count = |result: ActionResult| actions.iter().filter(|action| action.result == result).count();
+            object.insert(
+                "counts".into(),
+                json!({
+                    "planned": count(ActionResult::Planned),
+                    "destroyed": count(ActionResult::Destroyed),
+                    "failed": count(ActionResult::Failed),
+                    "deferred": count(ActionResult::Deferred),
+                    "touched": count(ActionResult::Touched),
+                }),
+            );
+            object.insert("actions".into(), serde_json::to_value(&actions).unwrap_or(Value::Null));
+        }
+    }
+    value
+}
+
+/// Prints a pass's report in the context's mode.
+pub fn emit(context: &Context, store: &Store, report: &ReconcileReport, view: View, pass: Option<u64>) {
+    let leaking = still_leaking(report, view);
+    match context.mode {
+        Mode::Json => {
+            let mut fields = json!({
+                "store": store.describe(),
+                "stillLeaking": leaking,
+                "exitCode": if leaking { EXIT_LEAKING } else { EXIT_OK },
+                "report": report_json(report, view),
+            });
+            if let Some(pass) = pass {
+                fields["pass"] = json!(pass);
+            }
+            print_json(&envelope(context.command, fields));
+        }
+        Mode::Table => print_text(&render_table(report, view, leaking)),
+        Mode::Plain => print_text(&render_plain(report, view, leaking)),
+    }
+}
+
+fn actions(report: &ReconcileReport, view: View) -> impl Iterator<Item = &sandbox_reclaim::Action> {
+    report.actions.iter().filter(move |action| view == View::Full || action.reason == ActionReason::Orphan)
+}
+
+fn kebab<T: serde::Serialize>(value: T) -> String {
+    serde_json::to_value(value).ok().and_then(|value| value.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+const MAX_ACTION_ROWS: usize = 50;
+
+fn render_table(report: &ReconcileReport, view: View, leaking: bool) -> String {
+    let mut text = String::new();
+    let what = if view == View::Full { "Reconcile pass" } else { "Orphan sweep" };
+    let dry = if report.dry_run { " (dry run: nothing changed)" } else { "" };
+    let cut = if report.cut_short { ", cut short" } else { "" };
+    text.push_str(&format!("{what} on {}{dry}: {}{cut}\n\n", report.host, format_age(report.elapsed_ms)));
+
+    let mut providers = match view {
+        View::Full => Table::new(&[
+            "PROVIDER",
+            "LEAKS DUE",
+            "DESTROYED",
+            "FAILED",
+            "DEFERRED",
+            "SWEEP",
+            "LISTED",
+            "ORPHANS",
+            "DESTROYED",
+            "FAILED",
+            "DEFERRED",
+        ]),
+        View::Orphans => Table::new(&[
+            "PROVIDER",
+            "SWEEP",
+            "LISTED",
+            "FOREIGN",
+            "REFERENCED",
+            "YOUNG",
+            "ORPHANS",
+            "DESTROYED",
+            "FAILED",
+            "DEFERRED",
+        ]),
+    };
+    let mut errors = Vec::new();
+    for provider in &report.providers {
+        let (leaks, orphans) = (&provider.leaks, &provider.orphans);
+        let sweep = kebab(orphans.status);
+        if let Some(error) = &orphans.error {
+            errors.push(format!("  {} sweep {sweep}: {error}\n", provider.name));
+        }
+        let cells = match view {
+            View::Full => vec![
+                provider.name.clone(),
+                leaks.due.to_string(),
+                leaks.destroyed.to_string(),
+                leaks.failed.to_string(),
+                leaks.deferred.to_string(),
+                sweep,
+                orphans.listed.to_string(),
+                orphans.found.to_string(),
+                orphans.destroyed.to_string(),
+                orphans.failed.to_string(),
+                orphans.deferred.to_string(),
+            ],
+            View::Orphans => vec![
+                provider.name.clone(),
+                sweep,
+                orphans.listed.to_string(),
+                orphans.foreign.to_string(),
+                orphans.referenced.to_string(),
+                orphans.young.to_string(),
+                orphans.found.to_string(),
+                orphans.destroyed.to_string(),
+                orphans.failed.to_string(),
+                orphans.deferred.to_string(),
+            ],
+        };
+        providers.row(cells);
+    }
+    text.push_str(&providers.render());
+    for error in errors {
+        text.push_str(&error);
+    }
+    if view == View::Full && report.idle.enabled {
+        let idle = &report.idle;
+        text.push_str(&format!(
+            "\nIdle records: {} stale, {} expired, {} touched since, {} of other providers\n",
+            idle.stale, idle.expired, idle.touched, idle.skipped
+        ));
+    }
+
+    let shown: Vec<_> = actions(report, view).collect();
+    if !shown.is_empty() {
+        let mut table = Table::new(&["REASON", "PROVIDER", "SANDBOX", "KEY", "RESULT", "ERROR"]);
+        for action in shown.iter().take(MAX_ACTION_ROWS) {
+            table.row(vec![
+                action.reason.as_str().to_owned(),
+                action.provider.clone(),
+                clip(&action.provider_sandbox_id, 40),
+                clip(action.key.as_deref().unwrap_or("-"), 30),
+                kebab(action.result),
+                clip(action.error.as_deref().unwrap_or(""), 60),
+            ]);
+        }
+        text.push('\n');
+        text.push_str(&table.render());
+        if shown.len() > MAX_ACTION_ROWS {
+            text.push_str(&format!("… and {} more (--json lists them all)\n", shown.len() - MAX_ACTION_ROWS));
+        }
+    }
+    text.push('\n');
+    text.push_str(&summary(report, view, leaking));
+    text.push('\n');
+    text
+}
+
+fn summary(report: &ReconcileReport, view: View, leaking: bool) -> String {
+    let count = |result: ActionResult| actions(report, view).filter(|action| action.result == result).count();
+    let mut text = if report.dry_run {
+        format!("{} planned", count(ActionResult::Planned))
+    } else {
+        format!(
+            "{} destroyed, {} failed, {} deferred",
+            count(ActionResult::Destroyed),
+            count(ActionResult::Failed),
+            count(ActionResult::Deferred)
+        )
+    };
+    if leaking {
+        text.push_str(" — STILL LEAKING (exit 1)");
+    } else {
+        text.push_str(" — nothing left leaking");
+    }
+    text
+}
+
+fn render_plain(report: &ReconcileReport, view: View, leaking: bool) -> String {
+    let mut text = String::new();
+    for provider in &report.providers {
+        let (leaks, orphans) = (&provider.leaks, &provider.orphans);
+        let mut pairs = vec![("name", provider.name.clone())];
+        if view == View::Full {
+            pairs.extend([
+                ("leaks_due", leaks.due.to_string()),
+                ("leaks_destroyed", leaks.destroyed.to_string()),
+                ("leaks_failed", leaks.failed.to_string()),
+                ("leaks_deferred", leaks.deferred.to_string()),
+            ]);
+        }
+        pairs.extend([
+            ("sweep", kebab(orphans.status)),
+            ("listed", orphans.listed.to_string()),
+            ("foreign", orphans.foreign.to_string()),
+            ("referenced", orphans.referenced.to_string()),
+            ("young", orphans.young.to_string()),
+            ("orphans_found", orphans.found.to_string()),
+            ("orphans_destroyed", orphans.destroyed.to_string()),
+            ("orphans_failed", orphans.failed.to_string()),
+            ("orphans_deferred", orphans.deferred.to_string()),
+        ]);
+        if let Some(error) = &orphans.error {
+            pairs.push(("sweep_error", error.clone()));
+        }
+        text.push_str(&plain_line("provider", &pairs));
+    }
+    if view == View::Full && report.idle.enabled {
+        let idle = &report.idle;
+        text.push_str(&plain_line(
+            "idle",
+            &[
+                ("stale", idle.stale.to_string()),
+                ("expired", idle.expired.to_string()),
+                ("touched", idle.touched.to_string()),
+                ("skipped", idle.skipped.to_string()),
+            ],
+        ));
+    }
+    for action in actions(report, view) {
+        let mut pairs = vec![
+            ("reason", action.reason.as_str().to_owned()),
+            ("provider", action.provider.clone()),
+            ("sandbox", action.provider_sandbox_id.clone()),
+        ];
+        if let Some(key) = &action.key {
+            pairs.push(("key", key.clone()));
+        }
+        pairs.push(("result", kebab(action.result)));
+        if let Some(error) = &action.error {
+            pairs.push(("error", error.clone()));
+        }
+        text.push_str(&plain_line("action", &pairs));
+    }
+    let count =
+        |result: ActionResult| actions(report, view).filter(|action| action.result == result).count().to_string();
+    let kind = if view == View::Full { "reconcile" } else { "orphans" };
+    text.push_str(&plain_line(
+        kind,
+        &[
+            ("host", report.host.clone()),
+            ("dry_run", report.dry_run.to_string()),
+            ("planned", count(ActionResult::Planned)),
+            ("destroyed", count(ActionResult::Destroyed)),
+            ("failed", count(ActionResult::Failed)),
+            ("deferred", count(ActionResult::Deferred)),
+            ("cut_short", report.cut_short.to_string()),
+            ("elapsed_ms", report.elapsed_ms.to_string()),
+            ("still_leaking", leaking.to_string()),
+        ],
+    ));
+    text
+}

@@ -1,0 +1,384 @@
+//! The TOML config file (`--config`) and how it merges with the flags:
+//! a flag (or its environment variable) wins over the file, the file over
+//! the defaults. Unknown keys are refused, so a typo never goes unnoticed.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::args::{GlobalArgs, LogFormat, PassArgs, ReconcileArgs};
+use crate::error::Failure;
+use crate::time::{parse_duration, parse_positive_duration};
+
+/// The file's shape; every key is optional. See `examples/sandbox-reclaim.toml`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ConfigFile {
+    pub store: Option<String>,
+    pub pg_schema: Option<String>,
+    pub connect_timeout: Option<String>,
+    pub owner: Option<String>,
+    pub host: Option<String>,
+    pub json: Option<bool>,
+    pub log_format: Option<LogFormat>,
+    pub metrics_addr: Option<String>,
+    pub docker: Option<DockerSection>,
+    pub local: Option<LocalSection>,
+    pub reconcile: Option<ReconcileSection>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct DockerSection {
+    /// Engine address; absent: `DOCKER_HOST`, else the local socket.
+    pub url: Option<String>,
+    /// The provider name instance records carry [default: docker].
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct LocalSection {
+    pub base_dir: PathBuf,
+    /// The provider name instance records carry [default: local].
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ReconcileSection {
+    pub concurrency: Option<u32>,
+    pub destroy_timeout: Option<String>,
+    pub orphan_grace: Option<String>,
+    pub max_idle: Option<String>,
+    pub budget: Option<String>,
+}
+
+/// Where the store lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreSpec {
+    Sqlite(PathBuf),
+    Postgres { url: String, schema: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DockerSpec {
+    /// Explicit engine address (flag or config); `None`: `DOCKER_HOST` or the default socket.
+    pub url: Option<String>,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalSpec {
+    pub base_dir: PathBuf,
+    pub name: String,
+}
+
+/// A pass's tuning after flags and config merged. `every` is a flag only:
+/// a config file never turns a one-off pass into a service.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PassSettings {
+    pub every: Option<Duration>,
+    pub concurrency: Option<u32>,
+    pub destroy_timeout: Option<Duration>,
+    pub orphan_grace: Option<Duration>,
+    pub max_idle: Option<Duration>,
+    pub budget: Option<Duration>,
+}
+
+/// Everything the command runs with.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub store: StoreSpec,
+    /// Whether `store` is the built-in default (its directory is created).
+    pub default_store: bool,
+    pub connect_timeout: Duration,
+    pub docker: Option<DockerSpec>,
+    pub local: Option<LocalSpec>,
+    pub owner: Option<String>,
+    pub host: Option<String>,
+    pub json: bool,
+    pub log_format: LogFormat,
+    pub metrics_addr: Option<SocketAddr>,
+    /// `[reconcile]` of the config file, parsed (flags are merged per command).
+    pub pass: PassSettings,
+}
+
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Reads and parses `--config FILE`.
+pub fn load(path: &Path) -> Result<ConfigFile, Failure> {
+    let flag = format!("--config {}", path.display());
+    let text = std::fs::read_to_string(path).map_err(|error| Failure::usage(&flag, format!("cannot read: {error}")))?;
+    toml::from_str(&text).map_err(|error| Failure::usage(&flag, error.to_string().trim_end().replace('\n', " ")))
+}
+
+fn config_flag(config: Option<&Path>, key: &str) -> String {
+    match config {
+        Some(path) => format!("--config {}: {key}", path.display()),
+        None => key.to_owned(),
+    }
+}
+
+/// Merges flags over the config file.
+pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failure> {
+    let config_path = global.config.as_deref();
+    let key = |name: &str| config_flag(config_path, name);
+    let config_duration = |name: &str, text: Option<&String>, positive: bool| -> Result<Option<Duration>, Failure> {
+        text.map(|text| if positive { parse_positive_duration(text) } else { parse_duration(text) })
+            .transpose()
+            .map_err(|message| Failure::usage(key(name), message))
+    };
+
+    let (store_text, store_flag) = match (&global.store, &file.store) {
+        (Some(text), _) => (Some(text.clone()), "--store".to_owned()),
+        (None, Some(text)) => (Some(text.clone()), key("store")),
+        (None, None) => (None, "--store".to_owned()),
+    };
+    let pg_schema = global.pg_schema.clone().or(file.pg_schema).unwrap_or_else(|| "public".to_owned());
+    let (store, default_store) = match store_text {
+        Some(text) => (parse_store(&text, &store_flag, pg_schema)?, false),
+        None => (StoreSpec::Sqlite(default_sqlite_path()?), true),
+    };
+
+    let connect_timeout = match global.connect_timeout {
+        Some(timeout) => timeout,
+        None => {
+            config_duration("connect-timeout", file.connect_timeout.as_ref(), true)?.unwrap_or(DEFAULT_CONNECT_TIMEOUT)
+        }
+    };
+
+    let docker = match (&global.docker, &file.docker) {
+        (Some(url), section) => {
+            // `--docker=` (what a bare `--docker` becomes) names no URL.
+            let url = url.clone().filter(|url| !url.is_empty());
+            let url = url.or_else(|| section.as_ref().and_then(|section| section.url.clone()));
+            Some((url, section.as_ref().and_then(|section| section.name.clone()), "--docker".to_owned()))
+        }
+        (None, Some(section)) => Some((section.url.clone(), section.name.clone(), key("docker.url"))),
+        (None, None) => None,
+    };
+    let docker = docker
+        .map(|(url, name, flag)| {
+            if let Some(url) = &url {
+                check_docker_url(url, &flag)?;
+            }
+            let name = name.unwrap_or_else(|| "docker".to_owned());
+            check_name(&name, &key("docker.name"))?;
+            Ok::<_, Failure>(DockerSpec { url, name })
+        })
+        .transpose()?;
+
+    let local = match (&global.local, &file.local) {
+        (Some(base_dir), section) => Some(LocalSpec {
+            base_dir: base_dir.clone(),
+            name: section.as_ref().and_then(|section| section.name.clone()).unwrap_or_else(|| "local".to_owned()),
+        }),
+        (None, Some(section)) => {
+            Some(LocalSpec { base_dir: section.base_dir.clone(), name: section.name.clone().unwrap_or("local".into()) })
+        }
+        (None, None) => None,
+    };
+    if let Some(local) = &local {
+        if local.base_dir.as_os_str().is_empty() {
+            let flag = if global.local.is_some() { "--local".to_owned() } else { key("local.base-dir") };
+            return Err(Failure::usage(flag, "must be a non-empty directory path"));
+        }
+        check_name(&local.name, &key("local.name"))?;
+    }
+    if let (Some(docker), Some(local)) = (&docker, &local) {
+        if docker.name == local.name {
+            return Err(Failure::usage(
+                key("local.name"),
+                format!("the Docker and local providers are both named `{}`; give one another name", local.name),
+            ));
+        }
+    }
+
+    let owner = global.owner.clone().or(file.owner);
+    if let Some(owner) = &owner {
+        let flag = if global.owner.is_some() { "--owner".to_owned() } else { key("owner") };
+        check_owner(owner, &flag)?;
+    }
+    let host = global.host.clone().or(file.host);
+    if let Some(host) = &host {
+        let flag = if global.host.is_some() { "--host".to_owned() } else { key("host") };
+        if host.trim().is_empty() || host.contains('\0') {
+            return Err(Failure::usage(flag, "must be a non-empty name"));
+        }
+    }
+    let metrics_addr = match (global.metrics_addr, &file.metrics_addr) {
+        (Some(addr), _) => Some(addr),
+        (None, Some(text)) => Some(text.parse::<SocketAddr>().map_err(|error| {
+            Failure::usage(key("metrics-addr"), format!("`{text}` is not an address like 127.0.0.1:9464 ({error})"))
+        })?),
+        (None, None) => None,
+    };
+
+    let section = file.reconcile.unwrap_or_default();
+    if section.concurrency == Some(0) {
+        return Err(Failure::usage(key("reconcile.concurrency"), "must be at least 1"));
+    }
+    let pass = PassSettings {
+        every: None,
+        concurrency: section.concurrency,
+        destroy_timeout: config_duration("reconcile.destroy-timeout", section.destroy_timeout.as_ref(), true)?,
+        orphan_grace: config_duration("reconcile.orphan-grace", section.orphan_grace.as_ref(), false)?,
+        max_idle: config_duration("reconcile.max-idle", section.max_idle.as_ref(), true)?,
+        budget: config_duration("reconcile.budget", section.budget.as_ref(), true)?,
+    };
+
+    Ok(Settings {
+        store,
+        default_store,
+        connect_timeout,
+        docker,
+        local,
+        owner,
+        host,
+        json: global.json || file.json.unwrap_or(false),
+        log_format: global.log_format.or(file.log_format).unwrap_or(LogFormat::Text),
+        metrics_addr,
+        pass,
+    })
+}
+
+impl PassSettings {
+    /// `reconcile`'s flags over the config file's `[reconcile]`.
+    pub fn with_reconcile(&self, args: &ReconcileArgs) -> Self {
+        Self {
+            every: args.every.or(self.every),
+            max_idle: args.max_idle.or(self.max_idle),
+            budget: args.budget.or(self.budget),
+            ..self.with_pass(&args.pass)
+        }
+    }
+
+    /// The shared pass flags over the config file's `[reconcile]`.
+    pub fn with_pass(&self, args: &PassArgs) -> Self {
+        Self {
+            concurrency: args.concurrency.or(self.concurrency),
+            destroy_timeout: args.destroy_timeout.or(self.destroy_timeout),
+            orphan_grace: args.orphan_grace.or(self.orphan_grace),
+            ..self.clone()
+        }
+    }
+}
+
+/// `sqlite:PATH` (also `sqlite://PATH`) or `postgres://...` / `postgresql://...`.
+pub fn parse_store(text: &str, flag: &str, pg_schema: String) -> Result<StoreSpec, Failure> {
+    if let Some(path) = text.strip_prefix("sqlite:") {
+        let path = path.strip_prefix("//").unwrap_or(path);
+        if path.is_empty() {
+            return Err(Failure::usage(
+                flag,
+                "`sqlite:` needs a file path, e.g. sqlite:/var/lib/sandbox-reclaim/store.db",
+            ));
+        }
+        return Ok(StoreSpec::Sqlite(PathBuf::from(path)));
+    }
+    if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+        return Ok(StoreSpec::Postgres { url: text.to_owned(), schema: pg_schema });
+    }
+    Err(Failure::usage(
+        flag,
+        format!("`{}` is not a store URL: write sqlite:PATH or postgres://user@host:port/db", redact(text)),
+    ))
+}
+
+/// The default store: `store.db` in the platform's data directory
+/// (`~/.local/share/sandbox-reclaim` on Linux).
+pub fn default_sqlite_path() -> Result<PathBuf, Failure> {
+    directories::ProjectDirs::from("", "", "sandbox-reclaim")
+        .map(|dirs| dirs.data_dir().join("store.db"))
+        .ok_or_else(|| Failure::usage("--store", "no home directory to keep the default store in; pass --store"))
+}
+
+/// A URL with its password replaced by `***`.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((credentials, host)) => match credentials.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}{path}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+fn check_docker_url(url: &str, flag: &str) -> Result<(), Failure> {
+    const SCHEMES: [&str; 5] = ["unix://", "tcp://", "http://", "https://", "npipe://"];
+    if SCHEMES.iter().any(|scheme| url.starts_with(scheme)) {
+        return Ok(());
+    }
+    Err(Failure::usage(
+        flag,
+        format!(
+            "`{url}` is not a Docker engine URL (unix:///path/docker.sock, tcp://host:2375); before a subcommand \
+             write --docker=URL, or --docker alone after it"
+        ),
+    ))
+}
+
+fn check_name(name: &str, flag: &str) -> Result<(), Failure> {
+    if name.is_empty() || name.contains('\0') {
+        return Err(Failure::usage(flag, "a provider name must be a non-empty string"));
+    }
+    Ok(())
+}
+
+fn check_owner(owner: &str, flag: &str) -> Result<(), Failure> {
+    // The providers' own rule (`validate_owner`), checked before anything starts.
+    if owner.is_empty() || owner.contains('\0') || owner.len() > 128 {
+        return Err(Failure::usage(flag, "an owner must be a non-empty string of at most 128 bytes without NUL"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_urls() {
+        assert_eq!(
+            parse_store("sqlite:/a/b.db", "--store", "public".into()).unwrap(),
+            StoreSpec::Sqlite("/a/b.db".into())
+        );
+        assert_eq!(
+            parse_store("sqlite:///a/b.db", "--store", "public".into()).unwrap(),
+            StoreSpec::Sqlite("/a/b.db".into())
+        );
+        assert_eq!(
+            parse_store("sqlite:rel.db", "--store", "public".into()).unwrap(),
+            StoreSpec::Sqlite("rel.db".into())
+        );
+        assert!(matches!(
+            parse_store("postgres://u@h:1/d", "--store", "s".into()).unwrap(),
+            StoreSpec::Postgres { schema, .. } if schema == "s"
+        ));
+        let error = parse_store("mysql://x:secret@h/d", "--store", "public".into()).unwrap_err();
+        assert!(error.to_string().starts_with("--store: "), "{error}");
+        assert!(!error.to_string().contains("secret"), "{error}");
+    }
+
+    #[test]
+    fn redacts_passwords() {
+        assert_eq!(redact("postgres://u:pw@h:5432/d"), "postgres://u:***@h:5432/d");
+        assert_eq!(redact("postgres://u@h/d"), "postgres://u@h/d");
+        assert_eq!(redact("postgres://h/d?x=@"), "postgres://h/d?x=@");
+    }
+
+    #[test]
+    fn config_keys_are_checked() {
+        let file: Result<ConfigFile, _> = toml::from_str("stroe = 'x'");
+        assert!(file.unwrap_err().to_string().contains("stroe"));
+        let file: ConfigFile = toml::from_str("[reconcile]\nbudget = 'soon'").unwrap();
+        let error =
+            resolve(&GlobalArgs { store: Some("sqlite:/x".into()), ..GlobalArgs::default() }, file).unwrap_err();
+        assert!(error.to_string().starts_with("reconcile.budget: "), "{error}");
+    }
+}

@@ -1,0 +1,104 @@
+//! Why the command stopped, and the exit code each reason maps to.
+
+use std::fmt;
+
+/// Everything went to plan and nothing is left leaking.
+pub const EXIT_OK: i32 = 0;
+/// The pass ran, but something may still be billing (a failed or deferred
+/// destroy, a provider whose orphan sweep could not run).
+pub const EXIT_LEAKING: i32 = 1;
+/// A usage or configuration error; the message names the flag (or config key).
+pub const EXIT_USAGE: i32 = 2;
+/// The store or a provider could not be reached or opened.
+pub const EXIT_UNAVAILABLE: i32 = 3;
+
+/// A reason to stop early.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// A flag, environment variable or config key was refused. `flag` is
+    /// what the operator typed (`--store`, `--config FILE: reconcile.every`).
+    Usage { flag: String, message: String },
+    /// The store or a provider is unavailable.
+    Unavailable { what: String, message: String },
+    /// The pass could not finish (a store write failed mid-pass, a bug).
+    Failed { message: String },
+}
+
+impl Failure {
+    pub fn usage(flag: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Usage { flag: flag.into(), message: message.into() }
+    }
+
+    pub fn unavailable(what: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Unavailable { what: what.into(), message: message.into() }
+    }
+
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self::Failed { message: message.into() }
+    }
+
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Self::Usage { .. } => EXIT_USAGE,
+            Self::Unavailable { .. } => EXIT_UNAVAILABLE,
+            Self::Failed { .. } => EXIT_LEAKING,
+        }
+    }
+
+    /// `usage`, `unavailable` or `failed`: the JSON error document's `kind`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Usage { .. } => "usage",
+            Self::Unavailable { .. } => "unavailable",
+            Self::Failed { .. } => "failed",
+        }
+    }
+
+    /// The JSON error document's `error` object.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut error = serde_json::json!({ "kind": self.kind(), "message": self.to_string() });
+        match self {
+            Self::Usage { flag, .. } => error["flag"] = flag.clone().into(),
+            Self::Unavailable { what, .. } => error["what"] = what.clone().into(),
+            Self::Failed { .. } => {}
+        }
+        error
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Usage { flag, message } => write!(formatter, "{flag}: {message}"),
+            Self::Unavailable { what, message } => write!(formatter, "{what} unavailable: {message}"),
+            Self::Failed { message } => formatter.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// A core error (a pass that could not finish) as a [`Failure`].
+pub fn from_reclaim(error: sandbox_reclaim::ReclaimError) -> Failure {
+    use sandbox_reclaim::ReclaimError;
+    match error {
+        ReclaimError::InvalidOption(invalid) => Failure::usage(flag_of_option(invalid.field), invalid.reason),
+        ReclaimError::Store(error) => Failure::unavailable("store", error.to_string()),
+        other => Failure::failed(other.to_string()),
+    }
+}
+
+/// The flag behind a core option's wire name.
+pub fn flag_of_option(field: &str) -> String {
+    match field {
+        "concurrency" => "--concurrency",
+        "destroyTimeoutMs" => "--destroy-timeout",
+        "budgetMs" => "--budget",
+        "maxIdleMs" => "--max-idle",
+        "limit" => "--limit",
+        "providers" => "--docker/--local",
+        "owner" => "--owner",
+        other => return format!("option `{other}`"),
+    }
+    .to_owned()
+}
