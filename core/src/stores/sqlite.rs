@@ -13,6 +13,7 @@ use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqlitePool, SqlitePoolOptions};
 use sqlx::{ConnectOptions, Connection};
 
+use super::group_commit::{GroupCommit, Write};
 use super::{
     audit_from_row, backend, due_in_order, leak_from_row, ledger_text, record_from_row, sql_int, sql_limit,
     storable_key, storable_name, validate_leak, AuditText, Migration, StoreOpenError, AUDIT_COLUMNS,
@@ -76,6 +77,8 @@ impl Default for SqliteOptions {
 pub struct SqliteSandboxInstanceStore {
     pool: SqlitePool,
     path: PathBuf,
+    /// Reclaim-path writes share transactions under load (see [`GroupCommit`]).
+    writes: std::sync::Arc<GroupCommit>,
 }
 
 impl SqliteSandboxInstanceStore {
@@ -128,7 +131,7 @@ impl SqliteSandboxInstanceStore {
             .connect_with(connect)
             .await
             .map_err(StoreOpenError::Connect)?;
-        Ok(Self { pool, path: path.to_owned() })
+        Ok(Self { pool, path: path.to_owned(), writes: Default::default() })
     }
 
     /// The file this store lives in.
@@ -324,9 +327,7 @@ impl SandboxInstanceStore for SqliteSandboxInstanceStore {
         if !storable_key(key) {
             return Ok(());
         }
-        let sql = format!("DELETE FROM {INSTANCES_TABLE} WHERE sandbox_key = ?1");
-        sqlx::query(&sql).bind(key).execute(&self.pool).await.map_err(backend)?;
-        Ok(())
+        self.write(Write::Delete { key: key.to_owned() }).await
     }
 
     fn leak_ledger(&self) -> Option<&dyn LeakLedger> {
@@ -337,6 +338,68 @@ impl SandboxInstanceStore for SqliteSandboxInstanceStore {
 /// Records `leak` (attempt 1) with its fleet bookkeeping, or bumps the
 /// attempts of the entry for the same sandbox, keeping its place and any
 /// claim on it.
+impl SqliteSandboxInstanceStore {
+    /// Queues a reclaim-path write for the next group commit.
+    async fn write(&self, write: Write) -> Result<(), StoreError> {
+        self.writes.submit(&self.pool, write).await.map_err(StoreError::backend)
+    }
+}
+
+/// Commits `batch` in one transaction, each write in its own savepoint.
+/// Boxed as one named `Send + 'static` future: it runs as its own task, so a
+/// waiter that goes away never cuts a transaction (or the others' answers) short.
+pub(super) fn commit_batch(
+    pool: SqlitePool,
+    batch: Vec<Write>,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Vec<Result<(), String>>> + Send>> {
+    Box::pin(async move {
+        let count = batch.len();
+        let failed = |error: sqlx::Error| vec![Err(error.to_string()); count];
+        let mut connection = match pool.acquire().await {
+            Ok(connection) => connection,
+            Err(error) => return failed(error),
+        };
+        let connection: &mut SqliteConnection = &mut connection;
+        if let Err(error) = sqlx::query("BEGIN IMMEDIATE").execute(&mut *connection).await {
+            return failed(error);
+        }
+        let mut results = Vec::with_capacity(count);
+        for write in batch {
+            let outcome = apply(connection, write).await;
+            results.push(outcome);
+        }
+        match sqlx::query("COMMIT").execute(&mut *connection).await {
+            Ok(_) => results,
+            Err(error) => {
+                let _ = sqlx::query("ROLLBACK").execute(&mut *connection).await;
+                failed(error)
+            }
+        }
+    })
+}
+
+/// One write of a batch, in its own savepoint: a failing write fails alone.
+async fn apply(connection: &mut SqliteConnection, write: Write) -> Result<(), String> {
+    sqlx::query("SAVEPOINT reclaim_write").execute(&mut *connection).await.map_err(|error| error.to_string())?;
+    let delete = format!("DELETE FROM {INSTANCES_TABLE} WHERE sandbox_key = ?1");
+    let applied = match &write {
+        Write::Delete { key } => {
+            sqlx::query(&delete).bind(key).execute(&mut *connection).await.map(|_| ()).map_err(backend)
+        }
+        Write::DeleteRecordingLeak { key, leak } => {
+            match sqlx::query(&delete).bind(key).execute(&mut *connection).await.map_err(backend) {
+                Ok(_) => upsert_leak(&mut *connection, leak, LeakReason::DestroyFailed, leak.failed_at).await,
+                Err(error) => Err(error),
+            }
+        }
+    };
+    if applied.is_err() {
+        sqlx::query("ROLLBACK TO reclaim_write").execute(&mut *connection).await.map_err(|error| error.to_string())?;
+    }
+    sqlx::query("RELEASE reclaim_write").execute(&mut *connection).await.map_err(|error| error.to_string())?;
+    applied.map_err(|error| error.to_string())
+}
+
 async fn upsert_leak<'e>(
     executor: impl sqlx::SqliteExecutor<'e>,
     leak: &NewLeak,
@@ -370,12 +433,7 @@ async fn upsert_leak<'e>(
 impl LeakLedger for SqliteSandboxInstanceStore {
     async fn delete_recording_leak(&self, key: &str, leak: NewLeak) -> Result<(), StoreError> {
         validate_leak(key, &leak)?;
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
-        let delete = format!("DELETE FROM {INSTANCES_TABLE} WHERE sandbox_key = ?1");
-        sqlx::query(&delete).bind(key).execute(&mut *tx).await.map_err(backend)?;
-        let due = leak.failed_at;
-        upsert_leak(&mut *tx, &leak, LeakReason::DestroyFailed, due).await?;
-        tx.commit().await.map_err(backend)
+        self.write(Write::DeleteRecordingLeak { key: key.to_owned(), leak }).await
     }
 
     async fn list_leaks(&self, provider: Option<&str>) -> Result<Vec<LeakEntry>, StoreError> {

@@ -1,0 +1,61 @@
+//! Group commit for SQLite's reclaim-path writes.
+//!
+//! A fleet pass ends dozens of reclaims at once, and each ends with a write
+//! (`delete`, or `delete_recording_leak`). Committed one by one, every write
+//! pays an fsync and the connections of the pool fight for SQLite's single
+//! write lock (its busy handler sleeps up to 100 ms between tries). Instead,
+//! writes queue here; whoever takes the writer turn commits everything queued
+//! so far in one transaction, each write in its own savepoint so one failing
+//! write fails alone, and answers every waiter. A lone write commits at once,
+//! as before; under load, one fsync covers a whole batch.
+
+use std::sync::Mutex;
+
+use sqlx::SqlitePool;
+use tokio::sync::oneshot;
+
+use crate::ledger::NewLeak;
+
+/// A write that may share a transaction with others.
+#[derive(Debug)]
+pub(crate) enum Write {
+    Delete { key: String },
+    DeleteRecordingLeak { key: String, leak: NewLeak },
+}
+
+type Waiter = oneshot::Sender<Result<(), String>>;
+
+/// The queue of writes waiting for the next commit, and the writer turn.
+#[derive(Debug, Default)]
+pub(crate) struct GroupCommit {
+    queued: Mutex<Vec<(Write, Waiter)>>,
+    turn: tokio::sync::Mutex<()>,
+}
+
+impl GroupCommit {
+    /// Queues `write` and waits for its commit into `pool`.
+    pub async fn submit(&self, pool: &SqlitePool, write: Write) -> Result<(), String> {
+        let (waiter, mut answer) = oneshot::channel();
+        self.lock().push((write, waiter));
+        let _turn = self.turn.lock().await;
+        // A previous writer may have committed ours already.
+        if let Ok(result) = answer.try_recv() {
+            return result;
+        }
+        let batch = std::mem::take(&mut *self.lock());
+        let (writes, waiters): (Vec<Write>, Vec<Waiter>) = batch.into_iter().unzip();
+        let count = writes.len();
+        let commit = tokio::spawn(super::sqlite::commit_batch(pool.clone(), writes));
+        let mut results = commit.await.unwrap_or_else(|error| vec![Err(error.to_string()); count]);
+        results.resize(count, Err("group commit answered too few results".into()));
+        for (waiter, result) in waiters.into_iter().zip(results) {
+            let _ = waiter.send(result);
+        }
+        answer.await.unwrap_or_else(|_| Err("group commit dropped a write".into()))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Write, Waiter)>> {
+        // Pushing and taking cannot leave the vector half-updated.
+        self.queued.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
