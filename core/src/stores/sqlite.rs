@@ -345,13 +345,16 @@ impl SqliteSandboxInstanceStore {
     }
 }
 
+/// A batch's commit: one result per write, in order.
+type BatchCommit = std::pin::Pin<Box<dyn std::future::Future<Output = Vec<Result<(), String>>> + Send>>;
+
 /// Commits `batch` in one transaction, each write in its own savepoint.
 /// Boxed as one named `Send + 'static` future: it runs as its own task, so a
 /// waiter that goes away never cuts a transaction (or the others' answers) short.
 pub(super) fn commit_batch(
     pool: SqlitePool,
     batch: Vec<Write>,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = Vec<Result<(), String>>> + Send>> {
+) -> BatchCommit {
     Box::pin(async move {
         let count = batch.len();
         let failed = |error: sqlx::Error| vec![Err(error.to_string()); count];
