@@ -205,16 +205,10 @@ fn render_table(report: &ReconcileReport, view: View, leaking: bool) -> String {
     let mut providers = match view {
         View::Full => Table::new(&[
             "PROVIDER",
-            "LEAKS DUE",
-            "DESTROYED",
-            "FAILED",
-            "DEFERRED",
+            "LEAKS due/destroyed/failed/deferred",
             "SWEEP",
             "LISTED",
-            "ORPHANS",
-            "DESTROYED",
-            "FAILED",
-            "DEFERRED",
+            "ORPHANS found/destroyed/failed/deferred",
         ]),
         View::Orphans => Table::new(&[
             "PROVIDER",
@@ -239,16 +233,10 @@ fn render_table(report: &ReconcileReport, view: View, leaking: bool) -> String {
         let cells = match view {
             View::Full => vec![
                 provider.name.clone(),
-                leaks.due.to_string(),
-                leaks.destroyed.to_string(),
-                leaks.failed.to_string(),
-                leaks.deferred.to_string(),
+                format!("{}/{}/{}/{}", leaks.due, leaks.destroyed, leaks.failed, leaks.deferred),
                 sweep,
                 orphans.listed.to_string(),
-                orphans.found.to_string(),
-                orphans.destroyed.to_string(),
-                orphans.failed.to_string(),
-                orphans.deferred.to_string(),
+                format!("{}/{}/{}/{}", orphans.found, orphans.destroyed, orphans.failed, orphans.deferred),
             ],
             View::Orphans => vec![
                 provider.name.clone(),
