@@ -21,6 +21,9 @@ echo; echo "== Python: pure-Python asyncio vs binding (Python host objects) vs b
 
 echo; echo "== fleet passes (Rust): reclaimAll 2,000 × 20 ms at concurrency 64 against the ideal; reconcile over 10,000 orphans"
 cargo run --quiet --release -p sandbox-reclaim --features sqlite --example fleet_bench
+echo; echo "== fleet passes (Node, Python): reclaimAll 2,000 × 20 ms at 64 against the ideal and the sequential reference loop"
+node bench/node/fleet.mjs
+.venv/bin/python bench/python/fleet.py
 
 work=$(mktemp -d /tmp/sandbox-reclaim-bench.XXXXXX)
 trap 'bash scripts/postgres.sh stop "$work/pg" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
