@@ -5,6 +5,7 @@ pub mod args;
 pub mod commands;
 pub mod config;
 pub mod error;
+pub mod host;
 pub mod metrics;
 pub mod output;
 pub mod progress;

@@ -166,11 +166,16 @@ pub fn report_json(report: &ReconcileReport, view: View) -> Value {
 
 /// Prints a pass's report in the context's mode.
 pub fn emit(context: &Context, store: &Store, report: &ReconcileReport, view: View, pass: Option<u64>) {
+    emit_to(context.mode, context.command, &store.describe(), report, view, pass);
+}
+
+/// Prints `report` in `mode`; answers the exit code it stands for.
+pub fn emit_to(mode: Mode, command: &str, store: &str, report: &ReconcileReport, view: View, pass: Option<u64>) -> i32 {
     let leaking = still_leaking(report, view);
-    match context.mode {
+    match mode {
         Mode::Json => {
             let mut fields = json!({
-                "store": store.describe(),
+                "store": store,
                 "stillLeaking": leaking,
                 "exitCode": if leaking { EXIT_LEAKING } else { EXIT_OK },
                 "report": report_json(report, view),
@@ -178,10 +183,15 @@ pub fn emit(context: &Context, store: &Store, report: &ReconcileReport, view: Vi
             if let Some(pass) = pass {
                 fields["pass"] = json!(pass);
             }
-            print_json(&envelope(context.command, fields));
+            print_json(&envelope(command, fields));
         }
         Mode::Table => print_text(&render_table(report, view, leaking)),
         Mode::Plain => print_text(&render_plain(report, view, leaking)),
+    }
+    if leaking {
+        EXIT_LEAKING
+    } else {
+        EXIT_OK
     }
 }
 

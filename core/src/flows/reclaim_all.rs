@@ -19,7 +19,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::effects::{Completion, Effect, EffectId, Ending, Flow, LogLine, MetaValue, Millis, Misuse, Output};
 use crate::flows::outbox::Outbox;
@@ -49,7 +49,7 @@ pub struct ReclaimAllInput {
 }
 
 /// How one record of a fleet reclaim ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RecordOutcome {
     NoSandboxKey,
@@ -78,7 +78,7 @@ impl From<ReclaimOutcome> for RecordOutcome {
 }
 
 /// One record's line in a [`FleetReclaimReport`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RecordReport {
     pub run_id: String,
@@ -93,7 +93,7 @@ pub struct RecordReport {
 }
 
 /// Records per outcome.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OutcomeCounts {
     #[serde(rename = "no-sandbox-key")]
     pub no_sandbox_key: u64,
@@ -127,7 +127,7 @@ impl OutcomeCounts {
 
 /// What `reclaimAll` resolves with: counts, and one line per record in the
 /// order given.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FleetReclaimReport {
     pub total: u64,

@@ -28,7 +28,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::effects::{
     Completion, DueFields, Effect, EffectId, Ending, Flow, HostRef, Millis, Misuse, Output, StaleRecord,
@@ -108,7 +108,7 @@ impl ReconcileInput {
 }
 
 /// Why a pass destroys (or would destroy) a sandbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ActionReason {
     /// A ledger entry of a failed destroy (a reclaim's or an orphan's).
@@ -129,7 +129,7 @@ impl ActionReason {
 }
 
 /// What became of an action.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ActionResult {
     /// Dry run: would be destroyed.
@@ -145,7 +145,7 @@ pub enum ActionResult {
 }
 
 /// One sandbox a pass acted on (or would, in a dry run).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Action {
     pub reason: ActionReason,
@@ -159,7 +159,7 @@ pub struct Action {
 }
 
 /// How a provider's orphan sweep went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SweepStatus {
     /// Listed and swept (or planned, in a dry run).
@@ -174,7 +174,7 @@ pub enum SweepStatus {
 }
 
 /// The leak side of a provider's pass.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LeakCounts {
     /// Due entries claimed (or listed, in a dry run).
@@ -185,7 +185,7 @@ pub struct LeakCounts {
 }
 
 /// The orphan side of a provider's pass.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OrphanCounts {
     pub status: SweepStatus,
@@ -207,7 +207,7 @@ pub struct OrphanCounts {
 }
 
 /// One provider's part of a [`ReconcileReport`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProviderReport {
     pub name: String,
@@ -216,7 +216,7 @@ pub struct ProviderReport {
 }
 
 /// The idle-expiry part of a [`ReconcileReport`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct IdleCounts {
     pub enabled: bool,
@@ -231,7 +231,7 @@ pub struct IdleCounts {
 }
 
 /// Actions per result.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ActionCounts {
     pub planned: u64,
@@ -242,7 +242,7 @@ pub struct ActionCounts {
 }
 
 /// What `reconcile` resolves with.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReconcileReport {
     pub dry_run: bool,

@@ -1,0 +1,185 @@
+//! The command as the npm and pip packages run it.
+//!
+//! * [`run_cli`]: the whole command, exactly as the binary runs it, for
+//!   `npx sandbox-reclaim` and the `sandbox-reclaim` console script.
+//! * With `--providers` (a JS module / a Python `module:attribute` naming
+//!   host-language providers), the pass runs on that host's driver: the
+//!   host asks [`host_plan`] what to run (flags and config resolved here, so
+//!   every language reads them alike), runs `reconcile` itself with its
+//!   providers plus `--docker`/`--local`, and hands each report to
+//!   [`host_emit`], which prints it exactly as the binary would and answers
+//!   the exit code.
+
+use std::ffi::OsString;
+
+use clap::Parser;
+use sandbox_reclaim::ReconcileReport;
+use serde_json::{json, Value};
+
+use crate::args::{bare_docker, Cli, Command};
+use crate::commands::reconcile::{emit_to, View};
+use crate::config::{self, StoreSpec};
+use crate::error::EXIT_USAGE;
+use crate::output::Mode;
+
+/// Runs the command with `args` (without the program name); answers its
+/// exit code. Usage errors and `--help` print as the binary prints them.
+pub fn run_cli(args: Vec<String>) -> i32 {
+    let argv = std::iter::once(OsString::from("sandbox-reclaim")).chain(args.into_iter().map(OsString::from));
+    let cli = match Cli::try_parse_from(bare_docker(argv)) {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            return error.exit_code();
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("sandbox-reclaim: error: cannot start the async runtime: {error}");
+            return crate::error::EXIT_UNAVAILABLE;
+        }
+    };
+    let code = runtime.block_on(crate::run(cli));
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    code
+}
+
+/// Why a host plan was refused: the exit code and the message to print.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub exit_code: i32,
+    pub message: String,
+}
+
+fn refused(exit_code: i32, message: impl Into<String>) -> Refused {
+    Refused { exit_code, message: message.into() }
+}
+
+/// Splits `--providers VALUE` / `--providers=VALUE` off `args`.
+fn take_providers(args: Vec<String>) -> Result<(Option<String>, Vec<String>), Refused> {
+    let mut providers = None;
+    let mut rest = Vec::with_capacity(args.len());
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let value = if arg == "--providers" {
+            match args.next() {
+                Some(value) if !value.is_empty() => value,
+                _ => return Err(refused(EXIT_USAGE, "error: --providers needs a value (a module with the providers)")),
+            }
+        } else if let Some(value) = arg.strip_prefix("--providers=") {
+            value.to_owned()
+        } else {
+            rest.push(arg);
+            continue;
+        };
+        if providers.replace(value).is_some() {
+            return Err(refused(EXIT_USAGE, "error: --providers given twice"));
+        }
+    }
+    Ok((providers, rest))
+}
+
+fn millis(duration: Option<std::time::Duration>) -> Value {
+    duration.map_or(Value::Null, |duration| json!(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)))
+}
+
+/// What a host runs for `args` (without the program name), as JSON:
+///
+/// ```text
+/// { "providers": "./providers.mjs" | null,   // null: run `run_cli(args)` instead
+///   "args": [...],                           // args without --providers
+///   "command": "reconcile" | "orphans" | ..., // others never need host providers
+///   "store": {"kind": "sqlite", "path"} | {"kind": "postgres", "url", "schema"},
+///   "storeDescribed": "...", "connectTimeoutMs": n,
+///   "docker": {"url": null | "...", "name"} | null, "local": {"baseDir", "name"} | null,
+///   "owner": null | "...", "host": null | "...", "json": bool, "everyMs": null | n,
+///   "dryRun": bool, "concurrency": null | n, "destroyTimeoutMs", "orphanGraceMs",
+///   "maxIdleMs", "budgetMs": null | n }
+/// ```
+pub fn host_plan(args: Vec<String>) -> Result<String, Refused> {
+    let (providers, rest) = take_providers(args)?;
+    let Some(providers) = providers else {
+        return Ok(json!({ "providers": null, "args": rest }).to_string());
+    };
+    let argv = std::iter::once(OsString::from("sandbox-reclaim")).chain(rest.iter().map(OsString::from));
+    let cli = Cli::try_parse_from(bare_docker(argv))
+        .map_err(|error| refused(error.exit_code(), error.render().to_string().trim_end().to_owned()))?;
+    let fail = |failure: crate::error::Failure| refused(failure.exit_code(), format!("error: {failure}"));
+    let file = match &cli.global.config {
+        Some(path) => config::load(path).map_err(fail)?,
+        None => config::ConfigFile::default(),
+    };
+    let settings = config::resolve(&cli.global, file).map_err(fail)?;
+    if settings.metrics_addr.is_some() {
+        return Err(refused(
+            EXIT_USAGE,
+            "error: --metrics-addr: metrics are served by the native command; run without --providers to serve them",
+        ));
+    }
+    let (dry_run, every, pass, max_idle, budget) = match &cli.command {
+        Command::Reconcile(args) => {
+            let pass = settings.pass.with_reconcile(args);
+            (args.dry_run, pass.every, pass.clone(), pass.max_idle, pass.budget)
+        }
+        Command::Orphans(args) => (args.dry_run, None, settings.pass.with_pass(&args.pass), None, None),
+        _ => return Ok(json!({ "providers": null, "args": rest }).to_string()),
+    };
+    let store = match &settings.store {
+        StoreSpec::Sqlite(path) => json!({ "kind": "sqlite", "path": path }),
+        StoreSpec::Postgres { url, schema } => json!({ "kind": "postgres", "url": url, "schema": schema }),
+    };
+    let described = match &settings.store {
+        StoreSpec::Sqlite(path) => format!("sqlite:{}", path.display()),
+        StoreSpec::Postgres { url, schema } if schema != "public" => {
+            format!("{} (schema {schema})", config::redact(url))
+        }
+        StoreSpec::Postgres { url, .. } => config::redact(url),
+    };
+    if settings.default_store {
+        if let StoreSpec::Sqlite(path) = &settings.store {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(|error| {
+                    refused(crate::error::EXIT_UNAVAILABLE, format!("error: {}: {error}", parent.display()))
+                })?;
+            }
+        }
+    }
+    Ok(json!({
+        "providers": providers,
+        "args": rest,
+        "command": cli.command.name(),
+        "store": store,
+        "storeDescribed": described,
+        "connectTimeoutMs": millis(Some(settings.connect_timeout)),
+        "docker": settings.docker.as_ref().map(|docker| json!({ "url": docker.url, "name": docker.name })),
+        "local": settings.local.as_ref().map(|local| json!({ "baseDir": local.base_dir, "name": local.name })),
+        "owner": settings.owner,
+        "host": settings.host,
+        "json": settings.json,
+        "everyMs": millis(every),
+        "dryRun": dry_run,
+        "concurrency": pass.concurrency,
+        "destroyTimeoutMs": millis(pass.destroy_timeout),
+        "orphanGraceMs": millis(pass.orphan_grace),
+        "maxIdleMs": millis(max_idle),
+        "budgetMs": millis(budget),
+    })
+    .to_string())
+}
+
+/// Prints `report` (the core's JSON report) for `plan` exactly as the
+/// binary would, and answers the exit code (0, or 1 when still leaking).
+/// `pass`: the pass number with `--every`.
+pub fn host_emit(plan: &str, report: &str, pass: Option<u64>) -> Result<i32, String> {
+    let plan: Value = serde_json::from_str(plan).map_err(|error| format!("malformed plan: {error}"))?;
+    let report: ReconcileReport = serde_json::from_str(report).map_err(|error| format!("malformed report: {error}"))?;
+    let command = match plan["command"].as_str() {
+        Some("orphans") => "orphans",
+        _ => "reconcile",
+    };
+    let view = if command == "orphans" { View::Orphans } else { View::Full };
+    let mode = Mode::detect(plan["json"] == json!(true));
+    let described = plan["storeDescribed"].as_str().unwrap_or_default();
+    Ok(emit_to(mode, command, described, &report, view, pass))
+}
