@@ -142,8 +142,7 @@ pub fn start_reconcile(
     stopped: bool,
     now: u64,
 ) -> PyResult<Bound<'_, PyTuple>> {
-    let plans =
-        providers.into_iter().map(|(name, can_list, owner)| ProviderPlan { name, can_list, owner }).collect();
+    let plans = providers.into_iter().map(|(name, can_list, owner)| ProviderPlan { name, can_list, owner }).collect();
     let mut input = ReconcileInput::new(plans, host, holder);
     input.dry_run = dry_run;
     input.concurrency = concurrency.max(1);

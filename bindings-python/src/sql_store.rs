@@ -10,8 +10,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::IntoPyObjectExt;
 use sandbox_reclaim::{
-    AuditEntry, DueLeak, FleetStore, LeakEntry, LeakLedger, PostgresOptions, PostgresSandboxInstanceStore, SandboxInstanceStore, SqliteOptions,
-    SqliteSandboxInstanceStore, StoreError,
+    AuditEntry, DueLeak, FleetStore, LeakEntry, LeakLedger, PostgresOptions, PostgresSandboxInstanceStore,
+    SandboxInstanceStore, SqliteOptions, SqliteSandboxInstanceStore, StoreError,
 };
 
 use crate::bridge::awaitable;

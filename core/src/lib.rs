@@ -37,15 +37,15 @@ pub use driver::{
     reclaim_sandbox, retry_leaks, sandbox_reclaimer, LogMeta, LogValue, ProgressCallback, ReclaimLogger,
     ReclaimOptions, SandboxInstanceStore, SandboxProvider, StopSignal,
 };
+pub use effects::{Misuse, SandboxReclaimFailed};
+pub use errors::{BoxError, DestroyTimeout, ProviderError, ReclaimError, ReclaimerError, StoreError};
+pub use fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, ListedSandbox};
 pub use flows::reclaim_all::{FleetReclaimReport, RecordOutcome, RecordReport};
 pub use flows::reconcile::{Action, ActionReason, ActionResult, ReconcileReport, SweepStatus};
-pub use passes::{reclaim_all, reconcile, FleetOptions, InvalidOption, ReconcileOptions, DEFAULT_OWNER};
-pub use effects::{Misuse, SandboxReclaimFailed};
-pub use fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, ListedSandbox};
-pub use errors::{BoxError, DestroyTimeout, ProviderError, ReclaimError, ReclaimerError, StoreError};
 pub use ledger::{LeakEntry, LeakLedger, NewLeak, RetryOptions, RetrySummary};
 pub use memory::InMemorySandboxInstanceStore;
 pub use model::{InvalidRecord, ReclaimOutcome, RunRecord, RunStatus, SandboxInstanceRecord};
+pub use passes::{reclaim_all, reconcile, FleetOptions, InvalidOption, ReconcileOptions, DEFAULT_OWNER};
 #[cfg(feature = "docker")]
 pub use providers::{DockerConfig, DockerProvider};
 #[cfg(any(feature = "docker", feature = "local"))]

@@ -58,7 +58,8 @@ pub const UNREADABLE_ERROR: &str = "destroy failed with an error whose message c
 pub const IDLE_EXPIRED: &str = "idle: the instance record was expired by a reconcile pass";
 
 /// Why a provider without `list` gets no orphan sweep.
-pub const PROVIDER_CANNOT_LIST: &str = "the provider has no list(): no orphan sweep (nothing guessed, nothing destroyed)";
+pub const PROVIDER_CANNOT_LIST: &str =
+    "the provider has no list(): no orphan sweep (nothing guessed, nothing destroyed)";
 
 /// Why a sweep failed closed: a listed sandbox of unknown creation time.
 pub fn unknown_created_at(sandbox_id: &str) -> String {

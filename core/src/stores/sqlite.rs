@@ -351,10 +351,7 @@ type BatchCommit = std::pin::Pin<Box<dyn std::future::Future<Output = Vec<Result
 /// Commits `batch` in one transaction, each write in its own savepoint.
 /// Boxed as one named `Send + 'static` future: it runs as its own task, so a
 /// waiter that goes away never cuts a transaction (or the others' answers) short.
-pub(super) fn commit_batch(
-    pool: SqlitePool,
-    batch: Vec<Write>,
-) -> BatchCommit {
+pub(super) fn commit_batch(pool: SqlitePool, batch: Vec<Write>) -> BatchCommit {
     Box::pin(async move {
         let count = batch.len();
         let failed = |error: sqlx::Error| vec![Err(error.to_string()); count];
