@@ -10,7 +10,8 @@
 #      run alone, this builds it, a no-op when it is up to date).
 #   2. Python sdist: `maturin sdist`, its contents, then `pip install` of it in
 #      a fresh venv, which compiles it from source (one build, LTO off to save
-#      time), and an import + reclaim smoke test against what pip installed.
+#      time), an import + reclaim smoke test against what pip installed, and
+#      its `sandbox-reclaim` console script's --help.
 #   3. .github/workflows: actionlint, with shellcheck for the `run:` scripts.
 #
 # The manylinux2014 wheel is built and checked in scripts/test-python.sh,
@@ -50,11 +51,14 @@ echo "== Python sdist: contents, pip install from source in a fresh venv, smoke 
   || { cat "$work/sdist.log" >&2; die "maturin sdist failed"; }
 sdist=$(ls "$work"/sdist/sandbox_reclaim-*.tar.gz)
 listing=$(tar -tzf "$sdist" | sed 's#^[^/]*/##' | sort)
-# The workspace crate the binding depends on by path, the lockfile, the Python
-# sources with their typing files, the README; nothing of the Node binding.
+# The workspace crates the binding depends on by path (the core, and the
+# command for the console script), the lockfile, the Python sources with
+# their typing files, the README; nothing of the Node binding.
 for file in Cargo.toml Cargo.lock pyproject.toml README.md core/Cargo.toml core/src/lib.rs \
-  core/src/stores/migrations/sqlite/0001_instances_and_leaks.sql bindings-python/Cargo.toml bindings-python/src/lib.rs \
-  python/sandbox_reclaim/__init__.py python/sandbox_reclaim/py.typed python/sandbox_reclaim/_native.pyi; do
+  core/src/stores/migrations/sqlite/0001_instances_and_leaks.sql cli/Cargo.toml cli/src/lib.rs cli/src/host.rs \
+  bindings-python/Cargo.toml bindings-python/src/lib.rs bindings-python/src/cli.rs \
+  python/sandbox_reclaim/__init__.py python/sandbox_reclaim/_cli.py python/sandbox_reclaim/py.typed \
+  python/sandbox_reclaim/_native.pyi; do
   grep -qx "$file" <<<"$listing" || die "the sdist lacks $file"
 done
 ! grep -q '^bindings-node/' <<<"$listing" || die "the sdist carries the Node binding"
@@ -68,6 +72,10 @@ CARGO_TARGET_DIR=$root/target/sdist-check CARGO_PROFILE_RELEASE_LTO=false CARGO_
   || { tail -n 40 "$work/pip.log" >&2; die "pip install of the sdist failed"; }
 echo "pip install built the sdist from source in $((SECONDS - start)) s"
 (cd "$work" && "$work/venv/bin/python" "$root/tests/packaging/install_smoke.py" "$work/venv")
+# The console script pip installed runs the command.
+(cd "$work" && "$work/venv/bin/sandbox-reclaim" --help >"$work/help.txt") || die "the sdist's sandbox-reclaim --help failed"
+grep -q '^Usage: sandbox-reclaim ' "$work/help.txt" || die "sandbox-reclaim --help printed no usage: $(head -c 500 "$work/help.txt")"
+echo "sandbox-reclaim --help runs from the venv the sdist was installed into"
 
 echo "== actionlint .github/workflows"
 "$venv/bin/actionlint" -version | head -n1

@@ -7,9 +7,11 @@
 //! every decision, deadline and string is the core's. The in-memory store
 //! ([`store`]) answers synchronously (the Python class makes it awaitable);
 //! the durable stores ([`sql_store`]) and managed providers ([`providers`])
-//! return awaitables run on a tokio runtime ([`bridge`]).
+//! return awaitables run on a tokio runtime ([`bridge`]). [`cli`] is the
+//! `sandbox-reclaim` console script's native half.
 
 mod bridge;
+mod cli;
 mod errors;
 mod flow;
 mod providers;
@@ -46,5 +48,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     #[cfg(unix)]
     module.add_function(wrap_pyfunction!(providers::local_provider, module)?)?;
     module.add_function(wrap_pyfunction!(bridge::shutdown, module)?)?;
+    module.add_function(wrap_pyfunction!(cli::run_cli, module)?)?;
+    module.add_function(wrap_pyfunction!(cli::host_plan, module)?)?;
+    module.add_function(wrap_pyfunction!(cli::host_emit, module)?)?;
     Ok(())
 }

@@ -1,8 +1,8 @@
 """Checks that a built wheel is what PyPI and manylinux2014 (glibc 2.17) users
 can install: its tags, the highest GLIBC symbol version its extension needs
 (objdump -T), the libraries it links (all from the manylinux2014 set), that
-the extension is stripped, that the typing files ship, and auditwheel's
-verdict.
+the extension is stripped, that the typing files and the ``sandbox-reclaim``
+console script ship, and auditwheel's verdict.
 
     python tests/packaging/check_wheel.py <wheel> [--max-glibc 2.17]
 
@@ -69,6 +69,13 @@ def main() -> int:
         for required in ("sandbox_reclaim/py.typed", "sandbox_reclaim/_native.pyi", "sandbox_reclaim/__init__.py"):
             if required not in names:
                 problems.append(f"{required} is not in the wheel")
+        # The `sandbox-reclaim` console script pip installs (pyproject's [project.scripts]).
+        entry_points = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+        lines = archive.read(entry_points[0]).decode().splitlines() if entry_points else []
+        # `name = target` (spaces around "=" are optional) in [console_scripts].
+        scripts = ["=".join(part.strip() for part in line.split("=", 1)) for line in lines]
+        if "[console_scripts]" not in scripts or "sandbox-reclaim=sandbox_reclaim._cli:main" not in scripts:
+            problems.append(f"no console script sandbox-reclaim = sandbox_reclaim._cli:main in entry_points.txt: {lines}")
         extensions = [n for n in names if n.endswith(".so")]
         if extensions != ["sandbox_reclaim/_native.abi3.so"]:
             problems.append(f"extensions {extensions}, expected sandbox_reclaim/_native.abi3.so")
@@ -112,7 +119,7 @@ def main() -> int:
         print(f"check_wheel: {problem}", file=sys.stderr)
     if problems:
         return 1
-    print(f"check_wheel: {wheel.name} is manylinux2014 (glibc <= {args.max_glibc}), abi3, stripped, typed")
+    print(f"check_wheel: {wheel.name} is manylinux2014 (glibc <= {args.max_glibc}), abi3, stripped, typed, with its console script")
     return 0
 
 

@@ -199,3 +199,17 @@ def docker_provider(
 def local_provider(
     base_dir: str, owner: str, keep_alive: list[str] | None, isolation: str, name: str, /
 ) -> ManagedProvider: ...
+
+# ---- the `sandbox-reclaim` console script (sandbox_reclaim/_cli.py) ----
+
+def run_cli(args: list[str], /) -> int:
+    """Runs the command exactly as the binary does (without the GIL) and
+    answers its exit code; ``args`` without the program name."""
+
+def host_plan(args: list[str], /) -> str | tuple[int, str]:
+    """What to run for ``args``: the plan as JSON text, or ``(exit_code,
+    message)`` when refused (exit code 0: ``--help``/``--version`` text)."""
+
+def host_emit(plan: str, report: str, pass_number: int | None, /) -> int:
+    """Prints the report (camelCase JSON) for the plan as the binary would;
+    answers the exit code. ``ValueError`` for a malformed plan or report."""

@@ -1,0 +1,435 @@
+"""The ``sandbox-reclaim`` console script: the operator command, exactly as
+the Rust binary runs it (same output, exit codes and signals; see the
+package README, "The sandbox-reclaim command").
+
+Without ``--providers`` the native command runs the whole thing
+(``_native.run_cli``, without the GIL; it listens for SIGINT/SIGTERM itself).
+With ``--providers package.module:attribute`` (a list of providers, or a
+zero-arg callable returning one) ``reconcile`` and ``orphans`` run on this
+package's driver: the command resolves flags and config into a plan
+(``_native.host_plan``), the pass runs here with those providers mixed with
+``--docker``/``--local``, and ``_native.host_emit`` prints each report as the
+binary prints it and answers the exit code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import json
+import os
+import re
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn, TextIO
+
+from . import _native
+from ._errors import SandboxStoreError
+from ._flows import reconcile
+from ._providers import DEFAULT_OWNER, DockerProvider, LocalProvider
+from ._records import DueLeak
+from ._reports import ReconcileReport
+from ._stores import PostgresSandboxInstanceStore, SqliteSandboxInstanceStore
+
+EXIT_OK = 0
+EXIT_LEAKING = 1
+EXIT_USAGE = 2
+EXIT_UNAVAILABLE = 3
+EXIT_AGAIN = 130
+"""A second SIGINT/SIGTERM: exit at once."""
+
+_UNUSED_IMAGE = "sandbox-reclaim/unused:latest"
+"""Destroy and list never create a container, so the image is never pulled (as in the binary)."""
+
+_FLAGS = {
+    "concurrency": "--concurrency",
+    "destroy_timeout": "--destroy-timeout",
+    "budget": "--budget",
+    "max_idle": "--max-idle",
+    "orphan_grace": "--orphan-grace",
+    "owner": "--owner",
+    "host": "--host",
+}
+"""The flag behind a reconcile option a refusal names."""
+
+
+class Failure(Exception):
+    """Why the command stops early, as the binary says it: ``usage`` (exit 2,
+    naming the flag), ``unavailable`` (exit 3, naming what) or ``failed`` (exit 1)."""
+
+    def __init__(self, kind: str, message: str, *, flag: str | None = None, what: str | None = None) -> None:
+        self.kind = kind
+        self.message = message
+        self.flag = flag
+        self.what = what
+        super().__init__(str(self))
+
+    @classmethod
+    def usage(cls, flag: str, message: str) -> Failure:
+        return cls("usage", message, flag=flag)
+
+    @classmethod
+    def unavailable(cls, what: str, message: str) -> Failure:
+        return cls("unavailable", message, what=what)
+
+    @property
+    def exit_code(self) -> int:
+        return {"usage": EXIT_USAGE, "unavailable": EXIT_UNAVAILABLE}.get(self.kind, EXIT_LEAKING)
+
+    def __str__(self) -> str:
+        if self.kind == "usage":
+            return f"{self.flag}: {self.message}"
+        if self.kind == "unavailable":
+            return f"{self.what} unavailable: {self.message}"
+        return self.message
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON error document's ``error`` object."""
+        error: dict[str, Any] = {"kind": self.kind, "message": str(self)}
+        if self.flag is not None:
+            error["flag"] = self.flag
+        if self.what is not None:
+            error["what"] = self.what
+        return error
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    """The console script: runs the command with ``argv`` (default
+    ``sys.argv[1:]``) and exits with its code."""
+    sys.exit(run(list(sys.argv[1:] if argv is None else argv)))
+
+
+def run(args: list[str]) -> int:
+    """Runs the command; answers its exit code."""
+    planned = _native.host_plan(args)
+    if isinstance(planned, tuple):
+        code, message = planned
+        _refused(code, message)
+        return code
+    plan: dict[str, Any] = json.loads(planned)
+    if plan["providers"] is None:
+        # The native command listens for SIGINT itself: leave it the default
+        # disposition (Python's handler would raise KeyboardInterrupt after).
+        if hasattr(signal, "SIGINT"):
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+        return _native.run_cli(plan["args"])
+    return asyncio.run(_host(plan, planned))
+
+
+def _write(stream: TextIO, text: str) -> None:
+    """Writes and flushes ``text``; a closed pipe (``| head``) is ignored, as
+    the binary ignores it."""
+    try:
+        stream.write(text)
+        stream.flush()
+    except BrokenPipeError:
+        # Nothing more can be written; keep the interpreter's exit flush quiet.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+
+
+def _refused(code: int, message: str) -> None:
+    """Prints a refused plan as the binary would: help on stdout, clap's own
+    errors as clap prints them, the command's with its prefix."""
+    if code == EXIT_OK:
+        _write(sys.stdout, message + "\n")
+        return
+    clap = "\nUsage:" in message or "try '--help'" in message
+    prefix = "" if clap or not message.startswith("error: ") else "sandbox-reclaim: "
+    _write(sys.stderr, prefix + message + "\n")
+
+
+def _print_json(document: dict[str, Any]) -> None:
+    """One JSON document on one line, as the binary prints it."""
+    _write(sys.stdout, json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+
+def _fail(plan: dict[str, Any], failure: Failure) -> int:
+    _write(sys.stderr, f"sandbox-reclaim: error: {failure}\n")
+    if plan["json"]:
+        _print_json({"version": 1, "command": plan["command"], "exitCode": failure.exit_code, "error": failure.to_json()})
+    return failure.exit_code
+
+
+# ---- the pass on this host's driver ----
+
+
+async def _host(plan: dict[str, Any], plan_text: str) -> int:
+    stop = asyncio.Event()
+    _listen_for_signals(stop)
+    try:
+        given = await _load_providers(plan["providers"])
+        store = await _open_store(plan)
+        try:
+            providers = await _managed_providers(plan) + given
+            _check_names(plan, providers, len(providers) - len(given))
+            return await _passes(plan, plan_text, store, providers, stop)
+        finally:
+            await store.close()
+    except Failure as failure:
+        return _fail(plan, failure)
+
+
+def _listen_for_signals(stop: asyncio.Event) -> None:
+    """SIGINT/SIGTERM: the first stops the pass (nothing new starts, what
+    runs settles up to its deadline and is written down); a second exits at
+    once with 130, as the binary does."""
+    loop = asyncio.get_running_loop()
+    received = 0
+
+    def on_signal(name: str) -> None:
+        nonlocal received
+        received += 1
+        if received > 1:
+            _write(sys.stderr, f"sandbox-reclaim: {name} again: exiting now (unfinished work stays in the ledger)\n")
+            os._exit(EXIT_AGAIN)
+        stop.set()
+
+    for name in ("SIGINT", "SIGTERM"):
+        number = getattr(signal, name, None)
+        if number is None:
+            continue
+        try:
+            loop.add_signal_handler(number, on_signal, name)
+        except (NotImplementedError, RuntimeError):  # pragma: no cover - Windows event loops
+            pass
+
+
+async def _load_providers(spec: str) -> list[object]:
+    """The providers ``package.module:attribute`` names, checked: exit 2
+    naming the module, the attribute or the provider's index when wrong."""
+    module_name, colon, attribute = spec.partition(":")
+    if not colon or not module_name or not attribute:
+        raise Failure.usage(
+            "--providers",
+            f"{spec!r} is not `package.module:attribute` (a list of providers, or a zero-arg callable returning one)",
+        )
+    # Like `python -m`, and like npx resolving ./providers.mjs: the current directory first.
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name is not None and (module_name == error.name or module_name.startswith(error.name + ".")):
+            raise Failure.usage(
+                "--providers", f"no module named {module_name!r} (looked in the current directory and sys.path)"
+            ) from None
+        raise Failure.usage("--providers", f"importing {module_name!r} failed: {_describe(error)}") from None
+    except Exception as error:  # noqa: BLE001 - whatever the module raises is reported
+        raise Failure.usage("--providers", f"importing {module_name!r} failed: {_describe(error)}") from None
+    value: Any = module
+    for part in attribute.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise Failure.usage("--providers", f"module {module_name!r} has no attribute {attribute!r}") from None
+    if not isinstance(value, (list, tuple)) and callable(value):
+        try:
+            value = value()
+            if inspect.isawaitable(value):
+                value = await value
+        except Exception as error:  # noqa: BLE001
+            raise Failure.usage("--providers", f"{spec}() raised {_describe(error)}") from None
+        if not isinstance(value, (list, tuple)):
+            raise Failure.usage("--providers", f"{spec}() must return a list of providers, got {type(value).__name__}")
+    elif not isinstance(value, (list, tuple)):
+        raise Failure.usage(
+            "--providers",
+            f"{spec} must be a list of providers (or a zero-arg callable returning one), got {type(value).__name__}",
+        )
+    providers = list(value)
+    seen: dict[str, int] = {}
+    for index, provider in enumerate(providers):
+        name = getattr(provider, "name", None)
+        if not isinstance(name, str) or not name:
+            raise Failure.usage(
+                "--providers", f"{spec}[{index}] has no `name` (a non-empty str), got {type(name).__name__}"
+            )
+        if not callable(getattr(provider, "destroy", None)):
+            raise Failure.usage("--providers", f"{spec}[{index}] (provider {name!r}) has no `destroy` method")
+        if name in seen:
+            raise Failure.usage(
+                "--providers", f"{spec}[{index}]: provider {name!r} is already {spec}[{seen[name]}]'s name"
+            )
+        seen[name] = index
+    return providers
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+def _check_names(plan: dict[str, Any], providers: list[object], managed: int) -> None:
+    """The module's providers must not reuse ``--docker``/``--local``'s names
+    (records are routed by name); and some provider is needed."""
+    flags = [flag for flag in ("--docker", "--local") if plan[flag[2:]] is not None]
+    names: dict[str, str] = {}
+    for index, provider in enumerate(providers):
+        name: str = getattr(provider, "name")
+        given = flags[index] if index < managed else f"{plan['providers']}[{index - managed}]"
+        if name in names:
+            raise Failure.usage("--providers", f"{given}: provider {name!r} is already the name of {names[name]}")
+        names[name] = given
+    if not providers:
+        raise Failure.usage(
+            "--providers", f"{plan['providers']} holds no provider, and neither --docker nor --local is given"
+        )
+
+
+def _format_duration(millis: int) -> str:
+    """``10s``, ``1m 30s``, ``250ms``: how the binary prints durations."""
+    parts = []
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1)):
+        count, millis = divmod(millis, size)
+        if count:
+            parts.append(f"{count}{unit}")
+    return " ".join(parts) or "0s"
+
+
+async def _open_store(plan: dict[str, Any]) -> SqliteSandboxInstanceStore | PostgresSandboxInstanceStore:
+    """The store the plan names, within ``--connect-timeout``: exit 3 when it
+    cannot be opened, 2 for an option it refuses."""
+    spec: dict[str, Any] = plan["store"]
+    described: str = plan["storeDescribed"]
+    timeout_ms: int = plan["connectTimeoutMs"]
+    what = "the SQLite store" if spec["kind"] == "sqlite" else "the PostgreSQL store"
+    try:
+        if spec["kind"] == "sqlite":
+            opening = SqliteSandboxInstanceStore.open(spec["path"])
+            return await asyncio.wait_for(opening, timeout_ms / 1000)
+        connecting = PostgresSandboxInstanceStore.connect(spec["url"], schema=spec["schema"])
+        return await asyncio.wait_for(connecting, timeout_ms / 1000)
+    except asyncio.TimeoutError:
+        within = f"{what} {described} within {_format_duration(timeout_ms)} (--connect-timeout)"
+        raise Failure.unavailable("store", f"could not open {within}") from None
+    except (TypeError, ValueError) as error:
+        flag = "--pg-schema" if "schema" in str(error) else "--store"
+        raise Failure.usage(flag, f"{described}: {error}") from None
+    except Exception as error:  # noqa: BLE001 - any open failure means the store is unavailable
+        raise Failure.unavailable("store", f"{described}: {error}") from None
+
+
+async def _managed_providers(plan: dict[str, Any]) -> list[object]:
+    """``--docker`` and ``--local`` (Docker first, as in the binary), under
+    ``--owner``; an engine that does not answer is unavailable (exit 3)."""
+    owner: str = plan["owner"] or DEFAULT_OWNER
+    providers: list[object] = []
+    docker: dict[str, Any] | None = plan["docker"]
+    if docker is not None:
+        address = docker["url"] or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+        try:
+            engine = DockerProvider(image=_UNUSED_IMAGE, owner=owner, name=docker["name"], docker_host=docker["url"])
+        except (TypeError, ValueError) as error:
+            raise Failure.usage("--owner" if "owner" in str(error) else "--docker", str(error)) from None
+        except Exception as error:  # noqa: BLE001
+            raise Failure.unavailable("Docker engine", f"{address}: {error}") from None
+        try:
+            # The binary pings the engine; listing our own sandboxes asks as much.
+            await asyncio.wait_for(engine.list_sandboxes(), plan["connectTimeoutMs"] / 1000)
+        except Exception as error:  # noqa: BLE001
+            reason = "no answer in time" if isinstance(error, asyncio.TimeoutError) else str(error)
+            raise Failure.unavailable(
+                "Docker engine", f"{address} does not answer (--docker, DOCKER_HOST): {reason}"
+            ) from None
+        providers.append(engine)
+    local: dict[str, Any] | None = plan["local"]
+    if local is not None:
+        try:
+            providers.append(LocalProvider(base_dir=local["baseDir"], owner=owner, name=local["name"]))
+        except (TypeError, ValueError) as error:
+            raise Failure.usage("--owner" if "owner" in str(error) else "--local", str(error)) from None
+        except Exception as error:  # noqa: BLE001
+            raise Failure.unavailable("local provider", f"{local['baseDir']}: {error}") from None
+    return providers
+
+
+class _SweepOnly:
+    """The store, except that no leak is ever due: a pass over it sweeps
+    orphans only (``orphans``). Every other call goes to the real store."""
+
+    def __init__(self, store: object) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    async def due_leaks(self, provider: str, limit: int, lease_ms: int | None, now: int) -> list[DueLeak]:
+        return []
+
+
+def _seconds(millis: int | None) -> float | None:
+    return None if millis is None else millis / 1000
+
+
+async def _pass(plan: dict[str, Any], store: object, providers: list[object], stop: asyncio.Event) -> ReconcileReport:
+    options: dict[str, Any] = {}
+    if plan["concurrency"] is not None:
+        options["concurrency"] = plan["concurrency"]
+    if plan["orphanGraceMs"] is not None:
+        options["orphan_grace"] = plan["orphanGraceMs"] / 1000
+    try:
+        return await reconcile(
+            providers=providers,  # type: ignore[arg-type]  # checked by _load_providers and reconcile
+            instances=store,  # type: ignore[arg-type]
+            dry_run=plan["dryRun"],
+            destroy_timeout=_seconds(plan["destroyTimeoutMs"]),
+            budget=_seconds(plan["budgetMs"]),
+            max_idle=_seconds(plan["maxIdleMs"]) if plan["command"] == "reconcile" else None,
+            owner=plan["owner"],
+            host=plan["host"],
+            stop=stop,
+            **options,
+        )
+    except SandboxStoreError as error:
+        raise Failure.unavailable("store", str(error)) from None
+    except (TypeError, ValueError) as error:
+        named = re.search(r"`([a-z_]+)`", str(error))
+        flag = _FLAGS.get(named.group(1), "--providers") if named else "--providers"
+        raise Failure.usage(flag, str(error)) from None
+    except Exception as error:  # noqa: BLE001 - a pass that could not finish
+        raise Failure("failed", _describe(error)) from None
+
+
+async def _passes(
+    plan: dict[str, Any], plan_text: str, store: object, providers: list[object], stop: asyncio.Event
+) -> int:
+    """One pass (exit 0/1 as reported), or with ``--every`` a pass every
+    interval until SIGINT/SIGTERM (exit 0); a failed pass is reported and
+    the next one runs at the next interval."""
+    fleet = _SweepOnly(store) if plan["command"] == "orphans" else store
+    every_ms: int | None = plan["everyMs"]
+    if every_ms is None:
+        report = await _pass(plan, fleet, providers, stop)
+        return _native.host_emit(plan_text, json.dumps(report.to_dict()), None)
+    loop = asyncio.get_running_loop()
+    number = 0
+    next_at = loop.time()
+    while not stop.is_set():
+        number += 1
+        try:
+            report = await _pass(plan, fleet, providers, stop)
+        except Failure as failure:
+            if failure.kind == "usage":
+                raise  # options do not get better
+            _write(sys.stderr, f"sandbox-reclaim: pass {number} failed; retrying at the next interval: {failure}\n")
+            if plan["json"]:
+                _print_json({"version": 1, "command": plan["command"], "pass": number, "error": failure.to_json()})
+        else:
+            _native.host_emit(plan_text, json.dumps(report.to_dict()), number)
+        next_at += every_ms / 1000
+        now = loop.time()
+        # A pass longer than the interval: the next one starts now, the missed ones are skipped.
+        next_at = max(next_at, now)
+        try:
+            await asyncio.wait_for(stop.wait(), next_at - now)
+        except asyncio.TimeoutError:
+            pass
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    main()
