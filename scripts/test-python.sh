@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# make test-python: builds the Python binding into .venv, runs its tests and
-# mypy --strict, then builds the abi3 manylinux2014 wheel and runs the same
-# tests against it in a fresh virtualenv (so the shipped wheel, py.typed and
-# stubs are tested).
+# make test-python: builds the Python binding into .venv and the Rust
+# `sandbox-reclaim` binary, runs its tests and mypy --strict, then builds the
+# abi3 manylinux2014 wheel and runs the same tests against it in a fresh
+# virtualenv (so the shipped wheel, its console script, py.typed and stubs
+# are tested).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -17,11 +18,18 @@ fi
 echo "== build and install sandbox_reclaim into .venv (maturin develop --release)"
 (cd bindings-python && VIRTUAL_ENV=$venv PATH=$venv/bin:$PATH maturin develop --release --quiet)
 
+# The Rust binary the `sandbox-reclaim` console script is compared with
+# (tests/python/test_cli.py, tests/cross/test_cli_parity.py): release, in the
+# workspace's target dir (built once, reused).
+echo "== build the sandbox-reclaim binary (cargo build -p sandbox-reclaim-cli --release)"
+cargo build --quiet -p sandbox-reclaim-cli --release
+
 # Caches go under .venv (gitignored), not into the source tree.
 export MYPY_CACHE_DIR=$venv/.mypy_cache
 # The store and provider suites need SANDBOX_RECLAIM_PG_URL and DOCKER_HOST
 # (scripts/test.sh starts both); tests/cross also needs the Node binding
-# built (make test runs test-node first). With CI=true, anything missing fails.
+# built (make test runs test-node first) and its `sandbox-reclaim` bin. With
+# CI=true, anything missing fails.
 echo "== pytest tests/python tests/cross"
 "$venv/bin/python" -m pytest tests/python tests/cross -q -p no:cacheprovider
 
@@ -53,6 +61,8 @@ case $installed in
   "$work/venv/"*) echo "testing the wheel installed at ${installed%/__init__.py}" ;;
   *) echo "expected sandbox_reclaim from the fresh venv, got $installed" >&2; exit 1 ;;
 esac
+# The wheel's console script runs the command (the suites below use it too).
+(cd "$work" && "$work/venv/bin/sandbox-reclaim" --help >/dev/null) || { echo "the wheel's sandbox-reclaim --help failed" >&2; exit 1; }
 (cd "$work" && "$work/venv/bin/python" -m pytest "$root/tests/python" "$root/tests/cross" -q -p no:cacheprovider)
 (cd "$work" && MYPY_CACHE_DIR="$work/mypy-cache" "$work/venv/bin/mypy" --strict "$root/examples/python" "$root/tests/python")
 (cd "$work" && MYPYPATH="$root/tests/python" MYPY_CACHE_DIR="$work/mypy-cache" "$work/venv/bin/mypy" --strict "$root/tests/cross")
