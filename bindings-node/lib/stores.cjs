@@ -238,4 +238,14 @@ async function listLeaks(store, provider) {
   return store.listLeaks(provider ?? undefined);
 }
 
-module.exports = { SqliteSandboxInstanceStore, PostgresSandboxInstanceStore, listLeaks };
+/**
+ * The store over a native `SqlStore` opened elsewhere (the command's
+ * `hostOpen`, lib/cli.cjs); `kind`: 'sqlite' or 'postgres'. Not exported by
+ * the package.
+ */
+function adoptNativeStore(kind, nativeStore) {
+  const Store = kind === 'postgres' ? PostgresSandboxInstanceStore : SqliteSandboxInstanceStore;
+  return new Store(OPENING, nativeStore);
+}
+
+module.exports = { SqliteSandboxInstanceStore, PostgresSandboxInstanceStore, listLeaks, adoptNativeStore };

@@ -128,6 +128,17 @@ pub struct SqlStore {
     backend: Backend,
 }
 
+impl SqlStore {
+    /// The store the command opened (`hostOpen`: `npx sandbox-reclaim --providers`).
+    pub(crate) fn from_command_store(store: sandbox_reclaim_cli::store::Store) -> Self {
+        let backend = match store {
+            sandbox_reclaim_cli::store::Store::Sqlite(store) => Backend::Sqlite(store),
+            sandbox_reclaim_cli::store::Store::Postgres { store, .. } => Backend::Postgres(store),
+        };
+        Self { backend }
+    }
+}
+
 #[napi]
 impl SqlStore {
     /// Opens (creating if missing) the SQLite store at `path`; resolves to a `SqlStore`.

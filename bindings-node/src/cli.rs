@@ -1,0 +1,209 @@
+//! The `sandbox-reclaim` command as the npm package runs it
+//! (`bin/sandbox-reclaim.cjs` → `lib/cli.cjs`), over the command crate's
+//! host entry points (`sandbox_reclaim_cli::host`):
+//!
+//! * [`run_cli`]: the whole command, exactly as the binary runs it, off the
+//!   JS thread (on a thread of its own); resolves to the exit code.
+//! * With `--providers` (JS providers), `lib/cli.cjs` drives the pass itself:
+//!   [`host_plan`] resolves the flags and config, [`host_open`] opens the
+//!   store and checks `--docker`/`--local` as the binary does, [`host_emit`]
+//!   prints each report as the binary prints it, and [`host_fail`] prints a
+//!   failure as the binary prints it. Every line the command prints comes from
+//!   the command crate; the JS side only runs the pass.
+
+use std::ffi::OsString;
+use std::io::Write;
+
+use clap::Parser;
+use napi::bindgen_prelude::PromiseRaw;
+use napi::{Env, Error, Result, Status};
+use napi_derive::napi;
+use sandbox_reclaim_cli::args::{bare_docker, Cli};
+use sandbox_reclaim_cli::config::{self, Settings};
+use sandbox_reclaim_cli::error::Failure;
+use sandbox_reclaim_cli::output::{envelope, print_json};
+use sandbox_reclaim_cli::providers::Providers;
+use sandbox_reclaim_cli::store::Store;
+use serde_json::{json, Value};
+
+use crate::provider::{spawn_coded, Coded};
+use crate::sql_store::SqlStore;
+
+/// The code of a rejection whose failure is already printed: the JS side
+/// exits with its `exitCode`.
+pub const EXIT_CODE: &str = "SANDBOX_RECLAIM_EXIT";
+
+/// Rust's stdout is line-buffered and never flushed at exit inside an
+/// addon: flush what the command printed before JS goes on.
+fn flush() {
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+}
+
+/// Runs the command with `args` (without the program name) exactly as the
+/// binary does, on a thread of its own; resolves to its exit code.
+///
+/// Not on libuv's pool (an `AsyncTask`): the command exits the process
+/// itself on a second SIGINT/SIGTERM (`exit(130)` from its runtime), and
+/// Node's exit handlers wait for libuv's pool threads, which would then
+/// wait for the command: the process would hang instead of exiting.
+#[napi]
+pub fn run_cli(env: &Env, args: Vec<String>) -> Result<PromiseRaw<'_, i32>> {
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("sandbox-reclaim".into())
+        .spawn(move || {
+            let code = sandbox_reclaim_cli::host::run_cli(args);
+            flush();
+            let _ = sender.send(code);
+        })
+        .map_err(|error| Error::new(Status::GenericFailure, format!("cannot start the command's thread: {error}")))?;
+    spawn_coded(env, async move {
+        receiver
+            .await
+            .map_err(|_| Coded::new("SANDBOX_RECLAIM_PANICKED", "the command's thread ended without an exit code"))
+    })
+}
+
+/// `args` without `--providers VALUE` / `--providers=VALUE`, as the program's argv.
+fn argv_without_providers(args: &[String]) -> Vec<OsString> {
+    let mut argv = vec![OsString::from("sandbox-reclaim")];
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        if arg == "--providers" {
+            args.next();
+        } else if !arg.starts_with("--providers=") {
+            argv.push(OsString::from(arg));
+        }
+    }
+    bare_docker(argv)
+}
+
+/// What to run for `args` (without the program name), as JSON: the plan of
+/// `sandbox_reclaim_cli::host::host_plan` (`providers` null: run
+/// [`run_cli`] with its `args`), or `{"exitCode", "message"?}` when refused.
+/// A refusal by clap (a bad flag, `--help`) is printed here exactly as the
+/// binary prints it (no `message`); any other refusal comes back as the line
+/// to print on stderr.
+#[napi]
+pub fn host_plan(args: Vec<String>) -> String {
+    match sandbox_reclaim_cli::host::host_plan(args.clone()) {
+        Ok(plan) => plan,
+        Err(refused) => {
+            // `--providers` itself refused (no value, twice): before clap runs.
+            if !refused.message.starts_with("error: --providers") {
+                if let Err(error) = Cli::try_parse_from(argv_without_providers(&args)) {
+                    let _ = error.print();
+                    flush();
+                    return json!({ "exitCode": error.exit_code() }).to_string();
+                }
+            }
+            json!({ "exitCode": refused.exit_code, "message": format!("sandbox-reclaim: {}", refused.message) })
+                .to_string()
+        }
+    }
+}
+
+fn parse_plan(plan: &str) -> Result<Value> {
+    serde_json::from_str(plan).map_err(|error| Error::new(Status::InvalidArg, format!("malformed plan: {error}")))
+}
+
+/// The command's name in JSON documents (`reconcile`, `orphans`).
+fn command_of(plan: &Value) -> String {
+    plan["command"].as_str().unwrap_or("reconcile").to_owned()
+}
+
+/// Prints `failure` as the binary does (stderr, and the JSON error document
+/// with `--json`); with `pass` (`--every`), as a failed pass that the next
+/// interval retries. Answers the exit code.
+fn print_failure(command: &str, json: bool, failure: &Failure, pass: Option<u64>) -> i32 {
+    match pass {
+        None => {
+            eprintln!("sandbox-reclaim: error: {failure}");
+            if json {
+                let fields = json!({ "exitCode": failure.exit_code(), "error": failure.to_json() });
+                print_json(&envelope(command, fields));
+            }
+        }
+        Some(pass) => {
+            eprintln!("sandbox-reclaim: error: pass {pass} failed; retrying at the next interval: {failure}");
+            if json {
+                print_json(&envelope(command, json!({ "pass": pass, "error": failure.to_json() })));
+            }
+        }
+    }
+    flush();
+    failure.exit_code()
+}
+
+/// The settings the plan was made from: `plan.args` parsed and resolved
+/// again exactly as `host_plan` did.
+fn settings_of(plan: &Value) -> std::result::Result<Settings, Failure> {
+    let args: Vec<String> = plan["args"]
+        .as_array()
+        .map(|args| args.iter().filter_map(|arg| arg.as_str().map(str::to_owned)).collect())
+        .unwrap_or_default();
+    let cli = Cli::try_parse_from(argv_without_providers(&args))
+        .map_err(|error| Failure::failed(error.render().to_string().trim_end().to_owned()))?;
+    let file = match &cli.global.config {
+        Some(path) => config::load(path)?,
+        None => config::ConfigFile::default(),
+    };
+    config::resolve(&cli.global, file)
+}
+
+/// Opens the plan's store as the binary does (within `--connect-timeout`,
+/// the binary's messages), then checks `--docker` (the engine answers its
+/// ping) and `--local` (the base directory is usable) as the binary does;
+/// resolves to the native store. On failure the failure is printed as the
+/// binary prints it and the Promise rejects with code `SANDBOX_RECLAIM_EXIT`
+/// and `exitCode` (3 unavailable, 2 usage).
+#[napi]
+pub fn host_open(env: &Env, plan: String) -> Result<PromiseRaw<'_, SqlStore>> {
+    let plan = parse_plan(&plan)?;
+    let command = command_of(&plan);
+    let json = plan["json"] == json!(true);
+    let exit = move |failure: Failure| {
+        let code = print_failure(&command, json, &failure, None);
+        Coded::new(EXIT_CODE, failure.to_string()).with_number("exitCode", f64::from(code))
+    };
+    let settings = settings_of(&plan);
+    spawn_coded(env, async move {
+        let settings = settings.map_err(&exit)?;
+        let store =
+            Store::open(&settings.store, settings.default_store, settings.connect_timeout).await.map_err(&exit)?;
+        if let Err(failure) = Providers::build(&settings, None, false).await {
+            store.close().await;
+            return Err(exit(failure));
+        }
+        Ok(SqlStore::from_command_store(store))
+    })
+}
+
+/// Prints `report` (the core's report as JSON, camelCase) for `plan` exactly
+/// as the binary prints a pass; `pass`: its number with `--every`. Answers
+/// the exit code (0, or 1 when something is still leaking).
+#[napi]
+pub fn host_emit(plan: String, report: String, pass: Option<u32>) -> Result<i32> {
+    let code = sandbox_reclaim_cli::host::host_emit(&plan, &report, pass.map(u64::from))
+        .map_err(|message| Error::new(Status::InvalidArg, message))?;
+    flush();
+    Ok(code)
+}
+
+/// A failure the JS side met (`{kind: 'usage'|'unavailable'|'failed',
+/// flag?, what?, message}`), printed exactly as the binary prints its
+/// failures; with `pass`, as a failed `--every` pass. Answers the exit code.
+#[napi]
+pub fn host_fail(plan: String, failure: String, pass: Option<u32>) -> Result<i32> {
+    let plan = parse_plan(&plan)?;
+    let failure: Value = serde_json::from_str(&failure)
+        .map_err(|error| Error::new(Status::InvalidArg, format!("malformed failure: {error}")))?;
+    let text = |field: &str| failure[field].as_str().unwrap_or_default().to_owned();
+    let failure = match failure["kind"].as_str() {
+        Some("usage") => Failure::usage(text("flag"), text("message")),
+        Some("unavailable") => Failure::unavailable(text("what"), text("message")),
+        _ => Failure::failed(text("message")),
+    };
+    Ok(print_failure(&command_of(&plan), plan["json"] == json!(true), &failure, pass.map(u64::from)))
+}
