@@ -3,7 +3,8 @@
 #
 #   1. npm: the main package and this machine's platform package
 #      (sandbox-reclaim-linux-x64-gnu), packed as a release packs them, install
-#      offline into an empty project where ESM and CJS reclaim
+#      offline into an empty project where ESM and CJS reclaim and `npx
+#      sandbox-reclaim` runs the command (--help, migrate, a --providers pass)
 #      (tests/packaging/npm-packages.test.mjs); the addon loader on faked
 #      platforms, including its error on unsupported ones (loader.test.mjs).
 #      Reuses the addon `npm run build` made (make test runs test-node first;
@@ -36,7 +37,7 @@ fi
 work=$(mktemp -d /tmp/sandbox-reclaim-packaging.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-echo "== npm: main + platform tarballs, offline install, loader on faked platforms"
+echo "== npm: main + platform tarballs, offline install, npx sandbox-reclaim, loader on faked platforms"
 (
   cd bindings-node
   [ -x node_modules/.bin/napi ] || npm ci --no-audit --no-fund

@@ -3,8 +3,8 @@
 // platform package, by default `sandbox-reclaim-linux-x64-gnu` with the addon
 // that `npm run build` made (stripped). Both tarballs install into an empty
 // project offline, and there `import` and `require` reclaim through the addon
-// of the platform package. The main tarball alone installs too, and then fails
-// to load with the loader's error.
+// of the platform package, and `npx sandbox-reclaim` runs the command. The main
+// tarball alone installs too, and then fails to load with the loader's error.
 //
 // The release workflow runs this on each platform with the addon it built:
 // SANDBOX_RECLAIM_NPM_ADDON=<platform>=<file>, e.g. darwin-arm64=sandbox-reclaim.darwin-arm64.node.
@@ -82,7 +82,7 @@ test('main + linux-x64-gnu tarballs → offline install in an empty project → 
 
     // The main package: JS, types and the loader; no addon, no sources.
     const mainTarball = contents(packed.main);
-    for (const file of ['index.cjs', 'index.d.ts', 'index.mjs', 'package.json', 'README.md', 'lib/native.cjs', 'lib/driver.cjs', 'lib/flows.cjs', 'lib/memory.cjs', 'lib/flow-errors.cjs', 'lib/stores.cjs', 'lib/providers.cjs', 'lib/errors.cjs']) {
+    for (const file of ['index.cjs', 'index.d.ts', 'index.mjs', 'package.json', 'README.md', 'lib/native.cjs', 'lib/driver.cjs', 'lib/flows.cjs', 'lib/memory.cjs', 'lib/flow-errors.cjs', 'lib/stores.cjs', 'lib/providers.cjs', 'lib/errors.cjs', 'lib/cli.cjs', 'bin/sandbox-reclaim.cjs']) {
       assert.ok(mainTarball.files.includes(file), `main tarball has ${file}: ${mainTarball.files.join(', ')}`);
     }
     assert.ok(!mainTarball.files.some((file) => file.endsWith('.node')), `no addon in the main tarball: ${mainTarball.files.join(', ')}`);
@@ -93,6 +93,7 @@ test('main + linux-x64-gnu tarballs → offline install in an empty project → 
       'every platform package, pinned to this version',
     );
     assert.equal(mainTarball.manifest.dependencies, undefined, 'no runtime dependencies');
+    assert.deepStrictEqual(mainTarball.manifest.bin, { 'sandbox-reclaim': 'bin/sandbox-reclaim.cjs' }, 'the command, for npx');
 
     // The platform package: its addon, stripped, and the fields npm selects it by.
     const platformTarball = contents(packed.platforms[platform]);
@@ -135,6 +136,33 @@ test('main + linux-x64-gnu tarballs → offline install in an empty project → 
       const result = JSON.parse(run(process.execPath, [script], project));
       assert.deepStrictEqual(result, { outcome: 'destroyed', destroyed: ['ctr-1'], failed: true, addons: [installedAddon] }, script);
     }
+
+    // The command through npx, offline (the installed bin, nothing fetched):
+    // --help, the native command against a SQLite store, and a pass with a
+    // --providers module on the JS driver.
+    const npx = (args) => {
+      // Offline and never asking to install: only the project's own bin can run.
+      const env = { ...process.env, npm_config_offline: 'true', npm_config_yes: 'false', SANDBOX_RECLAIM_STORE: `sqlite:${join(project, 'store.db')}` };
+      delete env.SANDBOX_RECLAIM_CONFIG;
+      const result = spawnSync(shell ? 'npx.cmd' : 'npx', ['sandbox-reclaim', ...args], { cwd: project, encoding: 'utf8', shell, env });
+      assert.equal(result.error, undefined);
+      return result;
+    };
+    const help = npx(['--help']);
+    assert.equal(help.status, 0, help.stderr);
+    assert.match(help.stdout, /Usage: sandbox-reclaim/);
+    assert.match(help.stdout, /reconcile/);
+    const migrate = npx(['migrate', '--json']);
+    assert.equal(migrate.status, 0, migrate.stderr);
+    assert.equal(JSON.parse(migrate.stdout).schemaVersion, 2);
+    writeFileSync(
+      join(project, 'providers.mjs'),
+      "export default [{ name: 'js', destroy() {}, list: () => [{ id: 'x-1', createdAt: 1, owner: 'sandbox-reclaim', key: null }] }];\n",
+    );
+    const hosted = npx(['--providers', './providers.mjs', 'orphans', '--dry-run', '--json']);
+    assert.equal(hosted.status, 0, hosted.stderr);
+    assert.deepStrictEqual(JSON.parse(hosted.stdout).report.actions, [{ reason: 'orphan', provider: 'js', providerSandboxId: 'x-1', result: 'planned' }]);
+    assert.equal(npx(['reconcile', '--bogus']).status, 2);
 
     // The main tarball alone: installs, and says what is missing when loaded.
     const bare = emptyProject(work, 'bare');
