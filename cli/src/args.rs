@@ -58,6 +58,11 @@ pub struct GlobalArgs {
     /// Name this host in the audit log and the sweep leases [default: the host name]
     #[arg(long, global = true, value_name = "NAME")]
     pub host: Option<String>,
+    /// Host-language providers: a JS module (`npx sandbox-reclaim`) or
+    /// `package.module:attribute` (the pip console script); not available in
+    /// the native binary
+    #[arg(long, global = true, value_name = "MODULE")]
+    pub providers: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]

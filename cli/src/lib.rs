@@ -69,6 +69,13 @@ async fn execute(cli: Cli) -> Result<i32, Failure> {
         metrics_flag: cli.global.metrics_addr.is_some(),
         settings,
     };
+    if cli.global.providers.is_some() {
+        return Err(Failure::usage(
+            "--providers",
+            "host-language providers are loaded by `npx sandbox-reclaim` (a JS module) or the pip console \
+             script (package.module:attribute); this binary has --docker and --local",
+        ));
+    }
     if context.metrics_flag && !service {
         return Err(Failure::usage("--metrics-addr", "metrics are served only by `reconcile --every DURATION`"));
     }
