@@ -19,7 +19,12 @@ bench:
 # The pieces scripts/test.sh runs (inside the services it starts).
 CORE_FEATURES := --features sandbox-reclaim/sqlite,sandbox-reclaim/postgres,sandbox-reclaim/docker,sandbox-reclaim/local
 
+# The module graph of every crate's src/ has no cycle (core: errors, messages
+# and records at the bottom; contracts and reports; the effect protocol; the
+# machines; drivers and the async API on top).
 lint:
+	python3 scripts/check_module_graph.py --self-test
+	python3 scripts/check_module_graph.py
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy --workspace --all-targets $(CORE_FEATURES) -- -D warnings

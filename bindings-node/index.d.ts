@@ -266,7 +266,7 @@ declare abstract class SqlSandboxInstanceStore implements LeakLedgerStore, Fleet
   recordRetryFailure(entry: SandboxLeakEntry, message: string, failedAt: number): Promise<void>;
   listStale(olderThan: number, limit: number): Promise<SandboxInstanceRecord[]>;
   expireIdle(key: string, updatedAt: number, leak: SandboxLeak): Promise<boolean>;
-  sandboxReferences(provider: string): Promise<string[]>;
+  sandboxReferences(provider: string, destroyedSince?: number): Promise<string[]>;
   recordLeak(leak: SandboxLeak, reason: LeakReason, nextAttemptAt: number): Promise<void>;
   dueLeaks(provider: string, limit: number, leaseMs: number | undefined | null, now: number): Promise<DueLeakEntry[]>;
   deferLeak(entry: SandboxLeakEntry, message: string, failedAt: number, nextAttemptAt: number): Promise<void>;
@@ -575,8 +575,13 @@ export interface FleetStore {
    * record was touched or is gone, and nothing was written.
    */
   expireIdle(key: string, updatedAt: number, leak: SandboxLeak): Promise<boolean> | boolean;
-  /** Every `providerSandboxId` of `provider` that a record or a leak entry references. */
-  sandboxReferences(provider: string): Promise<string[]> | string[];
+  /**
+   * Every `providerSandboxId` of `provider` that a record or a leak entry
+   * references, and every one an audit row says was destroyed at or after
+   * `destroyedSince` (epoch ms): a listing lags, and what a pass just
+   * destroyed is nobody's orphan.
+   */
+  sandboxReferences(provider: string, destroyedSince: number): Promise<string[]> | string[];
   /** Records a leak without touching any record; a known sandbox's attempts are bumped. */
   recordLeak(leak: SandboxLeak, reason: LeakReason, nextAttemptAt: number): Promise<void> | void;
   /**
@@ -694,6 +699,8 @@ export interface ReconcileOptions extends FleetPassOptions<FleetProvider> {
   instances: FleetStore;
   /** Plan only: read, change nothing, report what would be destroyed (`planned`). Default `false`. */
   dryRun?: boolean;
+  /** Retry the ledger's due leaks. Default `true`; `false`: sweep orphans and expire idle records only (the command's `orphans`). */
+  retryLeaks?: boolean;
   /** Spare unreferenced sandboxes younger than this many ms (by the provider's `createdAt`): a whole number >= 0. Default 600 000 (10 min). */
   orphanGraceMs?: number;
   /** Expire records not updated for this many ms into the ledger (reason `idle`): a whole number >= 1. Default: no idle expiry. */
@@ -793,6 +800,12 @@ export interface ReconcileReport {
   providers: ProviderReport[];
   counts: Record<ActionResult, number>;
   actions: Action[];
+  /**
+   * Whether anything may still be billing after the pass (decided by the
+   * core): a failed or deferred destroy, a destroy a dry run planned, a pass
+   * cut short, or a sweep that failed closed (not a provider without `list`).
+   */
+  stillLeaking: boolean;
 }
 
 /**

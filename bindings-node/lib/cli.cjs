@@ -73,16 +73,6 @@ async function loadProviders(spec) {
   return { providers: exported, named };
 }
 
-/** The store's methods, except that no leak is due: `orphans` sweeps only (as the binary's SweepOnly). */
-function sweepOnly(store) {
-  const view = {};
-  const methods = ['get', 'upsert', 'delete', 'deleteRecordingLeak', 'listLeaks', 'countLeaks', 'claimLeaks', 'resolveLeak', 'recordRetryFailure',
-    'listStale', 'expireIdle', 'sandboxReferences', 'recordLeak', 'deferLeak', 'claimSweep', 'releaseSweep', 'appendAudit', 'listAudit'];
-  for (const method of methods) view[method] = (...args) => store[method](...args);
-  view.dueLeaks = async () => [];
-  return view;
-}
-
 /** What a pass's rejection means for the command: a usage error (the option's flag), the store, or the pass. */
 function passFailure(error, errors) {
   if (error instanceof TypeError) {
@@ -139,10 +129,11 @@ function listenForSignals() {
 function passOptions(plan, providers, instances, signal) {
   const given = {
     dryRun: plan.dryRun,
+    retryLeaks: plan.retryLeaks,
     concurrency: plan.concurrency,
     destroyTimeoutMs: plan.destroyTimeoutMs,
     orphanGraceMs: plan.orphanGraceMs,
-    maxIdleMs: plan.command === 'orphans' ? null : plan.maxIdleMs,
+    maxIdleMs: plan.maxIdleMs,
     budgetMs: plan.budgetMs,
     owner: plan.owner,
     host: plan.host,
@@ -181,8 +172,7 @@ async function runHosted(plan, native) {
     } catch (error) {
       return fail(error instanceof Failure ? error : new Failure('unavailable', 'provider', error.message));
     }
-    const instances = plan.command === 'orphans' ? sweepOnly(store) : store;
-    const pass = () => binding.reconcile(passOptions(plan, providers, instances, signals.controller.signal));
+    const pass = () => binding.reconcile(passOptions(plan, providers, store, signals.controller.signal));
 
     if (plan.everyMs === null || plan.everyMs === undefined) {
       let report;

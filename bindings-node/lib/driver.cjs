@@ -169,7 +169,8 @@ class Run {
             break;
           }
           case SANDBOX_REFERENCES:
-            this.call(id, op, this.host.sandboxReferences, this.host.instances, batch[at++]);
+            this.call(id, op, this.host.sandboxReferences, this.host.instances, batch[at], batch[at + 1]);
+            at += 2;
             break;
           case LIST_STALE:
             this.call(id, op, this.host.listStale, this.host.instances, batch[at], batch[at + 1]);

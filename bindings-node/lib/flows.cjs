@@ -3,12 +3,50 @@
 // field, before any host call), reads every host property once, and starts
 // the core's machine on the generic driver. No rule lives here.
 
-const os = require('node:os');
 const native = require('./native.cjs');
 const { drive, exactString, levels } = require('./driver.cjs');
 
-/** The largest count the core takes (a `u32`). */
-const MAX_U32 = 0xffff_ffff;
+// The plain-valued options each flow takes, as the core names them: read from
+// the user's options (once each) and checked, defaulted and ranged by the core.
+const RECLAIM_ALL_OPTIONS = native.optionNames('reclaimAll');
+const RECONCILE_OPTIONS = native.optionNames('reconcile');
+const RETRY_OPTIONS = native.optionNames('retryLeaks');
+
+/**
+ * A value as the core reads it: JSON scalars as they are, and a marker for
+ * what JSON cannot say (a non-finite number, a string that cannot cross
+ * exactly, anything else by its type). No option is known here.
+ */
+function plainValue(value) {
+  switch (typeof value) {
+    case 'number':
+      return Number.isFinite(value) ? value : { $float: Number.isNaN(value) ? 'nan' : value > 0 ? 'inf' : '-inf' };
+    case 'string':
+      return value.isWellFormed() ? value : { $loneSurrogate: true };
+    case 'boolean':
+    case 'undefined':
+      return value;
+    default:
+      return value === null ? null : { $type: typeof value };
+  }
+}
+
+/** The options `names` of `options`, each read once, as the core's JSON input. */
+function plainOptions(options, names) {
+  const values = {};
+  for (const name of names) values[name] = plainValue(options[name]);
+  return JSON.stringify(values);
+}
+
+/** Starts a machine; an option the core refuses is a TypeError with the core's text. */
+function checkedByCore(start) {
+  try {
+    return start();
+  } catch (error) {
+    if (error && error.code === 'InvalidArg') throw new TypeError(error.message);
+    throw error;
+  }
+}
 
 function checkObject(value, name, what) {
   if (value === null || typeof value !== 'object') throw new TypeError(`${name} must be an object${what ? ` (${what})` : ''}`);
@@ -28,13 +66,6 @@ function optionalWhole(value, name, minimum, fallback) {
     throw new TypeError(`${name} must be a whole number >= ${minimum}`);
   }
   return value;
-}
-
-/** A count: a whole number from `minimum` below 2^32, or `fallback` when absent. */
-function optionalCount(value, name, minimum, fallback) {
-  const checked = optionalWhole(value, name, minimum, fallback);
-  if (checked !== undefined && checked > MAX_U32) throw new TypeError(`${name} must be a whole number >= ${minimum} and < 2^32`);
-  return checked;
 }
 
 /** The run record's two fields a reclaim reads, each read once. */
@@ -128,7 +159,7 @@ function sandboxReclaimer(options) {
  */
 async function retryLeaks(options) {
   checkObject(options, 'options');
-  const { provider, instances, limit, leaseMs, destroyTimeoutMs } = options;
+  const { provider, instances } = options;
   checkObject(provider, 'options.provider');
   const name = providerName(provider);
   const destroy = method(provider, 'destroy', 'options.provider');
@@ -142,17 +173,11 @@ async function retryLeaks(options) {
     resolveLeak: method(instances, 'resolveLeak', 'options.instances', ledger),
     recordRetryFailure: method(instances, 'recordRetryFailure', 'options.instances', ledger),
   };
-  const checkedLimit = optionalWhole(limit, 'options.limit', 0, 100);
-  if (checkedLimit > 0xffff_ffff) throw new TypeError('options.limit must be a whole number >= 0 and < 2^32');
-  const lease = optionalWhole(leaseMs, 'options.leaseMs', 1, 300_000);
-  const timeout = optionalWhole(destroyTimeoutMs, 'options.destroyTimeoutMs', 1, undefined);
-  return drive((now) => native.startRetry(name, checkedLimit, lease, timeout, now), host);
+  const values = plainOptions(options, RETRY_OPTIONS);
+  return drive((now) => checkedByCore(() => native.startRetry(values, name, now)), host);
 }
 
 // ------------------------------------------------------------- fleet passes
-
-/** The owner namespace sandboxes are swept under unless a provider or the pass names another. */
-const DEFAULT_OWNER = 'sandbox-reclaim';
 
 /** The store methods a reconcile pass calls, in the order they are checked. */
 const FLEET_METHODS = [
@@ -191,7 +216,6 @@ function readProviders(options, forSweep) {
   } else {
     throw new TypeError('options.providers must be an array of providers (or options.provider one provider)');
   }
-  if (given.length === 0) throw new TypeError('options.providers must name at least one provider');
   const read = { providers: given, names: [], destroys: [], lists: [], owners: [] };
   given.forEach((each, index) => {
     const name = label(index);
@@ -206,27 +230,15 @@ function readProviders(options, forSweep) {
     if (owner !== undefined && owner !== null && typeof owner !== 'string') throw new TypeError(`${name}.owner must be a string when present`);
     read.owners.push(typeof owner === 'string' ? exactString(owner, `${name}.owner`) : undefined);
   });
-  const seen = new Set();
-  for (const name of read.names) {
-    if (seen.has(name)) throw new TypeError(`options.providers: two providers share the name ${JSON.stringify(name)}`);
-    seen.add(name);
-  }
   return read;
 }
 
-/** The options every fleet pass shares, each read once and checked. */
-function readPassOptions(options) {
-  const { concurrency, perProviderConcurrency, destroyTimeoutMs, budgetMs, signal, onProgress } = options;
+/** The host objects every fleet pass shares (its signal and progress callback), each read once. */
+function readPassHost(options) {
+  const { signal, onProgress } = options;
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError('options.signal must be an AbortSignal');
   if (onProgress !== undefined && typeof onProgress !== 'function') throw new TypeError('options.onProgress must be a function');
-  return {
-    concurrency: optionalCount(concurrency, 'options.concurrency', 1, 16),
-    perProviderConcurrency: optionalCount(perProviderConcurrency, 'options.perProviderConcurrency', 1, undefined),
-    destroyTimeoutMs: optionalWhole(destroyTimeoutMs, 'options.destroyTimeoutMs', 1, undefined),
-    budgetMs: optionalWhole(budgetMs, 'options.budgetMs', 1, undefined),
-    signal,
-    onProgress,
-  };
+  return { signal, onProgress };
 }
 
 /**
@@ -246,7 +258,8 @@ async function reclaimAll(records, options) {
   const remove = method(instances, 'delete', 'options.instances');
   const ledger = instances.deleteRecordingLeak;
   const log = readLogger(logger);
-  const pass = readPassOptions(options);
+  const pass = readPassHost(options);
+  const values = plainOptions(options, RECLAIM_ALL_OPTIONS);
   const host = {
     providers: providers.providers,
     destroys: providers.destroys,
@@ -261,27 +274,16 @@ async function reclaimAll(records, options) {
   };
   const runIds = fields.map((record) => record.runId);
   const sandboxKeys = fields.map((record) => record.sandboxKey);
+  const keepsLedger = host.deleteRecordingLeak !== undefined;
+  const progress = pass.onProgress !== undefined;
   return drive(
     (now) =>
-      native.startReclaimAll(
-        runIds,
-        sandboxKeys,
-        providers.names,
-        host.deleteRecordingLeak !== undefined,
-        pass.concurrency,
-        pass.perProviderConcurrency,
-        pass.destroyTimeoutMs,
-        pass.budgetMs,
-        pass.onProgress !== undefined,
-        pass.signal?.aborted === true,
-        now,
+      checkedByCore(() =>
+        native.startReclaimAll(values, runIds, sandboxKeys, providers.names, keepsLedger, progress, pass.signal?.aborted === true, now),
       ),
     host,
   );
 }
-
-/** Passes started by this process: part of each sweep holder's name. */
-let passes = 0;
 
 /**
  * One reconcile pass: expires idle records (with `maxIdleMs`), retries due
@@ -292,22 +294,12 @@ let passes = 0;
 async function reconcile(options) {
   checkObject(options, 'options');
   const providers = readProviders(options, true);
-  const { instances, dryRun, orphanGraceMs, maxIdleMs, limit, leaseMs, backoffMs, maxBackoffMs, owner, host: hostName } = options;
+  const { instances } = options;
   checkObject(instances, 'options.instances', 'a fleet store');
   const store = {};
   for (const name of FLEET_METHODS) store[name] = method(instances, name, 'options.instances', ' (a fleet store)');
-  if (dryRun !== undefined && typeof dryRun !== 'boolean') throw new TypeError('options.dryRun must be a boolean');
-  const pass = readPassOptions(options);
-  const grace = optionalWhole(orphanGraceMs, 'options.orphanGraceMs', 0, 600_000);
-  const maxIdle = optionalWhole(maxIdleMs, 'options.maxIdleMs', 1, undefined);
-  const checkedLimit = optionalCount(limit, 'options.limit', 1, 1000);
-  const lease = optionalWhole(leaseMs, 'options.leaseMs', 1, 300_000);
-  const backoff = optionalWhole(backoffMs, 'options.backoffMs', 0, 30_000);
-  const maxBackoff = optionalWhole(maxBackoffMs, 'options.maxBackoffMs', 0, 3_600_000);
-  const passOwner = owner === undefined ? DEFAULT_OWNER : exactString(owner, 'options.owner');
-  const passHost = hostName === undefined ? os.hostname() : exactString(hostName, 'options.host');
-  passes += 1;
-  const holder = `${passHost}/${process.pid}/${Date.now()}/${passes}`;
+  const pass = readPassHost(options);
+  const values = plainOptions(options, RECONCILE_OPTIONS);
   const host = {
     providers: providers.providers,
     destroys: providers.destroys,
@@ -317,29 +309,9 @@ async function reconcile(options) {
     onProgress: pass.onProgress,
     signal: pass.signal,
   };
-  const start = {
-    providers: providers.names.map((name, index) => ({
-      name,
-      canList: providers.lists[index] !== undefined,
-      owner: providers.owners[index] ?? passOwner,
-    })),
-    host: exactString(passHost, 'options.host'),
-    holder: exactString(holder, 'options.host'),
-    dryRun: dryRun ?? false,
-    concurrency: pass.concurrency,
-    perProviderConcurrency: pass.perProviderConcurrency,
-    destroyTimeoutMs: pass.destroyTimeoutMs,
-    budgetMs: pass.budgetMs,
-    orphanGraceMs: grace,
-    maxIdleMs: maxIdle,
-    limit: checkedLimit,
-    leaseMs: lease,
-    backoffMs: backoff,
-    maxBackoffMs: maxBackoff,
-    progress: pass.onProgress !== undefined,
-    stopped: false,
-  };
-  return drive((now) => native.startReconcile({ ...start, stopped: pass.signal?.aborted === true }, now), host);
+  const plans = providers.names.map((name, index) => ({ name, canList: providers.lists[index] !== undefined, owner: providers.owners[index] }));
+  const progress = pass.onProgress !== undefined;
+  return drive((now) => checkedByCore(() => native.startReconcile(values, plans, progress, pass.signal?.aborted === true, now)), host);
 }
 
 module.exports = { reclaimSandbox, sandboxReclaimer, retryLeaks, reclaimAll, reconcile };

@@ -66,7 +66,11 @@ class InMemorySandboxInstanceStore {
         checkLeak(leak);
         return refused(() => store.expireIdle(key, updatedAt, leak));
       };
-      this.sandboxReferences = async (provider) => refused(() => store.sandboxReferences(checkString(provider, 'provider')));
+      this.sandboxReferences = async (provider, destroyedSince) => {
+        checkString(provider, 'provider');
+        if (destroyedSince !== undefined) checkMillis(destroyedSince, 'destroyedSince');
+        return refused(() => store.sandboxReferences(provider, destroyedSince));
+      };
       this.recordLeak = async (leak, reason, nextAttemptAt) => {
         checkLeak(leak);
         checkReason(reason);

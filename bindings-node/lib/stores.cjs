@@ -118,10 +118,15 @@ class SqlSandboxInstanceStore {
     return nativeCall(() => this.#native.expireIdle(key, updatedAt, leak));
   }
 
-  /** Every providerSandboxId of `provider` that a record or a leak entry references. */
-  async sandboxReferences(provider) {
+  /**
+   * Every providerSandboxId of `provider` that a record or a leak entry
+   * references, and (with `destroyedSince`, epoch ms) every one the audit
+   * log says was destroyed at or after it.
+   */
+  async sandboxReferences(provider, destroyedSince) {
     checkString(provider, 'provider');
-    return nativeCall(() => this.#native.sandboxReferences(provider));
+    if (destroyedSince !== undefined) checkMillis(destroyedSince, 'destroyedSince');
+    return nativeCall(() => this.#native.sandboxReferences(provider, destroyedSince));
   }
 
   /** Records a leak (`reason`: 'destroy-failed', 'orphan' or 'idle') due at `nextAttemptAt`. */

@@ -11,11 +11,10 @@ use napi::bindgen_prelude::Either3;
 use napi::{Error, Result, Status};
 use napi_derive::napi;
 use sandbox_reclaim::effects::Millis;
-use sandbox_reclaim::flows::reconcile::ProviderPlan;
-use sandbox_reclaim::flows::{
-    Reclaim, ReclaimAll, ReclaimAllInput, ReclaimApi, ReclaimInput, Reconcile, ReconcileInput, Retry, RetryInput,
-};
+use sandbox_reclaim::flows::{Reclaim, ReclaimAll, ReclaimApi, ReclaimInput, Reconcile, Retry};
 use sandbox_reclaim::messages;
+use sandbox_reclaim::options::{self, Dialect, FlowOptions, HostOptionError, HostOptions};
+use sandbox_reclaim::start::{self, HostProvider, PassStart};
 use sandbox_reclaim::wire::{self, RunTable, Slot, WireError};
 
 /// One value of a batch as JS sees it: a number, a string or `undefined`.
@@ -95,22 +94,31 @@ pub fn start_reclaim(
     js(RUNS.with_borrow_mut(|runs| runs.start(Box::new(Reclaim::new(input, millis(now))))))
 }
 
-/// Starts `retryLeaks`.
+/// The option names `flow` (`reclaimAll`, `reconcile`, `retryLeaks`) takes,
+/// as JS spells them: what the declaration reads from the user's options
+/// (each once) and hands to the core as plain values.
 #[napi]
-pub fn start_retry(
-    provider_name: String,
-    limit: u32,
-    lease_ms: f64,
-    destroy_timeout_ms: Option<f64>,
-    now: f64,
-) -> Vec<JsSlot> {
-    let input = RetryInput {
-        provider_name,
-        limit,
-        lease_ms: millis(lease_ms).max(1),
-        destroy_timeout_ms: destroy_timeout_ms.map(millis),
-    };
-    js(RUNS.with_borrow_mut(|runs| runs.start(Box::new(Retry::new(input, millis(now))))))
+pub fn option_names(flow: String) -> Result<Vec<String>> {
+    let flow = FlowOptions::parse(&flow).ok_or_else(|| Error::new(Status::InvalidArg, format!("no flow {flow}")))?;
+    Ok(options::option_names(flow, Dialect::Node).into_iter().map(str::to_owned).collect())
+}
+
+/// The user's plain option values (JSON), checked by the core: an invalid
+/// one is an `InvalidArg` error carrying the core's text (the declaration
+/// raises it as a `TypeError`).
+fn host_options(options_json: &str) -> Result<HostOptions> {
+    HostOptions::parse(options_json, Dialect::Node).map_err(invalid)
+}
+
+fn invalid(error: HostOptionError) -> Error {
+    Error::new(Status::InvalidArg, error.message)
+}
+
+/// Starts `retryLeaks` for the provider named `provider_name`.
+#[napi]
+pub fn start_retry(options_json: String, provider_name: String, now: f64) -> Result<Vec<JsSlot>> {
+    let input = start::retry(&host_options(&options_json)?, provider_name).map_err(invalid)?;
+    Ok(js(RUNS.with_borrow_mut(|runs| runs.start(Box::new(Retry::new(input, millis(now)))))))
 }
 
 /// Starts `reclaimAll`: record `i` is `(runIds[i], sandboxKeys[i])`; the
@@ -118,91 +126,52 @@ pub fn start_retry(
 #[napi]
 #[allow(clippy::too_many_arguments)]
 pub fn start_reclaim_all(
+    options_json: String,
     run_ids: Vec<String>,
     sandbox_keys: Vec<Option<String>>,
     providers: Vec<String>,
     store_has_ledger: bool,
-    concurrency: u32,
-    per_provider_concurrency: Option<u32>,
-    destroy_timeout_ms: Option<f64>,
-    budget_ms: Option<f64>,
     progress: bool,
     stopped: bool,
     now: f64,
 ) -> Result<Vec<JsSlot>> {
     if run_ids.len() != sandbox_keys.len() {
-        return Err(Error::new(Status::InvalidArg, "runIds and sandboxKeys must have the same length"));
+        return Err(Error::new(Status::GenericFailure, "runIds and sandboxKeys must have the same length"));
     }
-    let input = ReclaimAllInput {
-        records: run_ids.into_iter().zip(sandbox_keys).collect(),
-        providers,
-        store_has_ledger,
-        concurrency: concurrency.max(1),
-        per_provider_concurrency: per_provider_concurrency.map(|limit| limit.max(1)),
-        destroy_timeout_ms: destroy_timeout_ms.map(millis),
-        budget_ms: budget_ms.map(millis),
-        progress,
-        stopped,
-    };
+    let records = run_ids.into_iter().zip(sandbox_keys).collect();
+    let pass = PassStart { progress, stopped };
+    let input = start::reclaim_all(&host_options(&options_json)?, records, providers, store_has_ledger, pass)
+        .map_err(invalid)?;
     Ok(js(RUNS.with_borrow_mut(|runs| runs.start(Box::new(ReclaimAll::new(input, millis(now)))))))
 }
 
-/// One provider of a reconcile pass (see `ProviderPlan`).
+/// One provider of a reconcile pass, as the declaration read it.
 #[napi(object)]
 pub struct ReconcileProvider {
     pub name: String,
     /// Whether it has a `list` (no list: no orphan sweep).
     pub can_list: bool,
-    /// The owner namespace its sandboxes must carry to be swept.
-    pub owner: String,
-}
-
-/// Every input of a reconcile pass (see `ReconcileInput`); the declaration
-/// has checked and defaulted each.
-#[napi(object)]
-pub struct ReconcileStart {
-    pub providers: Vec<ReconcileProvider>,
-    pub host: String,
-    pub holder: String,
-    pub dry_run: bool,
-    pub concurrency: u32,
-    pub per_provider_concurrency: Option<u32>,
-    pub destroy_timeout_ms: Option<f64>,
-    pub budget_ms: Option<f64>,
-    pub orphan_grace_ms: f64,
-    pub max_idle_ms: Option<f64>,
-    pub limit: u32,
-    pub lease_ms: f64,
-    pub backoff_ms: f64,
-    pub max_backoff_ms: f64,
-    pub progress: bool,
-    /// The signal was aborted before the pass started: start nothing.
-    pub stopped: bool,
+    /// Its own owner namespace, when it names one.
+    pub owner: Option<String>,
 }
 
 /// Starts `reconcile`.
 #[napi]
-pub fn start_reconcile(start: ReconcileStart, now: f64) -> Vec<JsSlot> {
-    let plans = start
-        .providers
+pub fn start_reconcile(
+    options_json: String,
+    providers: Vec<ReconcileProvider>,
+    progress: bool,
+    stopped: bool,
+    now: f64,
+) -> Result<Vec<JsSlot>> {
+    let providers = providers
         .into_iter()
-        .map(|provider| ProviderPlan { name: provider.name, can_list: provider.can_list, owner: provider.owner })
+        .map(|provider| HostProvider { name: provider.name, can_list: provider.can_list, owner: provider.owner })
         .collect();
-    let mut input = ReconcileInput::new(plans, start.host, start.holder);
-    input.dry_run = start.dry_run;
-    input.concurrency = start.concurrency.max(1);
-    input.per_provider_concurrency = start.per_provider_concurrency.map(|limit| limit.max(1));
-    input.destroy_timeout_ms = start.destroy_timeout_ms.map(millis);
-    input.budget_ms = start.budget_ms.map(millis);
-    input.orphan_grace_ms = millis(start.orphan_grace_ms);
-    input.max_idle_ms = start.max_idle_ms.map(millis);
-    input.limit = start.limit.max(1);
-    input.lease_ms = millis(start.lease_ms).max(1);
-    input.backoff_ms = millis(start.backoff_ms);
-    input.max_backoff_ms = millis(start.max_backoff_ms);
-    input.progress = start.progress;
-    input.stopped = start.stopped;
-    js(RUNS.with_borrow_mut(|runs| runs.start(Box::new(Reconcile::new(input, millis(now))))))
+    let now = millis(now);
+    let pass = PassStart { progress, stopped };
+    let input = start::reconcile(&host_options(&options_json)?, providers, pass, now).map_err(invalid)?;
+    Ok(js(RUNS.with_borrow_mut(|runs| runs.start(Box::new(Reconcile::new(input, now))))))
 }
 
 /// Feeds how effect `id` of run `run` settled (see `wire::completion`): `a`

@@ -370,10 +370,13 @@ impl MemoryStore {
         ready(self.fleet()?.expire_idle(&key, updated_at, leak))
     }
 
-    /// Every `providerSandboxId` of `provider` a record or a leak entry references.
+    /// Every `providerSandboxId` of `provider` a record or a leak entry
+    /// references, and (with `destroyedSince`) every one an audit row says
+    /// was destroyed at or after it.
     #[napi]
-    pub fn sandbox_references(&self, provider: String) -> Result<Vec<String>> {
-        ready(self.fleet()?.sandbox_references(&provider))
+    pub fn sandbox_references(&self, provider: String, destroyed_since: Option<f64>) -> Result<Vec<String>> {
+        let destroyed_since = destroyed_since.map(|at| epoch_millis("destroyedSince", at)).transpose()?;
+        ready(self.fleet()?.sandbox_references(&provider, destroyed_since.unwrap_or(u64::MAX)))
     }
 
     /// Records a leak without touching any instance record.

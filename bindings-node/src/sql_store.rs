@@ -322,11 +322,20 @@ impl SqlStore {
         spawn_coded(env, async move { backend.fleet().expire_idle(&key, updated_at, leak).await.map_err(store_error) })
     }
 
-    /// Every `providerSandboxId` of `provider` a record or a leak entry references.
+    /// Every `providerSandboxId` of `provider` a record or a leak entry
+    /// references, and (with `destroyedSince`) every one an audit row says
+    /// was destroyed at or after it.
     #[napi]
-    pub fn sandbox_references<'env>(&self, env: &'env Env, provider: String) -> Result<PromiseRaw<'env, Vec<String>>> {
+    pub fn sandbox_references<'env>(
+        &self,
+        env: &'env Env,
+        provider: String,
+        destroyed_since: Option<f64>,
+    ) -> Result<PromiseRaw<'env, Vec<String>>> {
+        let destroyed_since = destroyed_since.map(|at| epoch_millis("destroyedSince", at)).transpose()?;
+        let since = destroyed_since.unwrap_or(u64::MAX);
         let backend = self.backend.clone();
-        spawn_coded(env, async move { backend.fleet().sandbox_references(&provider).await.map_err(store_error) })
+        spawn_coded(env, async move { backend.fleet().sandbox_references(&provider, since).await.map_err(store_error) })
     }
 
     /// Records a leak without touching any instance record.

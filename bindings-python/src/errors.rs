@@ -10,7 +10,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
-use sandbox_reclaim::{InvalidInput, ProviderError, StoreError, StoreOpenError};
+use sandbox_reclaim::{InvalidInput, InvalidRecord, ProviderError, StoreError, StoreOpenError};
 
 /// The Python exception classes native errors become.
 struct ErrorTypes {
@@ -69,7 +69,7 @@ pub fn snake_case(field: &str) -> String {
 /// backend did a `SandboxStoreError`.
 pub fn store_error(error: StoreError) -> PyErr {
     match error {
-        StoreError::InvalidRecord(invalid) => crate::records::invalid_record(invalid),
+        StoreError::InvalidRecord(invalid) => invalid_record(invalid),
         StoreError::InvalidKey(reason) => PyValueError::new_err(format!("invalid sandbox key: `key` {reason}")),
         StoreError::Backend(backend) => raise(|types| &types.store, (backend.to_string(),)),
     }
@@ -103,6 +103,13 @@ pub fn provider_error(error: ProviderError) -> PyErr {
             Err(other) => raise(|types| &types.provider, (other.to_string(),)),
         },
     }
+}
+
+/// A refused instance record. The core names fields in their wire
+/// (camelCase) spelling; Python callers know them as snake_case attributes.
+pub fn invalid_record(invalid: InvalidRecord) -> PyErr {
+    let field = snake_case(invalid.field);
+    PyValueError::new_err(format!("invalid sandbox instance record: `{field}` {}", invalid.reason))
 }
 
 /// Refused input, naming the snake_case field.

@@ -5,15 +5,13 @@
 
 use std::sync::Mutex;
 
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
-use sandbox_reclaim::flows::reconcile::ProviderPlan;
-use sandbox_reclaim::flows::{
-    BoxedFlow, Reclaim, ReclaimAll, ReclaimAllInput, ReclaimApi, ReclaimInput, Reconcile, ReconcileInput, Retry,
-    RetryInput,
-};
+use sandbox_reclaim::flows::{BoxedFlow, Reclaim, ReclaimAll, ReclaimApi, ReclaimInput, Reconcile, Retry};
 use sandbox_reclaim::messages;
+use sandbox_reclaim::options::{self, Dialect, FlowOptions, HostOptionError, HostOptions, Problem};
+use sandbox_reclaim::start::{self, HostProvider, PassStart};
 use sandbox_reclaim::wire::{self, RunTable, Slot, WireError};
 
 /// The runs of this interpreter (calls hold the GIL, so the lock is uncontended).
@@ -40,8 +38,7 @@ pub fn protocol(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     dict.set_item("reclaim_failed_error_name", protocol.reclaim_failed_error_name)?;
     dict.set_item("destroy_timeout_error_name", protocol.destroy_timeout_error_name)?;
     dict.set_item("unreadable_error_message", protocol.unreadable_error_message)?;
-    // A report's `still_leaking` tells "cannot list" apart from a sweep that failed.
-    dict.set_item("provider_cannot_list", messages::PROVIDER_CANNOT_LIST)?;
+    dict.set_item("default_owner", options::defaults::OWNER)?;
     Ok(dict.into_any())
 }
 
@@ -78,99 +75,77 @@ pub fn start_reclaim(
     start(py, Box::new(Reclaim::new(input, now)))
 }
 
+/// The option names `flow` (`reclaimAll`, `reconcile`, `retryLeaks`) takes,
+/// as Python spells them: what the declaration hands to the core as plain values.
+#[pyfunction]
+pub fn option_names(flow: &str) -> PyResult<Vec<&'static str>> {
+    let flow = FlowOptions::parse(flow).ok_or_else(|| PyValueError::new_err(format!("no flow {flow}")))?;
+    Ok(options::option_names(flow, Dialect::Python))
+}
+
+/// The user's plain option values (JSON), checked by the core.
+fn host_options(options_json: &str) -> PyResult<HostOptions> {
+    HostOptions::parse(options_json, Dialect::Python).map_err(invalid)
+}
+
+/// An option the core refused, as Python raises it: the wrong type is a
+/// `TypeError`, a value out of range a `ValueError`; the core's text.
+fn invalid(error: HostOptionError) -> PyErr {
+    match error.problem {
+        Problem::Type => PyTypeError::new_err(error.message),
+        Problem::Range => PyValueError::new_err(error.message),
+    }
+}
+
 /// Starts `reclaim_all`: `records` are `(run_id, sandbox_key)` pairs, in
 /// order; `providers` the providers' names, numbered in this order;
 /// `stopped`: the caller stopped it before it began (nothing starts).
 #[pyfunction]
-#[pyo3(signature = (
-    records, providers, store_has_ledger, concurrency, per_provider_concurrency, destroy_timeout_ms, budget_ms,
-    progress, stopped, now
-))]
+#[pyo3(signature = (options_json, records, providers, store_has_ledger, progress, stopped, now))]
 #[allow(clippy::too_many_arguments)]
-pub fn start_reclaim_all(
-    py: Python<'_>,
+pub fn start_reclaim_all<'py>(
+    py: Python<'py>,
+    options_json: &str,
     records: Vec<(String, Option<String>)>,
     providers: Vec<String>,
     store_has_ledger: bool,
-    concurrency: u32,
-    per_provider_concurrency: Option<u32>,
-    destroy_timeout_ms: Option<u64>,
-    budget_ms: Option<u64>,
     progress: bool,
     stopped: bool,
     now: u64,
-) -> PyResult<Bound<'_, PyTuple>> {
-    let input = ReclaimAllInput {
-        records,
-        providers,
-        store_has_ledger,
-        concurrency,
-        per_provider_concurrency,
-        destroy_timeout_ms,
-        budget_ms,
-        progress,
-        stopped,
-    };
+) -> PyResult<Bound<'py, PyTuple>> {
+    let pass = PassStart { progress, stopped };
+    let input = start::reclaim_all(&host_options(options_json)?, records, providers, store_has_ledger, pass)
+        .map_err(invalid)?;
     start(py, Box::new(ReclaimAll::new(input, now)))
 }
 
-/// Starts `reconcile`: `providers` are `(name, can_list, owner)` triples, in
-/// order; every other argument is a field of the core's `ReconcileInput`.
+/// Starts `reconcile`: `providers` are `(name, can_list, owner or None)` triples, in order.
 #[pyfunction]
-#[pyo3(signature = (
-    providers, host, holder, dry_run, concurrency, per_provider_concurrency, destroy_timeout_ms, budget_ms,
-    orphan_grace_ms, max_idle_ms, limit, lease_ms, backoff_ms, max_backoff_ms, progress, stopped, now
-))]
-#[allow(clippy::too_many_arguments)]
-pub fn start_reconcile(
-    py: Python<'_>,
-    providers: Vec<(String, bool, String)>,
-    host: String,
-    holder: String,
-    dry_run: bool,
-    concurrency: u32,
-    per_provider_concurrency: Option<u32>,
-    destroy_timeout_ms: Option<u64>,
-    budget_ms: Option<u64>,
-    orphan_grace_ms: u64,
-    max_idle_ms: Option<u64>,
-    limit: u32,
-    lease_ms: u64,
-    backoff_ms: u64,
-    max_backoff_ms: u64,
+#[pyo3(signature = (options_json, providers, progress, stopped, now))]
+pub fn start_reconcile<'py>(
+    py: Python<'py>,
+    options_json: &str,
+    providers: Vec<(String, bool, Option<String>)>,
     progress: bool,
     stopped: bool,
     now: u64,
-) -> PyResult<Bound<'_, PyTuple>> {
-    let plans = providers.into_iter().map(|(name, can_list, owner)| ProviderPlan { name, can_list, owner }).collect();
-    let mut input = ReconcileInput::new(plans, host, holder);
-    input.dry_run = dry_run;
-    input.concurrency = concurrency.max(1);
-    input.per_provider_concurrency = per_provider_concurrency.map(|limit| limit.max(1));
-    input.destroy_timeout_ms = destroy_timeout_ms;
-    input.budget_ms = budget_ms;
-    input.orphan_grace_ms = orphan_grace_ms;
-    input.max_idle_ms = max_idle_ms;
-    input.limit = limit.max(1);
-    input.lease_ms = lease_ms.max(1);
-    input.backoff_ms = backoff_ms;
-    input.max_backoff_ms = max_backoff_ms;
-    input.progress = progress;
-    input.stopped = stopped;
+) -> PyResult<Bound<'py, PyTuple>> {
+    let providers =
+        providers.into_iter().map(|(name, can_list, owner)| HostProvider { name, can_list, owner }).collect();
+    let pass = PassStart { progress, stopped };
+    let input = start::reconcile(&host_options(options_json)?, providers, pass, now).map_err(invalid)?;
     start(py, Box::new(Reconcile::new(input, now)))
 }
 
-/// Starts `retry_leaks`.
+/// Starts `retry_leaks` for the provider named `provider_name`.
 #[pyfunction]
-pub fn start_retry(
-    py: Python<'_>,
+pub fn start_retry<'py>(
+    py: Python<'py>,
+    options_json: &str,
     provider_name: String,
-    limit: u32,
-    lease_ms: u64,
-    destroy_timeout_ms: Option<u64>,
     now: u64,
-) -> PyResult<Bound<'_, PyTuple>> {
-    let input = RetryInput { provider_name, limit, lease_ms: lease_ms.max(1), destroy_timeout_ms };
+) -> PyResult<Bound<'py, PyTuple>> {
+    let input = start::retry(&host_options(options_json)?, provider_name).map_err(invalid)?;
     start(py, Box::new(Retry::new(input, now)))
 }
 

@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyInt, PyString};
 use sandbox_reclaim::model::MAX_SAFE_INTEGER;
-use sandbox_reclaim::{AuditEntry, DueLeak, InvalidRecord, LeakEntry, LeakReason, NewLeak, SandboxInstanceRecord};
+use sandbox_reclaim::{AuditEntry, DueLeak, LeakEntry, LeakReason, NewLeak, SandboxInstanceRecord};
 
 /// The Python classes the native store builds its answers from.
 struct RecordTypes {
@@ -144,7 +144,7 @@ pub fn instance_from_py(record: &Bound<'_, PyAny>) -> PyResult<SandboxInstanceRe
         latest_run_id: optional_text(record, intern!(py, "latest_run_id"), what)?,
         updated_at: epoch_millis(record, intern!(py, "updated_at"), what)?,
     };
-    parsed.validate().map_err(invalid_record)?;
+    parsed.validate().map_err(crate::errors::invalid_record)?;
     Ok(parsed)
 }
 
@@ -227,11 +227,4 @@ fn epoch_millis(object: &Bound<'_, PyAny>, name: &Bound<'_, PyString>, what: &st
 
 fn type_name(object: &Bound<'_, PyAny>) -> String {
     object.get_type().name().map(|name| name.to_string()).unwrap_or_else(|_| "object".to_owned())
-}
-
-/// The core names fields in their wire (camelCase) spelling; Python callers
-/// know them as snake_case attributes.
-pub fn invalid_record(invalid: InvalidRecord) -> PyErr {
-    let field = crate::errors::snake_case(invalid.field);
-    PyValueError::new_err(format!("invalid sandbox instance record: `{field}` {}", invalid.reason))
 }

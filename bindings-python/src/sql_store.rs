@@ -227,10 +227,19 @@ impl SqlStore {
         awaitable(py, async move { backend.fleet().expire_idle(&key, updated_at, leak).await }, flag)
     }
 
-    /// Awaitable of every sandbox id of `provider` a record or a leak entry references.
-    fn sandbox_references<'py>(&self, py: Python<'py>, provider: String) -> PyResult<Bound<'py, PyAny>> {
+    /// Awaitable of every sandbox id of `provider` a record or a leak entry
+    /// references, and (with `destroyed_since`, epoch ms) every one an audit
+    /// row says was destroyed at or after it.
+    #[pyo3(signature = (provider, destroyed_since = None))]
+    fn sandbox_references<'py>(
+        &self,
+        py: Python<'py>,
+        provider: String,
+        destroyed_since: Option<u64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let since = destroyed_since.unwrap_or(u64::MAX);
         let backend = self.backend.clone();
-        awaitable(py, async move { backend.fleet().sandbox_references(&provider).await }, |py, ids| {
+        awaitable(py, async move { backend.fleet().sandbox_references(&provider, since).await }, |py, ids| {
             ids.map_err(store_error)?.into_py_any(py)
         })
     }

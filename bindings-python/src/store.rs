@@ -149,9 +149,13 @@ impl MemoryLedgerStore {
         ready(slf.as_super().inner.expire_idle(key, updated_at, leak))?.map_err(store_error)
     }
 
-    /// Every sandbox id of `provider` a record or a leak entry references.
-    fn sandbox_references(slf: PyRef<'_, Self>, provider: &str) -> PyResult<Vec<String>> {
-        ready(slf.as_super().inner.sandbox_references(provider))?.map_err(store_error)
+    /// Every sandbox id of `provider` a record or a leak entry references,
+    /// and (with `destroyed_since`, epoch ms) every one an audit row says
+    /// was destroyed at or after it.
+    #[pyo3(signature = (provider, destroyed_since = None))]
+    fn sandbox_references(slf: PyRef<'_, Self>, provider: &str, destroyed_since: Option<u64>) -> PyResult<Vec<String>> {
+        let since = destroyed_since.unwrap_or(u64::MAX);
+        ready(slf.as_super().inner.sandbox_references(provider, since))?.map_err(store_error)
     }
 
     /// Records `leak` with `reason`, due at `next_attempt_at`.

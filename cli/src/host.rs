@@ -94,8 +94,13 @@ fn millis(duration: Option<std::time::Duration>) -> Value {
 ///   "storeDescribed": "...", "connectTimeoutMs": n,
 ///   "docker": {"url": null | "...", "name"} | null, "local": {"baseDir", "name"} | null,
 ///   "owner": null | "...", "host": null | "...", "json": bool, "everyMs": null | n,
-///   "dryRun": bool, "concurrency": null | n, "destroyTimeoutMs", "orphanGraceMs",
-///   "maxIdleMs", "budgetMs": null | n }
+///   "dryRun": bool, "retryLeaks": bool, "concurrency": null | n, "destroyTimeoutMs",
+///   "orphanGraceMs", "maxIdleMs", "budgetMs": null | n }
+/// ```
+///
+/// The pass options are the command's: `orphans` has `retryLeaks` false and
+/// no `maxIdleMs`, so a host passes them on as they are.
+/// ```text
 /// ```
 pub fn host_plan(args: Vec<String>) -> Result<String, Refused> {
     let (providers, rest) = take_providers(args)?;
@@ -159,6 +164,7 @@ pub fn host_plan(args: Vec<String>) -> Result<String, Refused> {
         "json": settings.json,
         "everyMs": millis(every),
         "dryRun": dry_run,
+        "retryLeaks": matches!(cli.command, Command::Reconcile(_)),
         "concurrency": pass.concurrency,
         "destroyTimeoutMs": millis(pass.destroy_timeout),
         "orphanGraceMs": millis(pass.orphan_grace),

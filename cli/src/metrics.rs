@@ -327,6 +327,7 @@ mod tests {
             }],
             counts: ActionCounts::default(),
             actions: Vec::new(),
+            still_leaking: false,
         }
     }
 }

@@ -30,7 +30,8 @@ fn podman_orphans_and_reconcile() {
     };
 
     let planned = common::run(&args(&["reconcile", "--docker", "--dry-run", "--json", "--orphan-grace=0s"]));
-    let document = planned.expect_code(0).json();
+    let document = planned.expect_code(1).json();
+    assert_eq!(document["stillLeaking"], true, "a planned destroy still bills: {planned}");
     let actions = document["report"]["actions"].as_array().unwrap();
     assert_eq!(actions.len(), 1, "{planned}");
     assert_eq!(actions[0]["provider"], "docker");

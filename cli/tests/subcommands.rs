@@ -70,9 +70,12 @@ fn scenario(backend: Backend) {
     assert!(plain.expect_code(0).stdout.contains(&format!("sandbox={due}")), "{plain}");
 
     // orphans --dry-run: plans the one orphan; leaks and records are spared.
+    // A planned destroy is a sandbox still billing: exit 1, so an audit-only cron job alerts.
     let planned = world.run(&["orphans", "--dry-run", "--json", "--orphan-grace=0s"]);
-    let document = planned.expect_code(0).json();
+    let document = planned.expect_code(1).json();
     assert_eq!(document["command"], "orphans");
+    assert_eq!(document["stillLeaking"], true, "{planned}");
+    assert_eq!(document["report"]["stillLeaking"], true, "{planned}");
     let report = &document["report"];
     assert_eq!(report["dryRun"], true);
     assert!(report.get("idle").is_none(), "the orphan view has no idle part: {planned}");
@@ -93,9 +96,12 @@ fn scenario(backend: Backend) {
         assert!(exists(&base, id), "{id} was spared");
     }
 
-    // reconcile --dry-run: would retry the due leak only.
+    // reconcile --dry-run: would retry the due leak only (still leaking: exit 1).
+    let planned_text = world.run(&["reconcile", "--dry-run", "--orphan-grace=0s"]);
+    assert!(planned_text.expect_code(1).stdout.contains("still_leaking=true"), "{planned_text}");
     let planned = world.run(&["reconcile", "--dry-run", "--json", "--orphan-grace=0s"]);
-    let document = planned.expect_code(0).json();
+    let document = planned.expect_code(1).json();
+    assert_eq!(document["stillLeaking"], true, "{planned}");
     let actions = document["report"]["actions"].as_array().unwrap();
     assert_eq!(actions.len(), 1, "{planned}");
     assert_eq!(actions[0]["providerSandboxId"], due.as_str());
@@ -199,7 +205,18 @@ fn json_output_has_the_documented_fields() {
     assert_eq!(keys(&document), ["command", "exitCode", "report", "stillLeaking", "store", "version"]);
     assert_eq!(
         keys(&document["report"]),
-        ["actions", "counts", "cutShort", "dryRun", "elapsedMs", "host", "idle", "providers", "startedAt"]
+        [
+            "actions",
+            "counts",
+            "cutShort",
+            "dryRun",
+            "elapsedMs",
+            "host",
+            "idle",
+            "providers",
+            "startedAt",
+            "stillLeaking"
+        ]
     );
     assert_eq!(keys(&document["report"]["counts"]), ["deferred", "destroyed", "failed", "planned", "touched"]);
     assert_eq!(keys(&document["report"]["idle"]), ["enabled", "expired", "skipped", "stale", "touched"]);

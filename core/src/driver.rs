@@ -402,10 +402,11 @@ fn start<'a>(
                 async move { provider.list_sandboxes().await.map_or_else(Settled::DestroyFailed, Settled::Sandboxes) },
             )
         }
-        Effect::SandboxReferences { provider } => {
+        Effect::SandboxReferences { provider, destroyed_since } => {
             let fleet = fleet()?;
             Box::pin(async move {
-                fleet.sandbox_references(&provider).await.map_or_else(Settled::StoreFailed, Settled::Ids)
+                let references = fleet.sandbox_references(&provider, destroyed_since).await;
+                references.map_or_else(Settled::StoreFailed, Settled::Ids)
             })
         }
         Effect::ListStale { older_than, limit } => {

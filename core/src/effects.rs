@@ -22,9 +22,9 @@
 //! effect id ([`MetaValue::HostError`], [`HostRef`]), and a completion carries
 //! only what the machine decides on.
 
+pub use crate::errors::{Misuse, SandboxReclaimFailed};
 use crate::fleet::{AuditEntry, LeakReason, ListedSandbox};
 use crate::ledger::{NewLeak, RetrySummary};
-use crate::messages;
 use crate::model::ReclaimOutcome;
 
 /// Names one effect of one flow run; ids start at 1 and never repeat.
@@ -51,8 +51,11 @@ pub enum Effect {
     /// Provider number `provider`'s `list()`; complete with
     /// [`Completion::Sandboxes`]. Cancellable like a destroy.
     ListSandboxes { provider: u32, deadline: Option<Millis> },
-    /// The store's `sandboxReferences(provider)`; complete with [`Completion::Ids`].
-    SandboxReferences { provider: String },
+    /// The store's `sandboxReferences(provider, destroyedSince)`: what the
+    /// store's records and ledger entries reference, and what a pass (on any
+    /// host, by the audit log) destroyed at or after `destroyed_since`;
+    /// complete with [`Completion::Ids`].
+    SandboxReferences { provider: String, destroyed_since: Millis },
     /// The store's `listStale(olderThan, limit)`; complete with [`Completion::Stale`].
     ListStale { older_than: Millis, limit: u32 },
     /// The store's `expireIdle(key, updatedAt, leak)`; complete with [`Completion::Flag`].
@@ -198,22 +201,6 @@ pub struct LogLine {
     pub meta: Vec<(&'static str, MetaValue)>,
 }
 
-/// The reclaimer's failure: `SandboxReclaimFailedError` in every binding.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}", messages::reclaim_failed_message(run_id, sandbox_key.as_deref()))]
-pub struct SandboxReclaimFailed {
-    pub run_id: String,
-    /// Absent only when the record had no key, which cannot reach this arm.
-    pub sandbox_key: Option<String>,
-}
-
-impl SandboxReclaimFailed {
-    /// The error's message, built by [`messages::reclaim_failed_message`].
-    pub fn message(&self) -> String {
-        messages::reclaim_failed_message(&self.run_id, self.sandbox_key.as_deref())
-    }
-}
-
 /// What a finished flow resolves with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Output {
@@ -224,9 +211,9 @@ pub enum Output {
     /// A leak retry's summary.
     Retry(RetrySummary),
     /// A fleet reclaim's report.
-    FleetReclaim(Box<crate::flows::reclaim_all::FleetReclaimReport>),
+    FleetReclaim(Box<crate::reports::FleetReclaimReport>),
     /// A reconcile pass's report.
-    Reconcile(Box<crate::flows::reconcile::ReconcileReport>),
+    Reconcile(Box<crate::reports::ReconcileReport>),
 }
 
 /// How a flow ended.
@@ -240,11 +227,6 @@ pub enum Ending {
     /// Reject with `SandboxReclaimFailedError`.
     ReclaimFailed(SandboxReclaimFailed),
 }
-
-/// A driver fed the machine something it did not ask for.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{prefix}: {detail}", prefix = messages::MISUSE, detail = self.0)]
-pub struct Misuse(pub &'static str);
 
 /// A sans-IO flow: effects out, completions and time in.
 pub trait Flow {

@@ -1,8 +1,28 @@
 //! Error types of the drivers and of the stores and providers they drive.
 
-use crate::effects::{Misuse, SandboxReclaimFailed};
 use crate::messages;
 use crate::model::InvalidRecord;
+
+/// The reclaimer's failure: `SandboxReclaimFailedError` in every binding.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", messages::reclaim_failed_message(run_id, sandbox_key.as_deref()))]
+pub struct SandboxReclaimFailed {
+    pub run_id: String,
+    /// Absent only when the record had no key, which cannot reach this arm.
+    pub sandbox_key: Option<String>,
+}
+
+impl SandboxReclaimFailed {
+    /// The error's message, built by [`messages::reclaim_failed_message`].
+    pub fn message(&self) -> String {
+        messages::reclaim_failed_message(&self.run_id, self.sandbox_key.as_deref())
+    }
+}
+
+/// A driver fed the machine something it did not ask for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{prefix}: {detail}", prefix = messages::MISUSE, detail = self.0)]
+pub struct Misuse(pub &'static str);
 
 /// Any error from a backend (database, container engine, host callback).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -61,7 +81,7 @@ pub struct DestroyTimeout {
 pub enum ReclaimError {
     /// An option was refused before anything ran.
     #[error(transparent)]
-    InvalidOption(#[from] crate::passes::InvalidOption),
+    InvalidOption(#[from] crate::options::InvalidOption),
     /// The store failed; propagated unchanged.
     #[error(transparent)]
     Store(#[from] StoreError),

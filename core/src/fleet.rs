@@ -76,6 +76,9 @@ pub struct AuditEntry {
     pub error: Option<String>,
 }
 
+/// An audit row's `result` for a destroy that succeeded.
+pub const AUDIT_DESTROYED: &str = "destroyed";
+
 /// A store a fleet pass can run against: every store this library ships
 /// (in memory, SQLite, PostgreSQL) implements it.
 #[async_trait]
@@ -91,8 +94,11 @@ pub trait FleetStore: LeakLedger {
     async fn expire_idle(&self, key: &str, seen_updated_at: u64, leak: NewLeak) -> Result<bool, StoreError>;
 
     /// Every `providerSandboxId` of `provider` that an instance record or a
-    /// leak entry references (the orphan sweep spares them).
-    async fn sandbox_references(&self, provider: &str) -> Result<Vec<String>, StoreError>;
+    /// leak entry references, or that an audit row says was destroyed at or
+    /// after `destroyed_since` (the orphan sweep spares them all: a provider's
+    /// listing lags, and what a pass on any host just destroyed may still be
+    /// listed).
+    async fn sandbox_references(&self, provider: &str, destroyed_since: u64) -> Result<Vec<String>, StoreError>;
 
     /// Records a leak without touching any instance record (an orphan whose
     /// destroy failed). Recording a known sandbox again bumps its attempts.

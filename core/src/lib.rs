@@ -26,9 +26,12 @@ pub mod ledger;
 pub mod memory;
 pub mod messages;
 pub mod model;
+pub mod options;
 pub mod passes;
 #[cfg(any(feature = "docker", feature = "local"))]
 pub mod providers;
+pub mod reports;
+pub mod start;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub mod stores;
 pub mod wire;

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 
 use crate::driver::{now_millis, SandboxInstanceStore};
 use crate::errors::StoreError;
-use crate::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason};
+use crate::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, AUDIT_DESTROYED};
 use crate::ledger::{LeakEntry, LeakLedger, NewLeak};
 use crate::model::{InvalidRecord, SandboxInstanceRecord};
 
@@ -241,12 +241,18 @@ impl FleetStore for InMemorySandboxInstanceStore {
         Ok(true)
     }
 
-    async fn sandbox_references(&self, provider: &str) -> Result<Vec<String>, StoreError> {
+    async fn sandbox_references(&self, provider: &str, destroyed_since: u64) -> Result<Vec<String>, StoreError> {
         let state = self.lock();
         let records = state.records.values().filter(|record| record.provider == provider);
         let leaks = state.leaks.iter().map(|leak| &leak.entry).filter(|entry| entry.provider == provider);
-        let ids =
-            records.map(|record| &record.provider_sandbox_id).chain(leaks.map(|entry| &entry.provider_sandbox_id));
+        let destroyed = state
+            .audit
+            .iter()
+            .filter(|row| row.provider == provider && row.result == AUDIT_DESTROYED && row.at >= destroyed_since);
+        let ids = records
+            .map(|record| &record.provider_sandbox_id)
+            .chain(leaks.map(|entry| &entry.provider_sandbox_id))
+            .chain(destroyed.map(|row| &row.provider_sandbox_id));
         let mut ids: Vec<String> = ids.cloned().collect();
         ids.sort();
         ids.dedup();

@@ -98,6 +98,70 @@ pub mod meta_keys {
     pub const ERROR: &str = "error";
 }
 
+// ---- options (core/src/options.rs): `field` is spelled as the host names it
+// (`options.limit` in Node, `` `limit` `` in Python).
+
+/// The binding handed over something that is not an object of options.
+pub fn option_not_an_object() -> String {
+    "options must be an object".to_owned()
+}
+
+/// Node: a count or a duration that is not a whole number from `minimum`.
+pub fn node_whole_number(field: &str, minimum: impl std::fmt::Display) -> String {
+    format!("{field} must be a whole number >= {minimum}")
+}
+
+/// Node: a count of 2^32 or more.
+pub fn node_count_below_2_32(field: &str, minimum: u32) -> String {
+    format!("{field} must be a whole number >= {minimum} and < 2^32")
+}
+
+/// Node: a value of the wrong type (`a boolean`, `a string`).
+pub fn node_must_be(field: &str, what: &str) -> String {
+    format!("{field} must be {what}")
+}
+
+/// Python: a value of the wrong type; `got` is its type's name.
+pub fn python_must_be(field: &str, what: &str, got: &str) -> String {
+    format!("{field} must be {what}, got {got}")
+}
+
+/// Python: an int out of range.
+pub fn python_whole_number_range(field: &str, minimum: u64, maximum: u64, got: &str) -> String {
+    format!("{field} must be a whole number between {minimum} and {maximum}, got {got}")
+}
+
+/// Python: seconds out of range (negative, NaN, or beyond what milliseconds hold).
+pub fn python_seconds_range(field: &str, maximum: f64, got: &str) -> String {
+    format!("{field} must be a number of seconds between 0 and {maximum}, got {got}")
+}
+
+/// Python: seconds that round to fewer milliseconds than the option takes.
+pub fn python_at_least_seconds(field: &str, minimum_ms: u64, got: &str) -> String {
+    let seconds = minimum_ms as f64 / 1000.0;
+    format!("{field} must be at least {seconds} seconds, got {got}")
+}
+
+/// A string that cannot be carried exactly (`utf16`: the host's strings are UTF-16, as JS's).
+pub fn lone_surrogate(field: &str, utf16: bool) -> String {
+    let what = if utf16 { "a lone UTF-16 surrogate" } else { "a lone surrogate" };
+    format!("{field} must not contain {what} (it cannot be carried exactly)")
+}
+
+/// A pass without providers.
+pub fn no_provider(field: &str) -> String {
+    format!("{field} must name at least one provider")
+}
+
+/// Two providers of a pass with one name (`python`: as Python words it, with the name's repr).
+pub fn providers_share_a_name(field: &str, name: &str, python: bool) -> String {
+    if python {
+        format!("{field}: two providers share a name ({name:?})")
+    } else {
+        format!("{field}: two providers share the name {name:?}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,18 +14,11 @@ use crate::flows::reclaim_all::{FleetReclaimReport, ReclaimAll, ReclaimAllInput}
 use crate::flows::reconcile::{ProviderPlan, Reconcile, ReconcileInput, ReconcileReport};
 use crate::messages;
 use crate::model::RunRecord;
+use crate::options::defaults;
 
-/// The owner namespace sandboxes are swept under unless a provider or the
-/// pass names another (the managed providers' default too).
-pub const DEFAULT_OWNER: &str = "sandbox-reclaim";
-
-/// An option refused before anything ran; `field` is its wire (camelCase) name.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid option `{field}`: {reason}")]
-pub struct InvalidOption {
-    pub field: &'static str,
-    pub reason: &'static str,
-}
+pub use crate::options::defaults::OWNER as DEFAULT_OWNER;
+pub use crate::options::InvalidOption;
+pub use crate::start::{host_name, pass_holder};
 
 /// Options of [`reclaim_all`].
 #[derive(Clone)]
@@ -52,7 +45,7 @@ impl<'a> FleetOptions<'a> {
             providers,
             instances,
             logger: None,
-            concurrency: 16,
+            concurrency: defaults::CONCURRENCY as usize,
             per_provider_concurrency: None,
             destroy_timeout: None,
             budget: None,
@@ -69,6 +62,9 @@ pub struct ReconcileOptions<'a> {
     pub store: &'a dyn FleetStore,
     /// Plan only: read, change nothing, answer what would be destroyed.
     pub dry_run: bool,
+    /// Retry the ledger's due leaks (default true; false: sweep orphans and
+    /// expire idle records only).
+    pub retry_leaks: bool,
     /// Destroys in flight at once (default 16).
     pub concurrency: usize,
     pub per_provider_concurrency: Option<usize>,
@@ -103,16 +99,17 @@ impl<'a> ReconcileOptions<'a> {
             providers,
             store,
             dry_run: false,
-            concurrency: 16,
+            retry_leaks: true,
+            concurrency: defaults::CONCURRENCY as usize,
             per_provider_concurrency: None,
             destroy_timeout: None,
             budget: None,
-            orphan_grace: Duration::from_secs(600),
+            orphan_grace: Duration::from_millis(defaults::ORPHAN_GRACE_MS),
             max_idle: None,
-            limit: 1000,
-            lease: Duration::from_secs(300),
-            backoff: Duration::from_secs(30),
-            max_backoff: Duration::from_secs(3600),
+            limit: defaults::LIMIT as usize,
+            lease: Duration::from_millis(defaults::LEASE_MS),
+            backoff: Duration::from_millis(defaults::BACKOFF_MS),
+            max_backoff: Duration::from_millis(defaults::MAX_BACKOFF_MS),
             owner: None,
             host: None,
             on_progress: None,
@@ -198,9 +195,10 @@ pub async fn reconcile(options: ReconcileOptions<'_>) -> Result<ReconcileReport,
         })
         .collect();
     let host = options.host.clone().unwrap_or_else(host_name);
-    let holder = pass_holder(&host);
+    let holder = pass_holder(&host, now_millis());
     let mut input = ReconcileInput::new(plans, host, holder);
     input.dry_run = options.dry_run;
+    input.retry_leaks = options.retry_leaks;
     input.concurrency = count(options.concurrency, "concurrency")?;
     input.per_provider_concurrency =
         options.per_provider_concurrency.map(|limit| count(limit, "perProviderConcurrency")).transpose()?;
@@ -226,21 +224,4 @@ pub async fn reconcile(options: ReconcileOptions<'_>) -> Result<ReconcileReport,
         Ok(Output::Reconcile(report)) => Ok(*report),
         _ => Err(Misuse(messages::MISUSE_WRONG_COMPLETION).into()),
     }
-}
-
-/// This machine's host name (`/proc/sys/kernel/hostname`, `HOSTNAME`), or `unknown-host`.
-pub fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|name| name.trim().to_owned())
-        .filter(|name| !name.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok().filter(|name| !name.is_empty()))
-        .unwrap_or_else(|| "unknown-host".to_owned())
-}
-
-/// A sweep-lease holder unique to this pass: host, process and a counter.
-pub fn pass_holder(host: &str) -> String {
-    static PASSES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let pass = PASSES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    format!("{host}/{}/{}/{pass}", std::process::id(), now_millis())
 }

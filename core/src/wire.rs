@@ -390,7 +390,9 @@ fn encode_effect(slots: &mut Vec<Slot>, id: EffectId, effect: Effect) -> u32 {
         Effect::ListSandboxes { provider, deadline } => {
             (op::LIST_SANDBOXES, vec![int(provider), deadline.map_or(Slot::Nothing, int)])
         }
-        Effect::SandboxReferences { provider } => (op::SANDBOX_REFERENCES, vec![text(provider)]),
+        Effect::SandboxReferences { provider, destroyed_since } => {
+            (op::SANDBOX_REFERENCES, vec![text(provider), int(destroyed_since)])
+        }
         Effect::ListStale { older_than, limit } => (op::LIST_STALE, vec![int(older_than), int(limit)]),
         Effect::ExpireIdle { key, updated_at, leak } => {
             let mut args = vec![text(key), int(updated_at)];

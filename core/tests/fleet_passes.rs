@@ -120,6 +120,8 @@ struct ScriptedProvider {
     fail_ids: Mutex<Vec<String>>,
     hang_ids: Vec<String>,
     listing: Mutex<Vec<ListedSandbox>>,
+    /// Lists what it destroyed too, as a cloud listing lags behind deletes.
+    lagging: bool,
     calls: Mutex<BTreeMap<String, u32>>,
     destroyed: Mutex<Vec<String>>,
     lists: AtomicUsize,
@@ -184,7 +186,7 @@ impl SandboxProvider for ScriptedProvider {
         self.lists.fetch_add(1, Ordering::SeqCst);
         let destroyed = self.destroyed.lock().unwrap().clone();
         let listing = self.listing.lock().unwrap().clone();
-        Ok(listing.into_iter().filter(|sandbox| !destroyed.contains(&sandbox.id)).collect())
+        Ok(listing.into_iter().filter(|sandbox| self.lagging || !destroyed.contains(&sandbox.id)).collect())
     }
 }
 
@@ -286,7 +288,7 @@ impl FleetStore for Spy {
         self.note("expire_idle");
         self.inner.expire_idle(key, seen_updated_at, leak).await
     }
-    async fn sandbox_references(&self, provider: &str) -> Result<Vec<String>, StoreError> {
+    async fn sandbox_references(&self, provider: &str, destroyed_since: u64) -> Result<Vec<String>, StoreError> {
         self.note("sandbox_references");
         let other_host = self.other_host_resolves.lock().unwrap().take();
         if let Some((entry, provider)) = other_host {
@@ -295,7 +297,7 @@ impl FleetStore for Spy {
             provider.destroy(&entry.provider_sandbox_id).await.unwrap();
             self.inner.resolve_leak(&entry).await?;
         }
-        self.inner.sandbox_references(provider).await
+        self.inner.sandbox_references(provider, destroyed_since).await
     }
     async fn record_leak(&self, leak: NewLeak, reason: LeakReason, next_attempt_at: u64) -> Result<(), StoreError> {
         self.note("record_leak");
@@ -1002,4 +1004,51 @@ async fn passes_stopped_before_they_start_touch_nothing() {
     assert_eq!(spy.calls(), Vec::<String>::new(), "no store call");
     assert_eq!((provider.total_calls(), provider.lists.load(Ordering::SeqCst)), (0, 0), "no provider call");
     assert_eq!(spy.inner.get("k").await.unwrap(), Some(instance("k", "docker", "ctr", 1)));
+}
+
+/// A cloud listing is not a set: it repeats an item across pages and keeps
+/// listing what was just deleted. Each sandbox is destroyed once per pass
+/// (o1 listed twice; l1 both a due leak and listed), and a pass right after
+/// on another host spares everything the first destroyed (the audit log).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconcile_destroys_each_sandbox_once_however_the_listing_repeats_or_lags() {
+    let db = TempDb::new("lagging-listing");
+    let store = db.open().await;
+    let old = now_millis() - 3_600_000;
+    store.record_leak(new_leak("k1", "cloud", "l1", old), LeakReason::DestroyFailed, 0).await.unwrap();
+    let owner = sandbox_reclaim::DEFAULT_OWNER;
+    let listing =
+        vec![listed("o1", old, owner), listed("o1", old, owner), listed("o2", old, owner), listed("l1", old, owner)];
+    let provider = ScriptedProvider { lagging: true, ..ScriptedProvider::listing("cloud", listing) };
+
+    let mut options = ReconcileOptions::new(vec![&provider], &store);
+    options.host = Some("host-a".to_owned());
+    let first = reconcile(options).await.unwrap();
+    let once: BTreeMap<String, u32> = [("l1", 1), ("o1", 1), ("o2", 1)].map(|(id, n)| (id.to_owned(), n)).into();
+    assert_eq!(provider.calls(), once, "{first:#?}");
+    assert_eq!((first.counts.destroyed, first.providers[0].orphans.listed), (3, 3), "{first:#?}");
+    assert!(!first.still_leaking());
+
+    let mut options = ReconcileOptions::new(vec![&provider], &store);
+    options.host = Some("host-b".to_owned());
+    let second = reconcile(options).await.unwrap();
+    assert_eq!(provider.calls(), once, "the next pass destroyed nothing again: {second:#?}");
+    let orphans = &second.providers[0].orphans;
+    assert_eq!((orphans.listed, orphans.referenced, orphans.found), (3, 3, 0), "{second:#?}");
+    assert!(!second.still_leaking());
+}
+
+/// A dry run that plans destroys is still leaking: nothing it planned happened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dry_run_that_plans_a_destroy_is_still_leaking() {
+    let db = TempDb::new("dry-run-leaking");
+    let store = db.open().await;
+    let old = now_millis() - 3_600_000;
+    let provider = ScriptedProvider::listing("cloud", vec![listed("o1", old, sandbox_reclaim::DEFAULT_OWNER)]);
+    let mut options = ReconcileOptions::new(vec![&provider], &store);
+    options.dry_run = true;
+    let report = reconcile(options).await.unwrap();
+    assert_eq!(report.counts.planned, 1);
+    assert!(report.still_leaking() && report.still_leaking, "{report:#?}");
+    assert_eq!(provider.total_calls(), 0);
 }

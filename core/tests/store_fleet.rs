@@ -139,7 +139,11 @@ async fn idle_expiry_only_takes_an_untouched_record(fresh: &Fresh) {
     let due = store.due_leaks("docker", 10, None, 500).await.unwrap();
     assert_eq!(due.len(), 1);
     assert_eq!((due[0].reason, due[0].next_attempt_at), (LeakReason::Idle, 500), "reason idle, due at once");
-    assert_eq!(store.sandbox_references("docker").await.unwrap(), ["ctr-idle"], "the leak still references it");
+    assert_eq!(
+        store.sandbox_references("docker", u64::MAX).await.unwrap(),
+        ["ctr-idle"],
+        "the leak still references it"
+    );
 
     // Touched since it was seen: nothing is written.
     store.upsert(&record("busy", "docker", "ctr-busy", 100)).await.unwrap();
@@ -170,14 +174,39 @@ async fn references_cover_records_and_leaks_of_one_provider(fresh: &Fresh) {
     store.record_leak(leak("k1", "docker", "c1", 1), LeakReason::Orphan, 1).await.unwrap();
     store.record_leak(leak("k5", "daytona", "d2", 1), LeakReason::DestroyFailed, 1).await.unwrap();
 
-    let mut docker = store.sandbox_references("docker").await.unwrap();
+    let mut docker = store.sandbox_references("docker", u64::MAX).await.unwrap();
     docker.sort();
     assert_eq!(docker, ["c1", "c2", "c3"], "records and leaks, each id once");
-    let mut daytona = store.sandbox_references("daytona").await.unwrap();
+    let mut daytona = store.sandbox_references("daytona", u64::MAX).await.unwrap();
     daytona.sort();
     assert_eq!(daytona, ["d1", "d2"]);
-    assert!(store.sandbox_references("Docker").await.unwrap().is_empty(), "providers compare exactly");
-    assert!(store.sandbox_references("").await.unwrap().is_empty());
+    assert!(store.sandbox_references("Docker", u64::MAX).await.unwrap().is_empty(), "providers compare exactly");
+    assert!(store.sandbox_references("", u64::MAX).await.unwrap().is_empty());
+}
+
+/// A listing lags: what a pass (any host) destroyed since `destroyed_since`
+/// is referenced too, by the audit log; failed attempts and older destroys are not.
+async fn references_cover_recent_destroys_in_the_audit_log(fresh: &Fresh) {
+    let store = &fresh.store;
+    let mut daytona = audit(500, "d1", "destroyed", None);
+    daytona.provider = "daytona".to_owned();
+    let rows = [
+        audit(100, "old", "destroyed", None),
+        audit(500, "recent", "destroyed", None),
+        audit(600, "failed", "failed", Some("busy")),
+        audit(700, "timed-out", "timeout", Some("slow")),
+        daytona,
+    ];
+    store.append_audit(&rows).await.unwrap();
+    store.upsert(&record("k1", "docker", "c1", 1)).await.unwrap();
+
+    let mut docker = store.sandbox_references("docker", 500).await.unwrap();
+    docker.sort();
+    assert_eq!(docker, ["c1", "recent"], "destroyed at or after 500, of this provider only");
+    let mut since_start = store.sandbox_references("docker", 0).await.unwrap();
+    since_start.sort();
+    assert_eq!(since_start, ["c1", "old", "recent"]);
+    assert_eq!(store.sandbox_references("docker", 501).await.unwrap(), ["c1"]);
 }
 
 async fn due_leaks_respect_backoff_and_claims(fresh: &Fresh) {
@@ -300,6 +329,7 @@ async fn fleet_contract(backend: Backend) {
         stale_records_oldest_first_below_the_threshold,
         idle_expiry_only_takes_an_untouched_record,
         references_cover_records_and_leaks_of_one_provider,
+        references_cover_recent_destroys_in_the_audit_log,
         due_leaks_respect_backoff_and_claims,
         a_deferred_leak_waits_for_its_next_attempt,
         one_sweeper_per_provider,
@@ -340,7 +370,7 @@ async fn check_upgraded(store: &dyn Store) {
     assert_eq!(store.get("old-key").await.unwrap(), Some(record("old-key", "docker", "ctr-kept", 7)));
     let due = store.due_leaks("docker", 10, Some(1000), 0).await.unwrap();
     assert_eq!(due, [DueLeak { entry: old, reason: LeakReason::DestroyFailed, next_attempt_at: 0 }]);
-    let mut references = store.sandbox_references("docker").await.unwrap();
+    let mut references = store.sandbox_references("docker", u64::MAX).await.unwrap();
     references.sort();
     assert_eq!(references, ["ctr-kept", "ctr-old"]);
     assert_eq!(keys(&store.list_stale(8, 10).await.unwrap()), ["old-key"]);

@@ -154,11 +154,13 @@ test('migrate and reconcile --dry-run --json against SQLite with --local: the JS
     const args = [...w.flags, 'reconcile', '--dry-run', '--json', '--orphan-grace', '0s'];
     const ours = npx(args);
     const theirs = rust(args);
-    assert.equal(ours.status, 0, ours.stderr);
-    assert.equal(theirs.status, 0, theirs.stderr);
+    // Planned destroys are sandboxes still billing: exit 1, so an audit-only cron job alerts.
+    assert.equal(ours.status, 1, ours.stderr);
+    assert.equal(theirs.status, 1, theirs.stderr);
     assert.deepStrictEqual(stable(ours.stdout), stable(theirs.stdout));
     const document = stable(ours.stdout);
     assert.equal(document.report.dryRun, true);
+    assert.deepStrictEqual([document.stillLeaking, document.report.stillLeaking, document.exitCode], [true, true, 1]);
     assert.deepStrictEqual(
       document.report.actions.map((action) => [action.reason, action.provider, action.providerSandboxId, action.result]).sort(),
       w.orphans.map((orphan) => ['orphan', 'local', orphan.id, 'planned']).sort(),
@@ -167,14 +169,15 @@ test('migrate and reconcile --dry-run --json against SQLite with --local: the JS
     // The same pass on the JS driver (--providers with a module adding no provider): the same JSON.
     const none = module('no-providers.mjs', 'export default [];\n');
     const hosted = npx([...args, '--providers', none]);
-    assert.equal(hosted.status, 0, hosted.stderr);
+    assert.equal(hosted.status, 1, hosted.stderr);
     assert.deepStrictEqual(stable(hosted.stdout), stable(theirs.stdout));
 
     // Plain lines when piped, as the binary prints them (but elapsed_ms).
     const plain = (text) => text.replace(/elapsed_ms=\d+/, 'elapsed_ms=N');
     const lines = [npx(args.filter((arg) => arg !== '--json')), rust(args.filter((arg) => arg !== '--json'))];
     assert.equal(plain(lines[0].stdout), plain(lines[1].stdout));
-    assert.match(lines[0].stdout, /^reconcile host=.* planned=2 /m);
+    assert.match(lines[0].stdout, /^reconcile host=.* planned=2 .* still_leaking=true$/m);
+    assert.deepStrictEqual(lines.map((line) => line.status), [1, 1]);
     assert.deepStrictEqual((await w.provider.list()).length, 3, 'a dry run destroys nothing');
   } finally {
     await w.cleanup();

@@ -154,6 +154,45 @@ test('reconcile accepts the documented zero values (orphanGraceMs, backoffMs, ma
   assert.deepStrictEqual(world.calls, ['store.dueLeaks', 'store.sandboxReferences', 'provider.list']);
 });
 
+// ------------------------------------------------------------ listings that are not sets
+
+test('reconcile destroys each sandbox once however a listing repeats or lags, and says stillLeaking', async () => {
+  const store = new InMemorySandboxInstanceStore({ ledger: true });
+  const old = Date.now() - 3_600_000;
+  await store.recordLeak({ key: 'k1', provider: 'cloud', providerSandboxId: 'l1', runId: 'r1', errorMessage: 'boom', failedAt: old }, 'destroy-failed', 0);
+  const calls = [];
+  const listing = ['o1', 'o1', 'o2', 'l1'].map((id) => ({ id, createdAt: old, owner: 'sandbox-reclaim' }));
+  // A lagging cloud listing: what was destroyed stays listed; offset pages repeat o1.
+  const provider = { name: 'cloud', destroy: ({ id }) => void calls.push(id), list: () => listing };
+  const first = await reconcile({ provider, instances: store, host: 'host-a' });
+  assert.deepStrictEqual(calls.sort(), ['l1', 'o1', 'o2']);
+  assert.deepStrictEqual([first.counts.destroyed, first.providers[0].orphans.listed, first.stillLeaking], [3, 3, false]);
+
+  // Right after, another host: the audit log says all three were just destroyed.
+  const second = await reconcile({ provider, instances: store, host: 'host-b' });
+  assert.equal(calls.length, 3, 'nothing destroyed twice');
+  assert.deepStrictEqual([second.providers[0].orphans.referenced, second.providers[0].orphans.found, second.stillLeaking], [3, 0, false]);
+
+  // A dry run that plans a destroy is still leaking.
+  const fresh = { name: 'cloud', destroy: () => void calls.push('never'), list: () => [{ id: 'o9', createdAt: old, owner: 'sandbox-reclaim' }] };
+  const planned = await reconcile({ provider: fresh, instances: store, dryRun: true });
+  assert.deepStrictEqual([planned.counts.planned, planned.stillLeaking], [1, true]);
+  assert.equal(calls.length, 3);
+});
+
+test('reconcile with retryLeaks: false sweeps orphans only, leaving due leaks in the ledger', async () => {
+  const store = new InMemorySandboxInstanceStore({ ledger: true });
+  const old = Date.now() - 3_600_000;
+  await store.recordLeak({ key: 'k1', provider: 'cloud', providerSandboxId: 'l1', runId: 'r1', errorMessage: 'boom', failedAt: old }, 'destroy-failed', 0);
+  const calls = [];
+  const provider = { name: 'cloud', destroy: ({ id }) => void calls.push(id), list: () => [{ id: 'o1', createdAt: old, owner: 'sandbox-reclaim' }] };
+  const report = await reconcile({ provider, instances: store, retryLeaks: false });
+  assert.deepStrictEqual(calls, ['o1']);
+  assert.equal(report.providers[0].leaks.due, 0);
+  assert.equal((await store.listLeaks()).length, 1, 'the due leak waits for a full pass');
+  await assert.rejects(reconcile({ provider, instances: store, retryLeaks: 'no' }), { name: 'TypeError', message: /options\.retryLeaks must be a boolean/ });
+});
+
 // ------------------------------------------------------------ reclaimAll
 
 test('reclaimAll: one provider as `provider`, routing among `providers`, a plain-object report', async () => {

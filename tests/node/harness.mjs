@@ -385,7 +385,7 @@ function storeRecorders(rel) {
     expireIdle: (key, updatedAt, leak) => [key, rel(updatedAt), leakOf(leak)],
     dueLeaks: (provider, limit, leaseMs, now) => [provider, limit, leaseMs ?? null, rel(now)],
     claimSweep: (provider, holder, leaseMs, now) => [provider, '$holder', leaseMs, rel(now)],
-    sandboxReferences: (provider) => [provider],
+    sandboxReferences: (provider, destroyedSince) => [provider, rel(destroyedSince)],
     resolveLeak: (entry) => [entry.providerSandboxId],
     deferLeak: (entry, message, failedAt, nextAttemptAt) => [entry.providerSandboxId, message, rel(failedAt), rel(nextAttemptAt)],
     recordLeak: (leak, reason, nextAttemptAt) => [leakOf(leak), reason, rel(nextAttemptAt)],
@@ -422,6 +422,7 @@ export async function buildFleetFixture(vector, binding, clock) {
   for (const sweep of vector.store.sweeps ?? []) {
     assert.equal(await native.claimSweep(sweep.provider, sweep.holder, sweep.leaseMs, start), true, 'seeded sweep lease');
   }
+  for (const row of vector.store.audit ?? []) await native.appendAudit([{ ...row, at: abs(row.at) }]);
 
   const scripts = vector.store.scripts ?? {};
   const recorders = storeRecorders(rel);

@@ -551,8 +551,9 @@ class FleetStoreProxy:
         args = [key, self._fixture.relative(updated_at), _leak_wire(leak)]
         return self._call("expireIdle", key, args, lambda: self._native.expire_idle(key, updated_at, leak))
 
-    def sandbox_references(self, provider: str) -> Any:
-        return self._call("sandboxReferences", provider, [provider], lambda: self._native.sandbox_references(provider))
+    def sandbox_references(self, provider: str, destroyed_since: int) -> Any:
+        args = [provider, self._fixture.relative(destroyed_since)]
+        return self._call("sandboxReferences", provider, args, lambda: self._native.sandbox_references(provider, destroyed_since))
 
     def record_leak(self, leak: sr.NewLeak, reason: sr.LeakReason, next_attempt_at: int) -> Any:
         assert isinstance(reason, sr.LeakReason)
@@ -650,6 +651,8 @@ async def _seed(vector: Vector, store: Any, start: int) -> None:
             await store.record_leak(new, leak.get("reason", "destroy-failed"), leak["nextAttemptAt"] + start)
     for sweep in vector["store"].get("sweeps", []):
         assert await store.claim_sweep(sweep["provider"], sweep["holder"], sweep["leaseMs"], start)
+    for row in vector["store"].get("audit", []):
+        await store.append_audit([sr.AuditEntry.from_dict({**row, "at": row["at"] + start})])
 
 
 async def run_fleet_vector(vector: Vector) -> None:

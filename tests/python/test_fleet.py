@@ -374,6 +374,38 @@ async def test_a_python_list_drives_the_orphan_sweep() -> None:
     assert report.to_dict()["providers"][0]["orphans"]["status"] == "swept"
 
 
+async def test_each_sandbox_is_destroyed_once_however_the_listing_repeats_or_lags() -> None:
+    """A lagging listing (what was destroyed stays listed) that repeats o1:
+    one destroy each, a due leak never swept as well, and a pass right after
+    on another host spares what the first destroyed (the audit log)."""
+    store = sr.InMemorySandboxInstanceStore.with_ledger()
+    old = now_ms() - 3_600_000
+    await store.record_leak(sr.NewLeak("k1", "py", "l1", "r1", "boom", old), "destroy-failed", 0)
+    listed = [{"id": sandbox, "createdAt": old, "owner": "sandbox-reclaim"} for sandbox in ("o1", "o1", "o2", "l1")]
+    provider = ListingProvider(listed)
+    first = await sr.reconcile(provider=provider, instances=store, host="host-a")
+    assert sorted(provider.finished) == ["l1", "o1", "o2"]
+    assert (first.counts.destroyed, first.providers[0].orphans.listed, first.still_leaking) == (3, 3, False)
+    second = await sr.reconcile(provider=provider, instances=store, host="host-b")
+    assert len(provider.finished) == 3, "nothing destroyed twice"
+    orphans = second.providers[0].orphans
+    assert (orphans.referenced, orphans.found, second.still_leaking) == (3, 0, False)
+
+
+async def test_a_dry_run_that_plans_a_destroy_is_still_leaking_and_retry_leaks_false_sweeps_only() -> None:
+    store = sr.InMemorySandboxInstanceStore.with_ledger()
+    old = now_ms() - 3_600_000
+    await store.record_leak(sr.NewLeak("k1", "py", "l1", "r1", "boom", old), "destroy-failed", 0)
+    provider = ListingProvider([{"id": "o1", "createdAt": old, "owner": "sandbox-reclaim"}])
+    planned = await sr.reconcile(provider=provider, instances=store, dry_run=True)
+    assert (planned.counts.planned, planned.still_leaking, provider.finished) == (2, True, [])
+    swept = await sr.reconcile(provider=provider, instances=store, retry_leaks=False)
+    assert provider.finished == ["o1"] and swept.providers[0].leaks.due == 0
+    assert len(await store.list_leaks()) == 1, "the due leak waits for a full pass"
+    with pytest.raises(TypeError, match="`retry_leaks` must be a bool"):
+        await sr.reconcile(provider=provider, instances=store, retry_leaks="no")  # type: ignore[arg-type]
+
+
 async def test_a_providers_own_owner_wins() -> None:
     store = sr.InMemorySandboxInstanceStore.with_ledger()
     provider = ListingProvider([{"id": "mine", "createdAt": 0, "owner": "team-a"}], owner="team-a")
@@ -555,6 +587,7 @@ def test_a_reconcile_report_reads_the_core_json_and_writes_it_back() -> None:
         "actions": [
             {"reason": "idle", "provider": "docker", "providerSandboxId": "c", "key": "k", "result": "failed", "error": "x"}
         ],
+        "stillLeaking": True,
     }
     report = sr.ReconcileReport.from_dict(wire)
     assert report.to_dict() == wire

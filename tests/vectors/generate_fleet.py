@@ -398,6 +398,11 @@ def claim_sweep(provider: str = "local", at: int = 0) -> dict[str, Any]:
     return store("claimSweep", [provider, "$holder", 300_000, at], at)
 
 
+def references(at: int, provider: str = "local", grace: int = 600_000) -> dict[str, Any]:
+    """The sweep's read: records, ledger entries, and what the audit log says was destroyed within the grace."""
+    return store("sandboxReferences", [provider, at - grace], at)
+
+
 def release_sweep(at: int, provider: str = "local") -> dict[str, Any]:
     return store("releaseSweep", [provider, "$holder"], at)
 
@@ -436,6 +441,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
                     "providers": [{"name": "docker", "leaks": leak_counts(due=1, destroyed=1), "orphans": no_sweep}],
                     "counts": action_counts(destroyed=1),
                     "actions": [action("leak-retry", "docker", "c1", "k1", "destroyed")],
+                    "stillLeaking": False,
                 },
                 "calls": [due("docker"), destroy("c1", 0), store("resolveLeak", ["c1"], 10), store("appendAudit", [1], 10)],
                 "auditAfter": [audit(10, "docker", "c1", "k1", "leak-retry", "destroyed")],
@@ -488,7 +494,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
                     "counts": action_counts(destroyed=1),
                     "actions": [action("orphan", "local", "o1", "ko1", "destroyed")],
                 },
-                "calls": [due("local"), claim_sweep(), store("sandboxReferences", ["local"], 0), listing(0), destroy("o1", 0, "local"), store("appendAudit", [1], 10), release_sweep(10)],
+                "calls": [due("local"), claim_sweep(), references(0), listing(0), destroy("o1", 0, "local"), store("appendAudit", [1], 10), release_sweep(10)],
                 "instancesAfter": [instance("k2", "local", "o2")],
                 "leaksAfter": [after(l5)],
                 "auditAfter": [audit(10, "local", "o1", "ko1", "orphan", "destroyed")],
@@ -502,7 +508,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             "A provider that names its owner has its sandboxes swept under that owner, not the pass's default.",
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept", listed=2, foreign=1, found=1, destroyed=1)}]},
-                "calls": [due("local"), claim_sweep(), store("sandboxReferences", ["local"], 0), listing(0), destroy("t1", 0, "local"), store("appendAudit", [1], 0), release_sweep(0)],
+                "calls": [due("local"), claim_sweep(), references(0), listing(0), destroy("t1", 0, "local"), store("appendAudit", [1], 0), release_sweep(0)],
                 "auditAfter": [audit(0, "local", "t1", None, "orphan", "destroyed")],
             },
             providers=[local([sandbox("t1", old, owner="team-a"), sandbox("s1", old)], owner="team-a")],
@@ -513,7 +519,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept", listed=1, found=1, failed=1)}], "actions": [action("orphan", "local", "o1", None, "failed", "busy")]},
                 "calls": [
-                    due("local"), claim_sweep(), store("sandboxReferences", ["local"], 0), listing(0), destroy("o1", 0, "local"),
+                    due("local"), claim_sweep(), references(0), listing(0), destroy("o1", 0, "local"),
                     store("recordLeak", [{"key": "o1", "provider": "local", "providerSandboxId": "o1", "runId": "", "errorMessage": "busy"}, "orphan", 1005], 5),
                     store("appendAudit", [1], 5), release_sweep(5),
                 ],
@@ -528,7 +534,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             "One listed sandbox without a creation time spares every sandbox of that provider.",
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("unavailable", error='listed sandbox "o2" has no known creation time; the sweep destroys nothing of this provider', listed=2)}], "counts": action_counts()},
-                "calls": [due("local"), claim_sweep(), store("sandboxReferences", ["local"], 0), listing(0), release_sweep(0)],
+                "calls": [due("local"), claim_sweep(), references(0), listing(0), release_sweep(0)],
             },
             providers=[local([sandbox("o1", old), sandbox("o2", None)])],
         ),
@@ -537,7 +543,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             "A listed sandbox without an owner spares every sandbox of that provider.",
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("unavailable", error='listed sandbox "o1" has no known owner; the sweep destroys nothing of this provider', listed=2)}]},
-                "calls": [due("local"), claim_sweep(), store("sandboxReferences", ["local"], 0), listing(0), release_sweep(0)],
+                "calls": [due("local"), claim_sweep(), references(0), listing(0), release_sweep(0)],
             },
             providers=[local([sandbox("o1", old, owner=None), sandbox("o2", old)])],
         ),
@@ -546,7 +552,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             "A list() that rejects makes the provider's sweep unavailable, with the provider's message.",
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("unavailable", error="api down")}]},
-                "calls": [due("local"), claim_sweep(), store("sandboxReferences", ["local"], 0), listing(0), release_sweep(0)],
+                "calls": [due("local"), claim_sweep(), references(0), listing(0), release_sweep(0)],
             },
             providers=[{"name": "local", "destroy": {}, "list": {"mode": "reject", "message": "api down"}}],
         ),
@@ -555,7 +561,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             "A list() still running at destroyTimeoutMs is cancelled; the sweep is unavailable.",
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("unavailable", error='listing the sandboxes of provider "local" did not settle within 50 ms; it was cancelled')}]},
-                "calls": [due("local"), claim_sweep(), store("sandboxReferences", ["local"], 0), listing(0), release_sweep(50)],
+                "calls": [due("local"), claim_sweep(), references(0), listing(0), release_sweep(50)],
                 "aborted": ["list:local"],
                 "elapsedMs": 50,
             },
@@ -619,8 +625,9 @@ def reconcile_cases() -> list[dict[str, Any]]:
                     "providers": [{"name": "local", "leaks": leak_counts(due=1), "orphans": orphans("swept", listed=3, referenced=2, found=1)}],
                     "counts": action_counts(planned=3),
                     "actions": [action("idle", "local", "l1", "k1", "planned"), action("leak-retry", "local", "l2", "k2", "planned"), action("orphan", "local", "o3", None, "planned")],
+                    "stillLeaking": True,
                 },
-                "calls": [store("listStale", [-HOUR, 1000], 0), due("local", lease=None), store("sandboxReferences", ["local"], 0), listing(0)],
+                "calls": [store("listStale", [-HOUR, 1000], 0), due("local", lease=None), references(0), listing(0)],
                 "instancesAfter": [instance("k1", "local", "l1", -2 * HOUR)],
                 "leaksAfter": [after(leak("k2", "local", "l2"))],
             },
@@ -729,6 +736,80 @@ def reconcile_cases() -> list[dict[str, Any]]:
             leaks=three[:2],
             destroy={"c1": {"latencyMs": 20}, "c2": {"latencyMs": 20}},
             stopAtMs=5,
+        ),
+        case(
+            "reconcile: a sandbox a listing repeats is destroyed once",
+            "Offset pages repeat an item when the fleet changes between pages: o1 listed twice and o2 once are two sandboxes, two destroys, two destroyed.",
+            {
+                "report": {
+                    "providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept", listed=2, found=2, destroyed=2)}],
+                    "counts": action_counts(destroyed=2),
+                    "actions": [action("orphan", "local", "o1", None, "destroyed"), action("orphan", "local", "o2", None, "destroyed")],
+                },
+                "calls": [due("local"), claim_sweep(), references(0), listing(0), destroy("o1", 0, "local"), destroy("o2", 0, "local"), store("appendAudit", [2], 10), release_sweep(10)],
+                "auditAfter": [audit(10, "local", "o1", None, "orphan", "destroyed"), audit(10, "local", "o2", None, "orphan", "destroyed")],
+            },
+            providers=[local([sandbox("o1", old), sandbox("o1", old), sandbox("o2", old)], {"o1": {"latencyMs": 10}, "o2": {"latencyMs": 10}})],
+        ),
+        case(
+            "reconcile: a leak this pass retried is never swept as well",
+            "The sweep's claim answers late (20 ms), so its references are read after the retry destroyed l1 (5 ms) and resolved its entry; the lagging listing still shows l1, and the store's audit write is lost, so only the pass's own memory spares it: one destroy.",
+            {
+                "report": {
+                    "providers": [{"name": "local", "leaks": leak_counts(due=1, destroyed=1), "orphans": orphans("swept", listed=1, referenced=1)}],
+                    "counts": action_counts(destroyed=1),
+                    "actions": [action("leak-retry", "local", "l1", "k1", "destroyed")],
+                },
+                "calls": [due("local"), claim_sweep(), destroy("l1", 0, "local"), store("resolveLeak", ["l1"], 5), store("appendAudit", [1], 5), references(20), listing(20), release_sweep(20)],
+            },
+            providers=[local([sandbox("l1", old, key="k1")], {"l1": {"latencyMs": 5}})],
+            leaks=[leak("k1", "local", "l1")],
+            store={"scripts": {"claimSweep": {"latencyMs": 20}, "appendAudit": {"mode": "return", "value": None}}},
+        ),
+        case(
+            "reconcile: what a pass destroyed within the grace is not an orphan",
+            "A lagging listing still shows o1 and o2, destroyed by another host's pass 2 and 15 minutes ago, and o3, whose destroy failed 1 minute ago. The audit log spares o1 (inside the 10-minute grace); o2's destroy is older than the grace and o3's did not succeed, so both are swept.",
+            {
+                "report": {
+                    "providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept", listed=3, referenced=1, found=2, destroyed=2)}],
+                    "counts": action_counts(destroyed=2),
+                    "actions": [action("orphan", "local", "o2", None, "destroyed"), action("orphan", "local", "o3", None, "destroyed")],
+                },
+                "calls": [due("local"), claim_sweep(), references(0), listing(0), destroy("o2", 0, "local"), destroy("o3", 0, "local"), store("appendAudit", [2], 0), release_sweep(0)],
+                "auditAfter": [
+                    {**audit(-2 * MINUTE, "local", "o1", None, "orphan", "destroyed"), "host": "host-b"},
+                    {**audit(-15 * MINUTE, "local", "o2", None, "orphan", "destroyed"), "host": "host-b"},
+                    {**audit(-MINUTE, "local", "o3", None, "orphan", "failed", "busy"), "host": "host-b"},
+                    audit(0, "local", "o2", None, "orphan", "destroyed"),
+                    audit(0, "local", "o3", None, "orphan", "destroyed"),
+                ],
+            },
+            providers=[local([sandbox("o1", -30 * MINUTE), sandbox("o2", -30 * MINUTE), sandbox("o3", -30 * MINUTE)])],
+            store={"audit": [
+                {**audit(-2 * MINUTE, "local", "o1", None, "orphan", "destroyed"), "host": "host-b"},
+                {**audit(-15 * MINUTE, "local", "o2", None, "orphan", "destroyed"), "host": "host-b"},
+                {**audit(-MINUTE, "local", "o3", None, "orphan", "failed", "busy"), "host": "host-b"},
+            ]},
+        ),
+        case(
+            "reconcile: a dry run that plans a destroy is still leaking",
+            "A planned destroy did not happen: the sandbox still bills, so the dry run's report says stillLeaking (an audit-only cron job alerts on it).",
+            {
+                "report": {"dryRun": True, "counts": action_counts(planned=1), "actions": [action("orphan", "local", "o1", None, "planned")], "stillLeaking": True},
+                "calls": [due("local", lease=None), references(0), listing(0)],
+            },
+            options={"dryRun": True},
+            providers=[local([sandbox("o1", old)])],
+        ),
+        case(
+            "reconcile: a dry run with nothing to do is not leaking",
+            "Nothing planned, nothing failed: stillLeaking is false.",
+            {
+                "report": {"dryRun": True, "counts": action_counts(), "actions": [], "stillLeaking": False},
+                "calls": [due("local", lease=None), references(0), listing(0)],
+            },
+            options={"dryRun": True},
+            providers=[local([sandbox("o1", -MINUTE)])],
         ),
     ]
 

@@ -29,7 +29,6 @@ from . import _native
 from ._errors import SandboxStoreError
 from ._flows import reconcile
 from ._providers import DEFAULT_OWNER, DockerProvider, LocalProvider
-from ._records import DueLeak
 from ._reports import ReconcileReport
 from ._stores import PostgresSandboxInstanceStore, SqliteSandboxInstanceStore
 
@@ -347,20 +346,6 @@ async def _managed_providers(plan: dict[str, Any]) -> list[object]:
     return providers
 
 
-class _SweepOnly:
-    """The store, except that no leak is ever due: a pass over it sweeps
-    orphans only (``orphans``). Every other call goes to the real store."""
-
-    def __init__(self, store: object) -> None:
-        self._store = store
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-    async def due_leaks(self, provider: str, limit: int, lease_ms: int | None, now: int) -> list[DueLeak]:
-        return []
-
-
 def _seconds(millis: int | None) -> float | None:
     return None if millis is None else millis / 1000
 
@@ -376,9 +361,10 @@ async def _pass(plan: dict[str, Any], store: object, providers: list[object], st
             providers=providers,  # type: ignore[arg-type]  # checked by _load_providers and reconcile
             instances=store,  # type: ignore[arg-type]
             dry_run=plan["dryRun"],
+            retry_leaks=plan["retryLeaks"],
             destroy_timeout=_seconds(plan["destroyTimeoutMs"]),
             budget=_seconds(plan["budgetMs"]),
-            max_idle=_seconds(plan["maxIdleMs"]) if plan["command"] == "reconcile" else None,
+            max_idle=_seconds(plan["maxIdleMs"]),
             owner=plan["owner"],
             host=plan["host"],
             stop=stop,
@@ -400,10 +386,9 @@ async def _passes(
     """One pass (exit 0/1 as reported), or with ``--every`` a pass every
     interval until SIGINT/SIGTERM (exit 0); a failed pass is reported and
     the next one runs at the next interval."""
-    fleet = _SweepOnly(store) if plan["command"] == "orphans" else store
     every_ms: int | None = plan["everyMs"]
     if every_ms is None:
-        report = await _pass(plan, fleet, providers, stop)
+        report = await _pass(plan, store, providers, stop)
         return _native.host_emit(plan_text, json.dumps(report.to_dict()), None)
     loop = asyncio.get_running_loop()
     number = 0
@@ -411,7 +396,7 @@ async def _passes(
     while not stop.is_set():
         number += 1
         try:
-            report = await _pass(plan, fleet, providers, stop)
+            report = await _pass(plan, store, providers, stop)
         except Failure as failure:
             if failure.kind == "usage":
                 raise  # options do not get better

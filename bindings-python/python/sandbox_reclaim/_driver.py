@@ -474,8 +474,8 @@ class _Run:
                     self.call(effect, op, host.lists[batch[at]])
                     at += 2
                 elif op == _REFERENCES:
-                    self.call(effect, op, host.sandbox_references, batch[at])
-                    at += 1
+                    self.call(effect, op, host.sandbox_references, batch[at], batch[at + 1])
+                    at += 2
                 elif op == _LIST_STALE:
                     self.call(effect, op, host.list_stale, batch[at], batch[at + 1])
                     at += 2

@@ -6,18 +6,15 @@ attribute once, and starts the core's machine on the generic driver
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
-import os
-import socket
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from . import _native
-from ._checks import MAX_SAFE_INTEGER, MAX_U32, exact, seconds, whole_number
+from ._checks import MAX_SAFE_INTEGER, exact, seconds
 from ._driver import LEVELS, Host, drive, now
 from ._logging import adapt_logger
-from ._providers import DEFAULT_OWNER
+from ._options import DEFAULT, options_json
 from ._protocols import FleetStore, ReclaimLogger, SandboxInstanceStore, SandboxProvider
 from ._records import LeakEntry, ReclaimOutcome, RetrySummary, RunRecord
 from ._reports import FleetReclaimReport, ReconcileReport
@@ -29,6 +26,11 @@ RecordInput: TypeAlias = RunRecord | Mapping[str, Any]
 """A ``RunRecord``, or a mapping in the camelCase wire form (read with ``RunRecord.from_dict``)."""
 
 _OUTCOMES = {outcome.value: outcome for outcome in ReclaimOutcome}
+
+# The option arguments each flow hands to the core (which checks and defaults them).
+_RECLAIM_ALL_OPTIONS = _native.option_names("reclaimAll")
+_RECONCILE_OPTIONS = _native.option_names("reconcile")
+_RETRY_OPTIONS = _native.option_names("retryLeaks")
 
 
 def _run_record(record: object) -> RunRecord:
@@ -160,8 +162,8 @@ async def retry_leaks(
     *,
     provider: SandboxProvider,
     instances: object,
-    limit: int = 100,
-    lease: float = 300.0,
+    limit: int = DEFAULT,
+    lease: float = DEFAULT,
     destroy_timeout: float | None = None,
 ) -> RetrySummary:
     """Retries the destroy of ``provider``'s pending leaks in ``instances``'
@@ -169,6 +171,7 @@ async def retry_leaks(
     retriers never take the same one), destroys each while the lease holds,
     removes the entry on success and records the failure (attempts + 1, new
     error) otherwise. No destroy starts, or keeps running, after the lease.
+    Defaults (the core's): ``limit`` 100, ``lease`` 300 seconds.
 
     ``instances`` is any store with a leak ledger (``claim_leaks``,
     ``resolve_leak``, ``record_retry_failure``; sync or async), native or not.
@@ -180,10 +183,8 @@ async def retry_leaks(
     resolve = _method(ledger, instances, "resolve_leak")
     record_failure = _method(ledger, instances, "record_retry_failure")
     host = Host(destroys=(destroy,), claim_leaks=claim, resolve_leak=resolve, record_retry_failure=record_failure)
-    count = whole_number(limit, "limit", 0, MAX_U32)
-    lease_ms = _milliseconds(lease, "lease") or 1
-    timeout = _milliseconds(destroy_timeout, "destroy_timeout")
-    summary = await drive(_native.start_retry, (name, count, lease_ms, timeout), host)
+    options = options_json(_RETRY_OPTIONS, locals())
+    summary = await drive(_native.start_retry, (options, name), host)
     return RetrySummary(summary["retried"], summary["destroyed"], summary["stillFailing"])
 
 
@@ -220,35 +221,6 @@ FLEET_STORE_METHODS = (
 )
 """The store methods :func:`reconcile` calls (sync or async)."""
 
-_passes = itertools.count()
-
-
-def _count(value: object, name: str) -> int:
-    """A count of at least 1 (concurrency, limit)."""
-    return whole_number(value, name, 1, MAX_U32)
-
-
-def _optional_count(value: object, name: str) -> int | None:
-    return None if value is None else _count(value, name)
-
-
-def _duration_ms(value: object, name: str) -> int:
-    """A duration in seconds (0 allowed) as whole milliseconds."""
-    return round(seconds(value, name, MAX_SAFE_INTEGER / 1000) * 1000)
-
-
-def _flag(value: object, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"`{name}` must be a bool, got {type(value).__name__}")
-    return value
-
-
-def _text_option(value: object, name: str) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"`{name}` must be a str, got {type(value).__name__}")
-    return exact(value, name)
-
-
 def _progress(on_progress: object) -> ProgressCallback | None:
     if on_progress is not None and not callable(on_progress):
         raise TypeError(f"`on_progress` must be callable or None, got {type(on_progress).__name__}")
@@ -271,18 +243,7 @@ def _providers(provider: object, providers: object) -> list[object]:
         raise TypeError("`providers` (or `provider`) is required")
     if isinstance(providers, (str, bytes, Mapping)) or not isinstance(providers, Iterable):
         raise TypeError(f"`providers` must be a sequence of providers, got {type(providers).__name__}")
-    chosen = list(providers)
-    if not chosen:
-        raise ValueError("`providers` must name at least one provider")
-    return chosen
-
-
-def _provider_names(providers: Sequence[object]) -> list[str]:
-    """Each provider's name, read once; distinct (records are routed by name)."""
-    names = [_provider_name(provider) for provider in providers]
-    if len(set(names)) != len(names):
-        raise ValueError("`providers`: two providers share a name")
-    return names
+    return list(providers)
 
 
 def _lister(provider: object) -> Callable[..., Any] | None:
@@ -296,10 +257,10 @@ def _lister(provider: object) -> Callable[..., Any] | None:
     return None
 
 
-def _provider_owner(provider: object, default: str) -> str:
-    """A provider's own ``owner`` (a str attribute) wins over the pass's."""
+def _provider_owner(provider: object) -> str | None:
+    """A provider's own ``owner`` (a str attribute), which wins over the pass's."""
     owner = getattr(provider, "owner", None)
-    return exact(owner, "provider.owner") if isinstance(owner, str) else default
+    return exact(owner, "provider.owner") if isinstance(owner, str) else None
 
 
 async def reclaim_all(
@@ -309,7 +270,7 @@ async def reclaim_all(
     providers: Sequence[SandboxProvider] | None = None,
     instances: SandboxInstanceStore,
     logger: Logger | None = None,
-    concurrency: int = 16,
+    concurrency: int = DEFAULT,
     per_provider_concurrency: int | None = None,
     destroy_timeout: float | None = None,
     budget: float | None = None,
@@ -323,7 +284,7 @@ async def reclaim_all(
 
     * a record goes to the provider whose ``name`` its instance record names
       (none: ``provider-mismatch``, nothing touched);
-    * at most ``concurrency`` records in progress, at most
+    * at most ``concurrency`` (default 16) records in progress, at most
       ``per_provider_concurrency`` destroys in flight per provider (default:
       ``concurrency``); records sharing a ``sandbox_key`` are reclaimed once
       (the others: ``duplicate``);
@@ -336,24 +297,21 @@ async def reclaim_all(
     Options are checked (``TypeError``/``ValueError`` naming them) before any
     host call.
     """
+    options = options_json(_RECLAIM_ALL_OPTIONS, locals())
     rows = [_record_fields(record) for record in _records(records)]
     chosen = _providers(provider, providers)
-    names = _provider_names(chosen)
+    names = [_provider_name(one) for one in chosen]
     destroys = [_method("provider", one, "destroy") for one in chosen]
     get = _method("instances", instances, "get")
     delete = _method("instances", instances, "delete")
     ledger = getattr(instances, "delete_recording_leak", None)
     ledger = ledger if callable(ledger) else None
-    pool = _count(concurrency, "concurrency")
-    per_provider = _optional_count(per_provider_concurrency, "per_provider_concurrency")
-    timeout = _milliseconds(destroy_timeout, "destroy_timeout")
-    budget_ms = _milliseconds(budget, "budget")
     progress = _progress(on_progress)
     event = _stop_event(stop)
     log = None if logger is None else _log_methods(logger)
     host = Host(destroys=destroys, get=get, delete=delete, delete_recording_leak=ledger, log=log, progress=progress)
     stopped = event is not None and event.is_set()
-    arguments = (rows, names, ledger is not None, pool, per_provider, timeout, budget_ms, progress is not None, stopped)
+    arguments = (options, rows, names, ledger is not None, progress is not None, stopped)
     report = await drive(_native.start_reclaim_all, arguments, host, stoppable=True, stop=event)
     return FleetReclaimReport.from_dict(report)
 
@@ -369,17 +327,18 @@ async def reconcile(
     provider: SandboxProvider | None = None,
     providers: Sequence[SandboxProvider] | None = None,
     instances: FleetStore,
-    dry_run: bool = False,
-    concurrency: int = 16,
+    dry_run: bool = DEFAULT,
+    retry_leaks: bool = DEFAULT,
+    concurrency: int = DEFAULT,
     per_provider_concurrency: int | None = None,
     destroy_timeout: float | None = None,
     budget: float | None = None,
-    orphan_grace: float = 600.0,
+    orphan_grace: float = DEFAULT,
     max_idle: float | None = None,
-    limit: int = 1000,
-    lease: float = 300.0,
-    backoff: float = 30.0,
-    max_backoff: float = 3600.0,
+    limit: int = DEFAULT,
+    lease: float = DEFAULT,
+    backoff: float = DEFAULT,
+    max_backoff: float = DEFAULT,
     owner: str | None = None,
     host: str | None = None,
     on_progress: ProgressCallback | None = None,
@@ -405,58 +364,28 @@ async def reconcile(
     sweep. ``instances`` is a store with every fleet method
     (:data:`FLEET_STORE_METHODS`): the native stores have them. Every
     destroy attempt is written to its audit log (``host``: this machine's
-    name unless given). ``dry_run`` only reads and answers the plan.
+    name unless given). ``dry_run`` only reads and answers the plan;
+    ``retry_leaks=False`` sweeps orphans (and expires idle records) only.
+
+    Defaults (the core's): ``concurrency`` 16, ``orphan_grace`` 600 s,
+    ``limit`` 1000, ``lease`` 300 s, ``backoff`` 30 s, ``max_backoff`` 3600 s,
+    ``owner`` ``"sandbox-reclaim"``, ``host`` this machine's host name.
 
     ``budget``, ``stop`` and task cancellation stop it as in
     :func:`reclaim_all`. A store write failure ends the pass with that error
     once what runs has settled. Options are checked before any host call.
     """
+    options = options_json(_RECONCILE_OPTIONS, locals())
     chosen = _providers(provider, providers)
-    names = _provider_names(chosen)
+    names = [_provider_name(one) for one in chosen]
     destroys = [_method("provider", one, "destroy") for one in chosen]
     lists = [_lister(one) for one in chosen]
     fleet = {name: _method("instances (a fleet store)", instances, name) for name in FLEET_STORE_METHODS}
-    planned = _flag(dry_run, "dry_run")
-    pool = _count(concurrency, "concurrency")
-    per_provider = _optional_count(per_provider_concurrency, "per_provider_concurrency")
-    timeout = _milliseconds(destroy_timeout, "destroy_timeout")
-    budget_ms = _milliseconds(budget, "budget")
-    grace_ms = _duration_ms(orphan_grace, "orphan_grace")
-    max_idle_ms = _milliseconds(max_idle, "max_idle")
-    count = _count(limit, "limit")
-    lease_ms = _milliseconds(lease, "lease") or 1
-    backoff_ms = _duration_ms(backoff, "backoff")
-    max_backoff_ms = _duration_ms(max_backoff, "max_backoff")
-    default_owner = DEFAULT_OWNER if owner is None else _text_option(owner, "owner")
-    if host is None:
-        host = socket.gethostname() or "unknown-host"
-    host_name = _text_option(host, "host")
     progress = _progress(on_progress)
     event = _stop_event(stop)
-    plans = [
-        (name, lister is not None, _provider_owner(one, default_owner))
-        for name, lister, one in zip(names, lists, chosen)
-    ]
-    holder = f"{host_name}/{os.getpid()}/{now()}/{next(_passes)}"
+    plans = [(name, lister is not None, _provider_owner(one)) for name, lister, one in zip(names, lists, chosen)]
     resolve = fleet.pop("resolve_leak")
     bound = Host(destroys=destroys, lists=lists, resolve_leak=resolve, progress=progress, fleet=fleet)
-    arguments = (
-        plans,
-        host_name,
-        holder,
-        planned,
-        pool,
-        per_provider,
-        timeout,
-        budget_ms,
-        grace_ms,
-        max_idle_ms,
-        count,
-        lease_ms,
-        backoff_ms,
-        max_backoff_ms,
-        progress is not None,
-        event is not None and event.is_set(),
-    )
+    arguments = (options, plans, progress is not None, event is not None and event.is_set())
     report = await drive(_native.start_reconcile, arguments, bound, stoppable=True, stop=event)
     return ReconcileReport.from_dict(report)

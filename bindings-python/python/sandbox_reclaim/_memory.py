@@ -120,9 +120,12 @@ class InMemoryLeakLedgerStore(InMemorySandboxInstanceStore):
         ``False`` (nothing written) when it was touched or is gone."""
         return self._native.expire_idle(_text(key, "key"), _millis(updated_at, "updated_at"), leak)
 
-    async def sandbox_references(self, provider: str) -> list[str]:
-        """Every ``provider_sandbox_id`` of ``provider`` a record or a leak entry references."""
-        return self._native.sandbox_references(_text(provider, "provider"))
+    async def sandbox_references(self, provider: str, destroyed_since: int | None = None) -> list[str]:
+        """Every ``provider_sandbox_id`` of ``provider`` a record or a leak entry
+        references, and (with ``destroyed_since``, epoch ms) every one the audit
+        log says was destroyed at or after it."""
+        since = _optional_millis(destroyed_since, "destroyed_since")
+        return self._native.sandbox_references(_text(provider, "provider"), since)
 
     async def record_leak(self, leak: NewLeak, reason: LeakReason | str, next_attempt_at: int) -> None:
         """Records ``leak`` with ``reason``, due at ``next_attempt_at`` (a known sandbox: attempts + 1)."""

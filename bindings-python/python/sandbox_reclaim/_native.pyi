@@ -34,35 +34,23 @@ def start_reclaim(
     now: int,
     /,
 ) -> Batch: ...
-def start_retry(provider_name: str, limit: int, lease_ms: int, destroy_timeout_ms: int | None, now: int, /) -> Batch: ...
+def option_names(flow: str, /) -> list[str]:
+    """The option arguments ``flow`` (reclaimAll, reconcile, retryLeaks) hands to the core."""
+
+def start_retry(options_json: str, provider_name: str, now: int, /) -> Batch: ...
 def start_reclaim_all(
+    options_json: str,
     records: list[tuple[str, str | None]],
     providers: list[str],
     store_has_ledger: bool,
-    concurrency: int,
-    per_provider_concurrency: int | None,
-    destroy_timeout_ms: int | None,
-    budget_ms: int | None,
     progress: bool,
     stopped: bool,
     now: int,
     /,
 ) -> Batch: ...
 def start_reconcile(
-    providers: list[tuple[str, bool, str]],
-    host: str,
-    holder: str,
-    dry_run: bool,
-    concurrency: int,
-    per_provider_concurrency: int | None,
-    destroy_timeout_ms: int | None,
-    budget_ms: int | None,
-    orphan_grace_ms: int,
-    max_idle_ms: int | None,
-    limit: int,
-    lease_ms: int,
-    backoff_ms: int,
-    max_backoff_ms: int,
+    options_json: str,
+    providers: list[tuple[str, bool, str | None]],
     progress: bool,
     stopped: bool,
     now: int,
@@ -122,7 +110,7 @@ class InMemoryLeakLedgerStore(InMemorySandboxInstanceStore):
         """Bumps a claimed entry's attempts, keeps ``message`` and releases the claim."""
     def list_stale(self, older_than: int, limit: int, /) -> list[SandboxInstanceRecord]: ...
     def expire_idle(self, key: str, updated_at: int, leak: NewLeak, /) -> bool: ...
-    def sandbox_references(self, provider: str, /) -> list[str]: ...
+    def sandbox_references(self, provider: str, destroyed_since: int | None = None, /) -> list[str]: ...
     def record_leak(self, leak: NewLeak, reason: str, next_attempt_at: int, /) -> None: ...
     def due_leaks(self, provider: str, limit: int, lease_ms: int | None, now: int, /) -> list[DueLeak]: ...
     def defer_leak(self, entry: LeakEntry, message: str, failed_at: int, next_attempt_at: int, /) -> None: ...
@@ -145,7 +133,7 @@ class SqlStore:
     def record_retry_failure(self, entry: LeakEntry, message: str, failed_at: int, /) -> Awaitable[None]: ...
     def list_stale(self, older_than: int, limit: int, /) -> Awaitable[list[SandboxInstanceRecord]]: ...
     def expire_idle(self, key: str, updated_at: int, leak: NewLeak, /) -> Awaitable[bool]: ...
-    def sandbox_references(self, provider: str, /) -> Awaitable[list[str]]: ...
+    def sandbox_references(self, provider: str, destroyed_since: int | None = None, /) -> Awaitable[list[str]]: ...
     def record_leak(self, leak: NewLeak, reason: str, next_attempt_at: int, /) -> Awaitable[None]: ...
     def due_leaks(self, provider: str, limit: int, lease_ms: int | None, now: int, /) -> Awaitable[list[DueLeak]]: ...
     def defer_leak(

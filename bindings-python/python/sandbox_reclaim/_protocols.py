@@ -64,8 +64,10 @@ class FleetStore(Protocol):
     * ``expire_idle(key, updated_at, leak)``: deletes record ``key`` only if
       its ``updated_at`` is still that, recording ``leak`` (reason ``idle``,
       due at once), in one step; answers whether it did;
-    * ``sandbox_references(provider)``: every ``provider_sandbox_id`` of
-      ``provider`` a record or a leak entry references;
+    * ``sandbox_references(provider, destroyed_since)``: every
+      ``provider_sandbox_id`` of ``provider`` a record or a leak entry
+      references, and every one an audit row says was destroyed at or after
+      ``destroyed_since`` (epoch ms);
     * ``record_leak(leak, reason, next_attempt_at)``: records a leak (again:
       attempts + 1);
     * ``due_leaks(provider, limit, lease_ms, now)``: entries due at ``now``
@@ -83,7 +85,7 @@ class FleetStore(Protocol):
 
     def expire_idle(self, key: str, updated_at: int, leak: NewLeak, /) -> object: ...
 
-    def sandbox_references(self, provider: str, /) -> object: ...
+    def sandbox_references(self, provider: str, destroyed_since: int, /) -> object: ...
 
     def record_leak(self, leak: NewLeak, reason: LeakReason, next_attempt_at: int, /) -> object: ...
 

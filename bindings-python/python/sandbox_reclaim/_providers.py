@@ -23,7 +23,7 @@ from . import _native
 from ._errors import SandboxProviderError
 from ._records import ExecResult, ListedSandbox, SandboxHandle
 
-DEFAULT_OWNER = "sandbox-reclaim"
+DEFAULT_OWNER: str = _native.protocol()["default_owner"]
 """The owner namespace both providers use unless told otherwise."""
 
 Isolation = Literal["auto", "namespaces", "process-group"]

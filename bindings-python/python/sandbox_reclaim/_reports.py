@@ -4,19 +4,91 @@
 Frozen dataclasses with snake_case fields, built from the JSON report the
 core produced; ``to_dict()`` gives that camelCase JSON form back exactly (the
 form the Node binding answers and the vectors describe). No rule lives here:
-every number was decided by the core.
+every number was decided by the core, and no field is mapped by hand: each
+class declares its fields, and one generic conversion (:class:`_WireForm`)
+reads and writes them (``duration_ms`` ↔ ``durationMs``, enums by value,
+nested reports, lists, absent optional fields). A new report field is one
+line here.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
-from collections.abc import Mapping
+import types
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin, get_type_hints
 
-from . import _native
+_Self = TypeVar("_Self", bound="_WireForm")
+_Codec = tuple[str, str, Callable[[Any], Any], Callable[[Any], Any], str]
+"""A field's codec: attribute, wire key, decode, encode, and when absent: ``none``, ``default`` or ``required``."""
 
-_CANNOT_LIST: str = _native.protocol()["provider_cannot_list"]
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _codecs_of(hint: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any], bool]:
+    """How to decode and encode a value of type ``hint``, and whether it is optional."""
+    origin = get_origin(hint)
+    if origin in (Union, types.UnionType):
+        (inner,) = [arg for arg in get_args(hint) if arg is not type(None)]
+        decode, encode, _ = _codecs_of(inner)
+        return (lambda value: None if value is None else decode(value)), encode, True
+    if origin is list:
+        item_decode, item_encode, _ = _codecs_of(get_args(hint)[0])
+        return (lambda value: [item_decode(item) for item in value]), (lambda value: [item_encode(item) for item in value]), False
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return hint, (lambda value: value.value), False
+    if isinstance(hint, type) and issubclass(hint, _WireForm):
+        return hint.from_dict, (lambda value: value.to_dict()), False
+    return (lambda value: value), (lambda value: value), False
+
+
+class _WireForm:
+    """Reads and writes a report dataclass's JSON form, field by declared type."""
+
+    __slots__ = ()
+    _wire_keys: ClassVar[Callable[[str], str]] = staticmethod(_camel)
+    _codecs: ClassVar[dict[type, list[_Codec]]] = {}
+
+    @classmethod
+    def _fields(cls) -> list[_Codec]:
+        found = _WireForm._codecs.get(cls)
+        if found is None:
+            hints = get_type_hints(cls)
+            found = []
+            for field in dataclasses.fields(cls):  # type: ignore[arg-type]
+                decode, encode, optional = _codecs_of(hints[field.name])
+                absent = "default" if field.default is not dataclasses.MISSING else "none" if optional else "required"
+                found.append((field.name, cls._wire_keys(field.name), decode, encode, absent))
+            _WireForm._codecs[cls] = found
+        return found
+
+    @classmethod
+    def from_dict(cls: type[_Self], data: Mapping[str, Any]) -> _Self:
+        """Reads the camelCase JSON form the core produced."""
+        given: dict[str, Any] = {}
+        for name, key, decode, _, absent in cls._fields():
+            if key in data:
+                given[name] = decode(data[key])
+            elif absent == "none":
+                given[name] = None
+            elif absent == "required":
+                raise KeyError(f"{cls.__name__}: the report has no {key!r}")
+        return cls(**given)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The camelCase JSON form, as the core produced it (absent fields left out)."""
+        wire: dict[str, Any] = {}
+        for name, key, _, encode, _ in self._fields():
+            value = getattr(self, name)
+            if value is not None:
+                wire[key] = encode(value)
+        return wire
+
 
 class RecordOutcome(str, enum.Enum):
     """How one record of a :func:`reclaim_all` pass ended: a reclaim's five
@@ -85,16 +157,11 @@ class SweepStatus(str, enum.Enum):
         return self.value
 
 
-def _optional(wire: dict[str, Any], name: str, value: Any) -> None:
-    if value is not None:
-        wire[name] = value
-
-
 # ---- reclaim_all ----
 
 
 @dataclass(frozen=True, slots=True)
-class OutcomeCounts:
+class OutcomeCounts(_WireForm):
     """Records per outcome."""
 
     no_sandbox_key: int = 0
@@ -106,22 +173,17 @@ class OutcomeCounts:
     deferred: int = 0
     duplicate: int = 0
 
+    # Keyed by the outcomes' strings (``{"no-sandbox-key": 0, ...}``).
+    _wire_keys: ClassVar[Callable[[str], str]] = staticmethod(lambda name: name.replace("_", "-"))
+
     def __getitem__(self, outcome: RecordOutcome | str) -> int:
         """The count of one outcome: ``counts[RecordOutcome.DESTROYED]`` or ``counts["destroyed"]``."""
         value: int = getattr(self, RecordOutcome(outcome).name.lower())
         return value
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> OutcomeCounts:
-        return cls(*(data.get(outcome.value, 0) for outcome in RecordOutcome))
-
-    def to_dict(self) -> dict[str, int]:
-        """Keyed by the outcomes' strings (``{"no-sandbox-key": 0, ...}``)."""
-        return {outcome.value: self[outcome] for outcome in RecordOutcome}
-
 
 @dataclass(frozen=True, slots=True)
-class RecordReport:
+class RecordReport(_WireForm):
     """One record's line in a :class:`FleetReclaimReport`."""
 
     run_id: str
@@ -132,23 +194,9 @@ class RecordReport:
     duration_ms: int
     """From the record's start to its end."""
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RecordReport:
-        return cls(
-            data["runId"], data.get("sandboxKey"), RecordOutcome(data["outcome"]), data.get("error"), data["durationMs"]
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        wire: dict[str, Any] = {"runId": self.run_id}
-        _optional(wire, "sandboxKey", self.sandbox_key)
-        wire["outcome"] = self.outcome.value
-        _optional(wire, "error", self.error)
-        wire["durationMs"] = self.duration_ms
-        return wire
-
 
 @dataclass(frozen=True, slots=True)
-class FleetReclaimReport:
+class FleetReclaimReport(_WireForm):
     """What :func:`reclaim_all` answers: counts, and one line per record in the order given."""
 
     total: int
@@ -156,30 +204,12 @@ class FleetReclaimReport:
     records: list[RecordReport]
     elapsed_ms: int
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> FleetReclaimReport:
-        return cls(
-            data["total"],
-            OutcomeCounts.from_dict(data["counts"]),
-            [RecordReport.from_dict(record) for record in data["records"]],
-            data["elapsedMs"],
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The camelCase JSON form, as the core produced it."""
-        return {
-            "total": self.total,
-            "counts": self.counts.to_dict(),
-            "records": [record.to_dict() for record in self.records],
-            "elapsedMs": self.elapsed_ms,
-        }
-
 
 # ---- reconcile ----
 
 
 @dataclass(frozen=True, slots=True)
-class Action:
+class Action(_WireForm):
     """One sandbox a :func:`reconcile` pass acted on (or would, in a dry run)."""
 
     reason: ActionReason
@@ -189,31 +219,9 @@ class Action:
     result: ActionResult
     error: str | None
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Action:
-        return cls(
-            ActionReason(data["reason"]),
-            data["provider"],
-            data["providerSandboxId"],
-            data.get("key"),
-            ActionResult(data["result"]),
-            data.get("error"),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        wire: dict[str, Any] = {
-            "reason": self.reason.value,
-            "provider": self.provider,
-            "providerSandboxId": self.provider_sandbox_id,
-        }
-        _optional(wire, "key", self.key)
-        wire["result"] = self.result.value
-        _optional(wire, "error", self.error)
-        return wire
-
 
 @dataclass(frozen=True, slots=True)
-class LeakCounts:
+class LeakCounts(_WireForm):
     """The leak side of a provider's pass."""
 
     due: int
@@ -222,19 +230,9 @@ class LeakCounts:
     failed: int
     deferred: int
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> LeakCounts:
-        return cls(data["due"], data["destroyed"], data["failed"], data["deferred"])
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"due": self.due, "destroyed": self.destroyed, "failed": self.failed, "deferred": self.deferred}
-
-
-_ORPHAN_COUNTS = ("listed", "foreign", "referenced", "young", "found", "destroyed", "failed", "deferred")
-
 
 @dataclass(frozen=True, slots=True)
-class OrphanCounts:
+class OrphanCounts(_WireForm):
     """The orphan side of a provider's pass."""
 
     status: SweepStatus
@@ -253,36 +251,18 @@ class OrphanCounts:
     failed: int
     deferred: int
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> OrphanCounts:
-        return cls(SweepStatus(data["status"]), data.get("error"), *(data[name] for name in _ORPHAN_COUNTS))
-
-    def to_dict(self) -> dict[str, Any]:
-        wire: dict[str, Any] = {"status": self.status.value}
-        _optional(wire, "error", self.error)
-        for name in _ORPHAN_COUNTS:
-            wire[name] = getattr(self, name)
-        return wire
-
 
 @dataclass(frozen=True, slots=True)
-class ProviderReport:
+class ProviderReport(_WireForm):
     """One provider's part of a :class:`ReconcileReport`."""
 
     name: str
     leaks: LeakCounts
     orphans: OrphanCounts
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ProviderReport:
-        return cls(data["name"], LeakCounts.from_dict(data["leaks"]), OrphanCounts.from_dict(data["orphans"]))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "leaks": self.leaks.to_dict(), "orphans": self.orphans.to_dict()}
-
 
 @dataclass(frozen=True, slots=True)
-class IdleCounts:
+class IdleCounts(_WireForm):
     """The idle-expiry part of a :class:`ReconcileReport`."""
 
     enabled: bool
@@ -295,22 +275,9 @@ class IdleCounts:
     skipped: int
     """Of a provider this pass does not know: left alone."""
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> IdleCounts:
-        return cls(data["enabled"], data["stale"], data["expired"], data["touched"], data["skipped"])
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "enabled": self.enabled,
-            "stale": self.stale,
-            "expired": self.expired,
-            "touched": self.touched,
-            "skipped": self.skipped,
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class ActionCounts:
+class ActionCounts(_WireForm):
     """Actions per result."""
 
     planned: int
@@ -319,22 +286,9 @@ class ActionCounts:
     deferred: int
     touched: int
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ActionCounts:
-        return cls(data["planned"], data["destroyed"], data["failed"], data["deferred"], data["touched"])
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "planned": self.planned,
-            "destroyed": self.destroyed,
-            "failed": self.failed,
-            "deferred": self.deferred,
-            "touched": self.touched,
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class ReconcileReport:
+class ReconcileReport(_WireForm):
     """What :func:`reconcile` answers."""
 
     dry_run: bool
@@ -348,47 +302,10 @@ class ReconcileReport:
     providers: list[ProviderReport]
     counts: ActionCounts
     actions: list[Action]
+    still_leaking: bool
+    """Whether anything may still be billing after the pass, as the core
+    decided: a failed or deferred destroy, a destroy a dry run planned, a
+    pass cut short, or a sweep that failed closed (a provider that cannot
+    list at all does not count: no pass will ever sweep it)."""
 
-    @property
-    def still_leaking(self) -> bool:
-        """Whether anything may still be billing after the pass: a failed or
-        deferred destroy, a pass cut short, or a provider whose sweep could
-        not run (a provider that cannot list at all does not count: no pass
-        will ever sweep it)."""
-        return (
-            self.counts.failed > 0
-            or self.counts.deferred > 0
-            or self.cut_short
-            or any(
-                provider.orphans.status is SweepStatus.UNAVAILABLE and provider.orphans.error != _CANNOT_LIST
-                for provider in self.providers
-            )
-        )
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ReconcileReport:
-        return cls(
-            data["dryRun"],
-            data["host"],
-            data["startedAt"],
-            data["elapsedMs"],
-            data["cutShort"],
-            IdleCounts.from_dict(data["idle"]),
-            [ProviderReport.from_dict(provider) for provider in data["providers"]],
-            ActionCounts.from_dict(data["counts"]),
-            [Action.from_dict(action) for action in data["actions"]],
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The camelCase JSON form, as the core produced it."""
-        return {
-            "dryRun": self.dry_run,
-            "host": self.host,
-            "startedAt": self.started_at,
-            "elapsedMs": self.elapsed_ms,
-            "cutShort": self.cut_short,
-            "idle": self.idle.to_dict(),
-            "providers": [provider.to_dict() for provider in self.providers],
-            "counts": self.counts.to_dict(),
-            "actions": [action.to_dict() for action in self.actions],
-        }

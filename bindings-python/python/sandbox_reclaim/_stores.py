@@ -112,9 +112,12 @@ class _SqlStore:
         transaction; ``False`` (nothing written) when it was touched or is gone."""
         return await self._native.expire_idle(_check_str("key", key), _millis(updated_at, "updated_at"), leak)
 
-    async def sandbox_references(self, provider: str) -> list[str]:
-        """Every ``provider_sandbox_id`` of ``provider`` a record or a leak entry references."""
-        return await self._native.sandbox_references(_check_str("provider", provider))
+    async def sandbox_references(self, provider: str, destroyed_since: int | None = None) -> list[str]:
+        """Every ``provider_sandbox_id`` of ``provider`` a record or a leak entry
+        references, and (with ``destroyed_since``, epoch ms) every one the audit
+        log says was destroyed at or after it."""
+        since = None if destroyed_since is None else _millis(destroyed_since, "destroyed_since")
+        return await self._native.sandbox_references(_check_str("provider", provider), since)
 
     async def record_leak(self, leak: NewLeak, reason: LeakReason | str, next_attempt_at: int) -> None:
         """Records ``leak`` with ``reason``, due at ``next_attempt_at`` (a known sandbox: attempts + 1)."""

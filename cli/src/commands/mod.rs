@@ -66,8 +66,8 @@ pub fn install_signals(stop: StopSignal) -> Result<watch::Receiver<bool>, Failur
 pub struct PassPlan<'a> {
     pub settings: &'a PassSettings,
     pub dry_run: bool,
-    /// Idle expiry (`reconcile --max-idle`); an orphan sweep has none.
-    pub idle: bool,
+    /// `orphans`: the sweep only, no leak retries and no idle expiry (`--max-idle`).
+    pub orphans_only: bool,
 }
 
 /// Runs one reconcile pass with a progress bar.
@@ -90,7 +90,8 @@ pub async fn run_pass(
     if let Some(grace) = plan.settings.orphan_grace {
         options.orphan_grace = grace;
     }
-    options.max_idle = if plan.idle { plan.settings.max_idle } else { None };
+    options.max_idle = if plan.orphans_only { None } else { plan.settings.max_idle };
+    options.retry_leaks = !plan.orphans_only;
     options.owner = context.settings.owner.clone();
     options.host = context.settings.host.clone();
     options.on_progress = Some(&on_progress);

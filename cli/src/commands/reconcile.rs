@@ -35,7 +35,7 @@ pub async fn run(context: &Context, args: &ReconcileArgs) -> Result<i32, Failure
     let providers = Providers::build(&context.settings, metrics.clone(), true).await?;
     let stop = StopSignal::new();
     let mut stopped = install_signals(stop.clone())?;
-    let plan = PassPlan { settings: &settings, dry_run: args.dry_run, idle: true };
+    let plan = PassPlan { settings: &settings, dry_run: args.dry_run, orphans_only: false };
 
     let Some((every, metrics_addr)) = service else {
         let report = run_pass(context, store.fleet(), &providers, &plan, &stop).await;
@@ -124,9 +124,11 @@ async fn update_leak_metrics(store: &Store, providers: &Providers, metrics: &Met
 pub fn still_leaking(report: &ReconcileReport, view: View) -> bool {
     match view {
         View::Full => report.still_leaking(),
+        // A planned orphan destroy (a dry run) is a sandbox still billing.
         View::Orphans => report.providers.iter().any(|provider| {
             provider.orphans.failed > 0
                 || provider.orphans.deferred > 0
+                || (report.dry_run && provider.orphans.found > 0)
                 || provider.orphans.status == SweepStatus::Unavailable
         }),
     }

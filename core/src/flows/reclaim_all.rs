@@ -19,13 +19,12 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use serde::{Deserialize, Serialize};
-
 use crate::effects::{Completion, Effect, EffectId, Ending, Flow, LogLine, MetaValue, Millis, Misuse, Output};
 use crate::flows::outbox::Outbox;
 use crate::flows::reclaim::{Reclaim, ReclaimApi, ReclaimInput};
 use crate::messages;
 use crate::model::ReclaimOutcome;
+pub use crate::reports::{FleetReclaimReport, OutcomeCounts, RecordOutcome, RecordReport};
 
 /// What a fleet reclaim decides on, read once from the host's arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,94 +45,6 @@ pub struct ReclaimAllInput {
     pub progress: bool,
     /// Stopped before it started (an already-aborted signal): start nothing.
     pub stopped: bool,
-}
-
-/// How one record of a fleet reclaim ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RecordOutcome {
-    NoSandboxKey,
-    NotFound,
-    ProviderMismatch,
-    Destroyed,
-    DestroyFailed,
-    /// A store call (or the logger) failed; see the record's `error`.
-    Error,
-    /// Not started: the budget ran out or the pass was stopped.
-    Deferred,
-    /// Another record with the same `sandboxKey` was reclaimed instead.
-    Duplicate,
-}
-
-impl From<ReclaimOutcome> for RecordOutcome {
-    fn from(outcome: ReclaimOutcome) -> Self {
-        match outcome {
-            ReclaimOutcome::NoSandboxKey => Self::NoSandboxKey,
-            ReclaimOutcome::NotFound => Self::NotFound,
-            ReclaimOutcome::ProviderMismatch => Self::ProviderMismatch,
-            ReclaimOutcome::Destroyed => Self::Destroyed,
-            ReclaimOutcome::DestroyFailed => Self::DestroyFailed,
-        }
-    }
-}
-
-/// One record's line in a [`FleetReclaimReport`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RecordReport {
-    pub run_id: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sandbox_key: Option<String>,
-    pub outcome: RecordOutcome,
-    /// The destroy's error message (`destroy-failed`) or the store's (`error`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// From the record's start to its end, on the driver's clock.
-    pub duration_ms: u64,
-}
-
-/// Records per outcome.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OutcomeCounts {
-    #[serde(rename = "no-sandbox-key")]
-    pub no_sandbox_key: u64,
-    #[serde(rename = "not-found")]
-    pub not_found: u64,
-    #[serde(rename = "provider-mismatch")]
-    pub provider_mismatch: u64,
-    pub destroyed: u64,
-    #[serde(rename = "destroy-failed")]
-    pub destroy_failed: u64,
-    pub error: u64,
-    pub deferred: u64,
-    pub duplicate: u64,
-}
-
-impl OutcomeCounts {
-    fn add(&mut self, outcome: RecordOutcome) {
-        let count = match outcome {
-            RecordOutcome::NoSandboxKey => &mut self.no_sandbox_key,
-            RecordOutcome::NotFound => &mut self.not_found,
-            RecordOutcome::ProviderMismatch => &mut self.provider_mismatch,
-            RecordOutcome::Destroyed => &mut self.destroyed,
-            RecordOutcome::DestroyFailed => &mut self.destroy_failed,
-            RecordOutcome::Error => &mut self.error,
-            RecordOutcome::Deferred => &mut self.deferred,
-            RecordOutcome::Duplicate => &mut self.duplicate,
-        };
-        *count += 1;
-    }
-}
-
-/// What `reclaimAll` resolves with: counts, and one line per record in the
-/// order given.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FleetReclaimReport {
-    pub total: u64,
-    pub counts: OutcomeCounts,
-    pub records: Vec<RecordReport>,
-    pub elapsed_ms: u64,
 }
 
 /// One record in progress.

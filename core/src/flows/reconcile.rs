@@ -28,15 +28,17 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use serde::{Deserialize, Serialize};
-
 use crate::effects::{
     Completion, DueFields, Effect, EffectId, Ending, Flow, HostRef, Millis, Misuse, Output, StaleRecord,
 };
-use crate::fleet::{AuditEntry, LeakReason, ListedSandbox};
+use crate::fleet::{AuditEntry, LeakReason, ListedSandbox, AUDIT_DESTROYED};
 use crate::flows::outbox::Outbox;
 use crate::ledger::NewLeak;
 use crate::messages;
+pub use crate::reports::{
+    Action, ActionCounts, ActionReason, ActionResult, IdleCounts, LeakCounts, OrphanCounts, ProviderReport,
+    ReconcileReport, SweepStatus,
+};
 
 /// One provider of a pass, as the machine sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +60,9 @@ pub struct ReconcileInput {
     /// one host must not both think they hold a sweep).
     pub holder: String,
     pub dry_run: bool,
+    /// Retry the ledger's due leaks (false: the orphan sweep and idle expiry only,
+    /// as the command's `orphans` runs it).
+    pub retry_leaks: bool,
     /// Destroys in flight at once (at least 1).
     pub concurrency: u32,
     /// Destroys in flight per provider; `None`: `concurrency`.
@@ -91,6 +96,7 @@ impl ReconcileInput {
             host: host.into(),
             holder: holder.into(),
             dry_run: false,
+            retry_leaks: true,
             concurrency: 16,
             per_provider_concurrency: None,
             destroy_timeout_ms: None,
@@ -104,171 +110,6 @@ impl ReconcileInput {
             progress: false,
             stopped: false,
         }
-    }
-}
-
-/// Why a pass destroys (or would destroy) a sandbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ActionReason {
-    /// A ledger entry of a failed destroy (a reclaim's or an orphan's).
-    LeakRetry,
-    Orphan,
-    /// An expired idle record (its ledger entry, or the record in a dry run).
-    Idle,
-}
-
-impl ActionReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::LeakRetry => "leak-retry",
-            Self::Orphan => "orphan",
-            Self::Idle => "idle",
-        }
-    }
-}
-
-/// What became of an action.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ActionResult {
-    /// Dry run: would be destroyed.
-    Planned,
-    Destroyed,
-    /// The destroy failed (or timed out); the sandbox is in the ledger.
-    Failed,
-    /// Not started (budget, stop, a lapsed lease, a failed store): still
-    /// in the ledger, or still listed for the next pass.
-    Deferred,
-    /// Idle expiry skipped a record updated since it was read.
-    Touched,
-}
-
-/// One sandbox a pass acted on (or would, in a dry run).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Action {
-    pub reason: ActionReason,
-    pub provider: String,
-    pub provider_sandbox_id: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
-    pub result: ActionResult,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// How a provider's orphan sweep went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SweepStatus {
-    /// Listed and swept (or planned, in a dry run).
-    Swept,
-    /// Destroyed nothing: no `list`, a listing or store read failed, or a
-    /// sandbox of unknown creation time or owner (fail closed). See `error`.
-    Unavailable,
-    /// Another host holds this provider's sweep.
-    HeldElsewhere,
-    /// Not started: the budget ran out, the pass was stopped or a store failed.
-    Skipped,
-}
-
-/// The leak side of a provider's pass.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LeakCounts {
-    /// Due entries claimed (or listed, in a dry run).
-    pub due: u64,
-    pub destroyed: u64,
-    pub failed: u64,
-    pub deferred: u64,
-}
-
-/// The orphan side of a provider's pass.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct OrphanCounts {
-    pub status: SweepStatus,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// Sandboxes the provider listed.
-    pub listed: u64,
-    /// Listed under another owner: never touched.
-    pub foreign: u64,
-    /// Referenced by a record or a ledger entry.
-    pub referenced: u64,
-    /// Unreferenced but inside the grace period.
-    pub young: u64,
-    /// Orphans found (destroyed, failed, deferred or planned).
-    pub found: u64,
-    pub destroyed: u64,
-    pub failed: u64,
-    pub deferred: u64,
-}
-
-/// One provider's part of a [`ReconcileReport`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ProviderReport {
-    pub name: String,
-    pub leaks: LeakCounts,
-    pub orphans: OrphanCounts,
-}
-
-/// The idle-expiry part of a [`ReconcileReport`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct IdleCounts {
-    pub enabled: bool,
-    /// Stale records read.
-    pub stale: u64,
-    /// Expired into the ledger (or planned, in a dry run).
-    pub expired: u64,
-    /// Updated since they were read, or expired meanwhile by another pass: left alone.
-    pub touched: u64,
-    /// Of a provider this pass does not know: left alone.
-    pub skipped: u64,
-}
-
-/// Actions per result.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ActionCounts {
-    pub planned: u64,
-    pub destroyed: u64,
-    pub failed: u64,
-    pub deferred: u64,
-    pub touched: u64,
-}
-
-/// What `reconcile` resolves with.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReconcileReport {
-    pub dry_run: bool,
-    pub host: String,
-    pub started_at: u64,
-    pub elapsed_ms: u64,
-    /// The budget ran out or the pass was stopped before it was done.
-    pub cut_short: bool,
-    pub idle: IdleCounts,
-    pub providers: Vec<ProviderReport>,
-    pub counts: ActionCounts,
-    pub actions: Vec<Action>,
-}
-
-impl ReconcileReport {
-    /// Whether anything may still be billing after the pass: a failed or
-    /// deferred destroy, a pass cut short, or a provider whose sweep failed
-    /// closed (a provider that cannot list at all is a configuration, not a leak).
-    pub fn still_leaking(&self) -> bool {
-        self.counts.failed > 0
-            || self.counts.deferred > 0
-            || self.cut_short
-            || self.providers.iter().any(|provider| {
-                provider.orphans.status == SweepStatus::Unavailable
-                    && provider.orphans.error.as_deref() != Some(messages::PROVIDER_CANNOT_LIST)
-            })
     }
 }
 
@@ -345,6 +186,9 @@ pub struct Reconcile {
     stale: Vec<StaleRecord>,
     expire_queue: VecDeque<usize>,
     references: Vec<HashSet<String>>,
+    /// Per provider, every sandbox this pass has an action for (a leak
+    /// retry, an idle expiry): the sweep never takes it for an orphan.
+    acted_on: Vec<HashSet<String>>,
     sweep_lease_ends: Vec<Option<Millis>>,
     jobs: Vec<Job>,
     queues: Vec<VecDeque<usize>>,
@@ -393,6 +237,7 @@ impl Reconcile {
                 .collect(),
             counts: ActionCounts::default(),
             actions: Vec::new(),
+            still_leaking: false,
         };
         let mut machine = Self {
             input,
@@ -404,6 +249,7 @@ impl Reconcile {
             stale: Vec::new(),
             expire_queue: VecDeque::new(),
             references: vec![HashSet::new(); providers],
+            acted_on: vec![HashSet::new(); providers],
             sweep_lease_ends: vec![None; providers],
             jobs: Vec::new(),
             queues: vec![VecDeque::new(); providers],
@@ -452,6 +298,7 @@ impl Reconcile {
     }
 
     fn action(&mut self, reason: ActionReason, provider: usize, sandbox_id: &str, key: Option<String>) -> usize {
+        self.acted_on[provider].insert(sandbox_id.to_owned());
         self.report.actions.push(Action {
             reason,
             provider: self.input.providers[provider].name.clone(),
@@ -523,13 +370,15 @@ impl Reconcile {
         }
         for provider in 0..self.input.providers.len() {
             let name = self.input.providers[provider].name.clone();
-            let lease_ms = (!self.input.dry_run).then_some(self.input.lease_ms);
-            let due = Effect::DueLeaks { provider: name.clone(), limit: self.input.limit, lease_ms, now };
-            self.ask(due, Pending::Due { provider, asked_at: now });
+            if self.input.retry_leaks {
+                let lease_ms = (!self.input.dry_run).then_some(self.input.lease_ms);
+                let due = Effect::DueLeaks { provider: name.clone(), limit: self.input.limit, lease_ms, now };
+                self.ask(due, Pending::Due { provider, asked_at: now });
+            }
             if !self.input.providers[provider].can_list {
                 self.unavailable(provider, messages::PROVIDER_CANNOT_LIST.to_owned());
             } else if self.input.dry_run {
-                self.sweep(provider);
+                self.sweep(provider, now);
             } else {
                 let holder = self.input.holder.clone();
                 let claim = Effect::ClaimSweep { provider: name, holder, lease_ms: self.input.lease_ms, now };
@@ -577,10 +426,14 @@ impl Reconcile {
     /// unreferenced then and still listed after is nobody's work in
     /// progress (a destroy always ends before its entry is resolved or its
     /// record deleted). Listing first would let a destroy that finished in
-    /// between look like an orphan and be destroyed twice.
-    fn sweep(&mut self, provider: usize) {
-        let name = self.input.providers[provider].name.clone();
-        self.ask(Effect::SandboxReferences { provider: name }, Pending::References { provider });
+    /// between look like an orphan and be destroyed twice. The references
+    /// include what any pass destroyed within the orphan grace (the audit
+    /// log): a lagging listing still shows it, and it is nobody's orphan.
+    fn sweep(&mut self, provider: usize, now: Millis) {
+        let provider_name = self.input.providers[provider].name.clone();
+        let destroyed_since = now.saturating_sub(self.input.orphan_grace_ms);
+        let effect = Effect::SandboxReferences { provider: provider_name, destroyed_since };
+        self.ask(effect, Pending::References { provider });
     }
 
     fn references_read(&mut self, provider: usize, references: Vec<String>, now: Millis) {
@@ -588,7 +441,11 @@ impl Reconcile {
         self.list(provider, now);
     }
 
-    fn sandboxes_listed(&mut self, provider: usize, listed: Vec<ListedSandbox>, now: Millis) {
+    fn sandboxes_listed(&mut self, provider: usize, mut listed: Vec<ListedSandbox>, now: Millis) {
+        // A listing is not a set (offset pages repeat an item when the fleet
+        // changes between pages): each sandbox counts, and is acted on, once.
+        let mut seen = HashSet::new();
+        listed.retain(|sandbox| seen.insert(sandbox.id.clone()));
         // Fail closed: one sandbox we cannot judge spares them all.
         let unknown = listed.iter().find_map(|sandbox| {
             if sandbox.created_at.is_none() {
@@ -612,7 +469,7 @@ impl Reconcile {
             let orphans = &mut self.report.providers[provider].orphans;
             if sandbox.owner.as_deref() != Some(owner.as_str()) {
                 orphans.foreign += 1;
-            } else if referenced.contains(&sandbox.id) {
+            } else if referenced.contains(&sandbox.id) || self.acted_on[provider].contains(&sandbox.id) {
                 orphans.referenced += 1;
             } else if sandbox.created_at.unwrap_or(Millis::MAX).saturating_add(grace) > now {
                 orphans.young += 1;
@@ -703,7 +560,7 @@ impl Reconcile {
         if let Origin::Leak { entry, .. } = self.jobs[job].origin {
             self.ask(Effect::ResolveLeak { entry }, Pending::Write { job });
         }
-        self.audit_row(job, "destroyed", None, now);
+        self.audit_row(job, AUDIT_DESTROYED, None, now);
         self.job_result(job, ActionResult::Destroyed, None, now);
     }
 
@@ -835,6 +692,7 @@ impl Reconcile {
         }
         self.report.elapsed_ms = now.saturating_sub(self.started_at);
         self.report.cut_short = self.cut_short;
+        self.report.still_leaking = self.report.still_leaking();
         let ending = match self.store_failure {
             Some(id) => Ending::HostError(id),
             None => Ending::Resolved(Output::Reconcile(Box::new(self.report.clone()))),
@@ -875,7 +733,7 @@ impl Flow for Reconcile {
             }
             (Pending::Sweep { provider, asked_at }, Completion::Flag(true)) => {
                 self.sweep_lease_ends[provider] = Some(self.lease_end(asked_at));
-                self.sweep(provider);
+                self.sweep(provider, now);
             }
             (Pending::Sweep { provider, .. }, Completion::Flag(false)) => {
                 self.report.providers[provider].orphans.status = SweepStatus::HeldElsewhere;

@@ -11,7 +11,6 @@
 
 use std::sync::Mutex;
 
-use sqlx::SqlitePool;
 use tokio::sync::oneshot;
 
 use crate::ledger::NewLeak;
@@ -25,6 +24,10 @@ pub(crate) enum Write {
 
 type Waiter = oneshot::Sender<Result<(), String>>;
 
+/// A batch's commit: one result per write, in order. It runs as its own
+/// task, so a waiter that goes away never cuts a transaction short.
+pub(crate) type BatchCommit = std::pin::Pin<Box<dyn std::future::Future<Output = Vec<Result<(), String>>> + Send>>;
+
 /// The queue of writes waiting for the next commit, and the writer turn.
 #[derive(Debug, Default)]
 pub(crate) struct GroupCommit {
@@ -33,8 +36,9 @@ pub(crate) struct GroupCommit {
 }
 
 impl GroupCommit {
-    /// Queues `write` and waits for its commit into `pool`.
-    pub async fn submit(&self, pool: &SqlitePool, write: Write) -> Result<(), String> {
+    /// Queues `write` and waits for its commit: whoever takes the writer turn
+    /// hands everything queued to `commit` (the store's one-transaction batch).
+    pub async fn submit(&self, write: Write, commit: impl FnOnce(Vec<Write>) -> BatchCommit) -> Result<(), String> {
         let (waiter, mut answer) = oneshot::channel();
         self.lock().push((write, waiter));
         let _turn = self.turn.lock().await;
@@ -45,7 +49,7 @@ impl GroupCommit {
         let batch = std::mem::take(&mut *self.lock());
         let (writes, waiters): (Vec<Write>, Vec<Waiter>) = batch.into_iter().unzip();
         let count = writes.len();
-        let commit = tokio::spawn(super::sqlite::commit_batch(pool.clone(), writes));
+        let commit = tokio::spawn(commit(writes));
         let mut results = commit.await.unwrap_or_else(|error| vec![Err(error.to_string()); count]);
         results.resize(count, Err("group commit answered too few results".into()));
         for (waiter, result) in waiters.into_iter().zip(results) {

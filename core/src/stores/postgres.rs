@@ -17,7 +17,7 @@ use super::{
     storable_key, storable_name, validate_leak, AuditText, Migration, StoreOpenError, AUDIT_COLUMNS,
 };
 use crate::errors::StoreError;
-use crate::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason};
+use crate::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, AUDIT_DESTROYED};
 use crate::ledger::{LeakEntry, LeakLedger, NewLeak};
 use crate::memory::{lease_end, validate_name};
 use crate::model::SandboxInstanceRecord;
@@ -253,7 +253,9 @@ impl Queries {
             ),
             sandbox_references: format!(
                 "SELECT provider_sandbox_id FROM {instances} WHERE provider = $1::text \
-                 UNION SELECT provider_sandbox_id FROM {leaks} WHERE provider = $1::text ORDER BY 1"
+                 UNION SELECT provider_sandbox_id FROM {leaks} WHERE provider = $1::text \
+                 UNION SELECT provider_sandbox_id FROM {audit} WHERE at >= $2 AND provider = $1::text AND result = $3 \
+                 ORDER BY 1"
             ),
             list_due: due.clone(),
             // The due rows are locked as they are picked (SKIP LOCKED passes
@@ -555,11 +557,17 @@ impl FleetStore for PostgresSandboxInstanceStore {
         Ok(true)
     }
 
-    async fn sandbox_references(&self, provider: &str) -> Result<Vec<String>, StoreError> {
+    async fn sandbox_references(&self, provider: &str, destroyed_since: u64) -> Result<Vec<String>, StoreError> {
         if !storable_name(provider) {
             return Ok(Vec::new());
         }
-        sqlx::query_scalar(&self.queries.sandbox_references).bind(provider).fetch_all(&self.pool).await.map_err(backend)
+        sqlx::query_scalar(&self.queries.sandbox_references)
+            .bind(provider)
+            .bind(sql_int(destroyed_since))
+            .bind(AUDIT_DESTROYED)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)
     }
 
     async fn record_leak(&self, leak: NewLeak, reason: LeakReason, next_attempt_at: u64) -> Result<(), StoreError> {

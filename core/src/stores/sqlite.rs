@@ -13,14 +13,14 @@ use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqlitePool, SqlitePoolOptions};
 use sqlx::{ConnectOptions, Connection};
 
-use super::group_commit::{GroupCommit, Write};
+use super::group_commit::{BatchCommit, GroupCommit, Write};
 use super::{
     audit_from_row, backend, due_in_order, leak_from_row, ledger_text, record_from_row, sql_int, sql_limit,
     storable_key, storable_name, validate_leak, AuditText, Migration, StoreOpenError, AUDIT_COLUMNS,
 };
 use crate::driver::{now_millis, SandboxInstanceStore};
 use crate::errors::StoreError;
-use crate::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason};
+use crate::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, AUDIT_DESTROYED};
 use crate::ledger::{LeakEntry, LeakLedger, NewLeak};
 use crate::memory::{lease_end, validate_name};
 use crate::model::SandboxInstanceRecord;
@@ -341,17 +341,15 @@ impl SandboxInstanceStore for SqliteSandboxInstanceStore {
 impl SqliteSandboxInstanceStore {
     /// Queues a reclaim-path write for the next group commit.
     async fn write(&self, write: Write) -> Result<(), StoreError> {
-        self.writes.submit(&self.pool, write).await.map_err(StoreError::backend)
+        let pool = self.pool.clone();
+        self.writes.submit(write, move |batch| commit_batch(pool, batch)).await.map_err(StoreError::backend)
     }
 }
-
-/// A batch's commit: one result per write, in order.
-type BatchCommit = std::pin::Pin<Box<dyn std::future::Future<Output = Vec<Result<(), String>>> + Send>>;
 
 /// Commits `batch` in one transaction, each write in its own savepoint.
 /// Boxed as one named `Send + 'static` future: it runs as its own task, so a
 /// waiter that goes away never cuts a transaction (or the others' answers) short.
-pub(super) fn commit_batch(pool: SqlitePool, batch: Vec<Write>) -> BatchCommit {
+fn commit_batch(pool: SqlitePool, batch: Vec<Write>) -> BatchCommit {
     Box::pin(async move {
         let count = batch.len();
         let failed = |error: sqlx::Error| vec![Err(error.to_string()); count];
@@ -535,15 +533,23 @@ impl FleetStore for SqliteSandboxInstanceStore {
         Ok(true)
     }
 
-    async fn sandbox_references(&self, provider: &str) -> Result<Vec<String>, StoreError> {
+    async fn sandbox_references(&self, provider: &str, destroyed_since: u64) -> Result<Vec<String>, StoreError> {
         if !storable_name(provider) {
             return Ok(Vec::new());
         }
         let sql = format!(
             "SELECT provider_sandbox_id FROM {INSTANCES_TABLE} WHERE provider = ?1 \
-             UNION SELECT provider_sandbox_id FROM {LEAKS_TABLE} WHERE provider = ?1 ORDER BY 1"
+             UNION SELECT provider_sandbox_id FROM {LEAKS_TABLE} WHERE provider = ?1 \
+             UNION SELECT provider_sandbox_id FROM {AUDIT_TABLE} WHERE at >= ?2 AND provider = ?1 AND result = ?3 \
+             ORDER BY 1"
         );
-        sqlx::query_scalar(&sql).bind(provider).fetch_all(&self.pool).await.map_err(backend)
+        sqlx::query_scalar(&sql)
+            .bind(provider)
+            .bind(sql_int(destroyed_since))
+            .bind(AUDIT_DESTROYED)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)
     }
 
     async fn record_leak(&self, leak: NewLeak, reason: LeakReason, next_attempt_at: u64) -> Result<(), StoreError> {

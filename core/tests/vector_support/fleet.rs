@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use sandbox_reclaim::effects::{
     Completion, DueFields, Effect, EffectId, Ending, Flow, InstanceFields, Millis, Output, StaleRecord,
 };
-use sandbox_reclaim::fleet::{FleetStore, LeakReason, ListedSandbox};
+use sandbox_reclaim::fleet::{AuditEntry, FleetStore, LeakReason, ListedSandbox};
 use sandbox_reclaim::flows::reclaim_all::{ReclaimAll, ReclaimAllInput};
 use sandbox_reclaim::flows::reconcile::{ProviderPlan, Reconcile, ReconcileInput};
 use sandbox_reclaim::memory::now_or_never;
@@ -71,6 +71,12 @@ fn seeded_store(vector: &Value, start: Millis) -> InMemorySandboxInstanceStore {
     for sweep in vector["store"]["sweeps"].as_array().into_iter().flatten() {
         let lease = sweep["leaseMs"].as_u64().unwrap();
         assert!(ready(store.claim_sweep(&text(&sweep["provider"]), &text(&sweep["holder"]), lease, start)).unwrap());
+    }
+    for row in vector["store"]["audit"].as_array().into_iter().flatten() {
+        let mut row = row.clone();
+        row["at"] = json!(absolute(&row["at"], start));
+        let row: AuditEntry = serde_json::from_value(row).unwrap();
+        ready(store.append_audit(&[row])).unwrap();
     }
     store
 }
@@ -224,9 +230,9 @@ pub fn run_fleet(vector: &Value) -> FleetObserved {
                         json!({"on": "provider", "method": "list", "args": [], "at": at, "name": provider["name"]});
                     ("list", call, provider["list"].clone())
                 }
-                Effect::SandboxReferences { provider } => (
+                Effect::SandboxReferences { provider, destroyed_since } => (
                     "sandboxReferences",
-                    store_call("sandboxReferences", json!([provider])),
+                    store_call("sandboxReferences", json!([provider, rel(*destroyed_since)])),
                     script_for("sandboxReferences", provider),
                 ),
                 Effect::ListStale { older_than, limit } => (
@@ -419,10 +425,12 @@ fn settle(
         Effect::DeleteRecordingLeak { key, leak } => {
             store_done(ready(store.delete_recording_leak(key, leak.clone())), thrown)
         }
-        Effect::SandboxReferences { provider } => match ready(store.sandbox_references(provider)) {
-            Ok(ids) => Completion::Ids(ids),
-            Err(error) => failed(error, thrown),
-        },
+        Effect::SandboxReferences { provider, destroyed_since } => {
+            match ready(store.sandbox_references(provider, *destroyed_since)) {
+                Ok(ids) => Completion::Ids(ids),
+                Err(error) => failed(error, thrown),
+            }
+        }
         Effect::ListStale { older_than, limit } => match ready(store.list_stale(*older_than, *limit as usize)) {
             Ok(records) => Completion::Stale(
                 records
@@ -476,7 +484,11 @@ fn settle(
                 .map_or_else(|error| failed(error, thrown), Completion::Flag),
         },
         Effect::ReleaseSweep { provider, holder } => store_done(ready(store.release_sweep(provider, holder)), thrown),
-        Effect::AppendAudit(rows) => store_done(ready(store.append_audit(rows)), thrown),
+        // A scripted `return` answers without writing (a lost audit write).
+        Effect::AppendAudit(rows) => match returned {
+            Some(_) => Completion::Ok,
+            None => store_done(ready(store.append_audit(rows)), thrown),
+        },
         other => {
             let _ = now;
             panic!("unexpected effect {other:?}")

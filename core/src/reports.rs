@@ -1,0 +1,274 @@
+//! What the fleet passes answer, as every host sees it: the core builds
+//! these and serializes them (camelCase JSON); Node returns that JSON as a
+//! plain object, Python converts it generically, the command prints it.
+//! A report field is added here, once (plus its `.d.ts` / `.pyi` line).
+
+use serde::{Deserialize, Serialize};
+
+use crate::messages;
+use crate::model::ReclaimOutcome;
+
+// ---- reclaimAll ----
+
+/// How one record of a fleet reclaim ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RecordOutcome {
+    NoSandboxKey,
+    NotFound,
+    ProviderMismatch,
+    Destroyed,
+    DestroyFailed,
+    /// A store call (or the logger) failed; see the record's `error`.
+    Error,
+    /// Not started: the budget ran out or the pass was stopped.
+    Deferred,
+    /// Another record with the same `sandboxKey` was reclaimed instead.
+    Duplicate,
+}
+
+impl From<ReclaimOutcome> for RecordOutcome {
+    fn from(outcome: ReclaimOutcome) -> Self {
+        match outcome {
+            ReclaimOutcome::NoSandboxKey => Self::NoSandboxKey,
+            ReclaimOutcome::NotFound => Self::NotFound,
+            ReclaimOutcome::ProviderMismatch => Self::ProviderMismatch,
+            ReclaimOutcome::Destroyed => Self::Destroyed,
+            ReclaimOutcome::DestroyFailed => Self::DestroyFailed,
+        }
+    }
+}
+
+/// One record's line in a [`FleetReclaimReport`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordReport {
+    pub run_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox_key: Option<String>,
+    pub outcome: RecordOutcome,
+    /// The destroy's error message (`destroy-failed`) or the store's (`error`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// From the record's start to its end, on the driver's clock.
+    pub duration_ms: u64,
+}
+
+/// Records per outcome.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutcomeCounts {
+    #[serde(rename = "no-sandbox-key")]
+    pub no_sandbox_key: u64,
+    #[serde(rename = "not-found")]
+    pub not_found: u64,
+    #[serde(rename = "provider-mismatch")]
+    pub provider_mismatch: u64,
+    pub destroyed: u64,
+    #[serde(rename = "destroy-failed")]
+    pub destroy_failed: u64,
+    pub error: u64,
+    pub deferred: u64,
+    pub duplicate: u64,
+}
+
+impl OutcomeCounts {
+    pub(crate) fn add(&mut self, outcome: RecordOutcome) {
+        let count = match outcome {
+            RecordOutcome::NoSandboxKey => &mut self.no_sandbox_key,
+            RecordOutcome::NotFound => &mut self.not_found,
+            RecordOutcome::ProviderMismatch => &mut self.provider_mismatch,
+            RecordOutcome::Destroyed => &mut self.destroyed,
+            RecordOutcome::DestroyFailed => &mut self.destroy_failed,
+            RecordOutcome::Error => &mut self.error,
+            RecordOutcome::Deferred => &mut self.deferred,
+            RecordOutcome::Duplicate => &mut self.duplicate,
+        };
+        *count += 1;
+    }
+}
+
+/// What `reclaimAll` resolves with: counts, and one line per record in the
+/// order given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FleetReclaimReport {
+    pub total: u64,
+    pub counts: OutcomeCounts,
+    pub records: Vec<RecordReport>,
+    pub elapsed_ms: u64,
+}
+
+// ---- reconcile ----
+
+/// Why a pass destroys (or would destroy) a sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ActionReason {
+    /// A ledger entry of a failed destroy (a reclaim's or an orphan's).
+    LeakRetry,
+    Orphan,
+    /// An expired idle record (its ledger entry, or the record in a dry run).
+    Idle,
+}
+
+impl ActionReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::LeakRetry => "leak-retry",
+            Self::Orphan => "orphan",
+            Self::Idle => "idle",
+        }
+    }
+}
+
+/// What became of an action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ActionResult {
+    /// Dry run: would be destroyed.
+    Planned,
+    Destroyed,
+    /// The destroy failed (or timed out); the sandbox is in the ledger.
+    Failed,
+    /// Not started (budget, stop, a lapsed lease, a failed store): still
+    /// in the ledger, or still listed for the next pass.
+    Deferred,
+    /// Idle expiry skipped a record updated since it was read.
+    Touched,
+}
+
+/// One sandbox a pass acted on (or would, in a dry run).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Action {
+    pub reason: ActionReason,
+    pub provider: String,
+    pub provider_sandbox_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    pub result: ActionResult,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// How a provider's orphan sweep went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SweepStatus {
+    /// Listed and swept (or planned, in a dry run).
+    Swept,
+    /// Destroyed nothing: no `list`, a listing or store read failed, or a
+    /// sandbox of unknown creation time or owner (fail closed). See `error`.
+    Unavailable,
+    /// Another host holds this provider's sweep.
+    HeldElsewhere,
+    /// Not started: the budget ran out, the pass was stopped or a store failed.
+    Skipped,
+}
+
+/// The leak side of a provider's pass.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeakCounts {
+    /// Due entries claimed (or listed, in a dry run).
+    pub due: u64,
+    pub destroyed: u64,
+    pub failed: u64,
+    pub deferred: u64,
+}
+
+/// The orphan side of a provider's pass.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrphanCounts {
+    pub status: SweepStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Sandboxes the provider listed.
+    pub listed: u64,
+    /// Listed under another owner: never touched.
+    pub foreign: u64,
+    /// Referenced by a record or a ledger entry, acted on earlier in this
+    /// pass (a leak retry, an idle expiry), or destroyed by a pass on any
+    /// host within the orphan grace (the audit log): never swept.
+    pub referenced: u64,
+    /// Unreferenced but inside the grace period.
+    pub young: u64,
+    /// Orphans found (destroyed, failed, deferred or planned).
+    pub found: u64,
+    pub destroyed: u64,
+    pub failed: u64,
+    pub deferred: u64,
+}
+
+/// One provider's part of a [`ReconcileReport`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderReport {
+    pub name: String,
+    pub leaks: LeakCounts,
+    pub orphans: OrphanCounts,
+}
+
+/// The idle-expiry part of a [`ReconcileReport`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IdleCounts {
+    pub enabled: bool,
+    /// Stale records read.
+    pub stale: u64,
+    /// Expired into the ledger (or planned, in a dry run).
+    pub expired: u64,
+    /// Updated since they were read, or expired meanwhile by another pass: left alone.
+    pub touched: u64,
+    /// Of a provider this pass does not know: left alone.
+    pub skipped: u64,
+}
+
+/// Actions per result.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionCounts {
+    pub planned: u64,
+    pub destroyed: u64,
+    pub failed: u64,
+    pub deferred: u64,
+    pub touched: u64,
+}
+
+/// What `reconcile` resolves with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReconcileReport {
+    pub dry_run: bool,
+    pub host: String,
+    pub started_at: u64,
+    pub elapsed_ms: u64,
+    /// The budget ran out or the pass was stopped before it was done.
+    pub cut_short: bool,
+    pub idle: IdleCounts,
+    pub providers: Vec<ProviderReport>,
+    pub counts: ActionCounts,
+    pub actions: Vec<Action>,
+    /// [`ReconcileReport::still_leaking`], as the pass ended (serialized, so
+    /// every host reads the core's answer).
+    #[serde(default)]
+    pub still_leaking: bool,
+}
+
+impl ReconcileReport {
+    /// Whether anything may still be billing after the pass: a failed or
+    /// deferred destroy, a destroy a dry run planned (it did not happen), a
+    /// pass cut short, or a provider whose sweep failed closed (a provider
+    /// that cannot list at all is a configuration, not a leak).
+    pub fn still_leaking(&self) -> bool {
+        self.counts.planned > 0
+            || self.counts.failed > 0
+            || self.counts.deferred > 0
+            || self.cut_short
+            || self.providers.iter().any(|provider| {
+                provider.orphans.status == SweepStatus::Unavailable
+                    && provider.orphans.error.as_deref() != Some(messages::PROVIDER_CANNOT_LIST)
+            })
+    }
+}

@@ -1,0 +1,165 @@
+//! A flow's input from the options a host handed over ([`HostOptions`]):
+//! every default, range and derived value (the pass's host name, its sweep
+//! holder, each provider's owner) is decided here, for every binding alike.
+//! The host keeps its callables (providers, store, logger, signal) and
+//! passes only what it read of them: names, whether each can list, owners.
+
+use crate::effects::Millis;
+use crate::flows::reconcile::ProviderPlan;
+use crate::flows::{ReclaimAllInput, ReconcileInput, RetryInput};
+use crate::options::{self, defaults, HostOptionError, HostOptions, NoneMeansDefault::*};
+
+/// A provider of a reconcile pass, as the host read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostProvider {
+    pub name: String,
+    /// Whether it has a listing method (no listing: no orphan sweep).
+    pub can_list: bool,
+    /// Its own owner namespace, when it names one.
+    pub owner: Option<String>,
+}
+
+/// What every fleet pass is told beyond its options.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PassStart {
+    /// The host passed a progress callback.
+    pub progress: bool,
+    /// Its stop signal was already raised: start nothing.
+    pub stopped: bool,
+}
+
+/// `reclaimAll`'s input: `records` are `(runId, sandboxKey)`, `providers` the names in order.
+pub fn reclaim_all(
+    options: &HostOptions,
+    records: Vec<(String, Option<String>)>,
+    providers: Vec<String>,
+    store_has_ledger: bool,
+    start: PassStart,
+) -> Result<ReclaimAllInput, HostOptionError> {
+    options.provider_names(&providers)?;
+    Ok(ReclaimAllInput {
+        records,
+        providers,
+        store_has_ledger,
+        concurrency: options.count(options::CONCURRENCY, 1, No)?.unwrap_or(defaults::CONCURRENCY),
+        per_provider_concurrency: options.count(options::PER_PROVIDER_CONCURRENCY, 1, Yes)?,
+        destroy_timeout_ms: options.millis(options::DESTROY_TIMEOUT, 1, Yes)?,
+        budget_ms: options.millis(options::BUDGET, 1, Yes)?,
+        progress: start.progress,
+        stopped: start.stopped,
+    })
+}
+
+/// `reconcile`'s input.
+pub fn reconcile(
+    options: &HostOptions,
+    providers: Vec<HostProvider>,
+    start: PassStart,
+    now: Millis,
+) -> Result<ReconcileInput, HostOptionError> {
+    let names: Vec<String> = providers.iter().map(|provider| provider.name.clone()).collect();
+    options.provider_names(&names)?;
+    let dry_run = options.flag(options::DRY_RUN, No)?.unwrap_or(false);
+    let retry_leaks = options.flag(options::RETRY_LEAKS, No)?.unwrap_or(true);
+    let concurrency = options.count(options::CONCURRENCY, 1, No)?.unwrap_or(defaults::CONCURRENCY);
+    let per_provider_concurrency = options.count(options::PER_PROVIDER_CONCURRENCY, 1, Yes)?;
+    let destroy_timeout_ms = options.millis(options::DESTROY_TIMEOUT, 1, Yes)?;
+    let budget_ms = options.millis(options::BUDGET, 1, Yes)?;
+    let orphan_grace_ms = options.millis(options::ORPHAN_GRACE, 0, No)?.unwrap_or(defaults::ORPHAN_GRACE_MS);
+    let max_idle_ms = options.millis(options::MAX_IDLE, 1, Yes)?;
+    let limit = options.count(options::LIMIT, 1, No)?.unwrap_or(defaults::LIMIT);
+    let lease_ms = options.millis(options::LEASE, 1, No)?.unwrap_or(defaults::LEASE_MS);
+    let backoff_ms = options.millis(options::BACKOFF, 0, No)?.unwrap_or(defaults::BACKOFF_MS);
+    let max_backoff_ms = options.millis(options::MAX_BACKOFF, 0, No)?.unwrap_or(defaults::MAX_BACKOFF_MS);
+    let owner = options.text(options::OWNER, Yes)?.unwrap_or_else(|| defaults::OWNER.to_owned());
+    let host = options.text(options::HOST, Yes)?.unwrap_or_else(host_name);
+    let plans = providers
+        .into_iter()
+        .map(|provider| ProviderPlan {
+            name: provider.name,
+            can_list: provider.can_list,
+            owner: provider.owner.unwrap_or_else(|| owner.clone()),
+        })
+        .collect();
+    let holder = pass_holder(&host, now);
+    let mut input = ReconcileInput::new(plans, host, holder);
+    input.dry_run = dry_run;
+    input.retry_leaks = retry_leaks;
+    input.concurrency = concurrency;
+    input.per_provider_concurrency = per_provider_concurrency;
+    input.destroy_timeout_ms = destroy_timeout_ms;
+    input.budget_ms = budget_ms;
+    input.orphan_grace_ms = orphan_grace_ms;
+    input.max_idle_ms = max_idle_ms;
+    input.limit = limit;
+    input.lease_ms = lease_ms;
+    input.backoff_ms = backoff_ms;
+    input.max_backoff_ms = max_backoff_ms;
+    input.progress = start.progress;
+    input.stopped = start.stopped;
+    Ok(input)
+}
+
+/// `retryLeaks`' input for the provider named `provider_name`.
+pub fn retry(options: &HostOptions, provider_name: String) -> Result<RetryInput, HostOptionError> {
+    Ok(RetryInput {
+        provider_name,
+        limit: options.count(options::LIMIT, 0, No)?.unwrap_or(defaults::RETRY_LIMIT),
+        lease_ms: options.millis(options::LEASE, 1, No)?.unwrap_or(defaults::LEASE_MS),
+        destroy_timeout_ms: options.millis(options::DESTROY_TIMEOUT, 1, Yes)?,
+    })
+}
+
+/// This machine's host name (`/proc/sys/kernel/hostname`, `HOSTNAME`), or
+/// `unknown-host`: the audit log's `host` unless a pass names one.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok().filter(|name| !name.is_empty()))
+        .unwrap_or_else(|| "unknown-host".to_owned())
+}
+
+/// A sweep-lease holder unique to this pass: host, process, start time and
+/// a counter (two passes on one host must not both think they hold a sweep).
+pub fn pass_holder(host: &str, now: Millis) -> String {
+    static PASSES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let pass = PASSES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{host}/{}/{now}/{pass}", std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::Dialect;
+
+    #[test]
+    fn reconcile_defaults_come_from_the_core() {
+        let options = HostOptions::parse(r#"{"host": "h"}"#, Dialect::Node).unwrap();
+        let provider = HostProvider { name: "p".into(), can_list: true, owner: None };
+        let input = reconcile(&options, vec![provider], PassStart::default(), 5).unwrap();
+        assert_eq!(input.providers[0].owner, defaults::OWNER);
+        assert_eq!((input.concurrency, input.limit, input.lease_ms), (16, 1000, 300_000));
+        assert_eq!((input.orphan_grace_ms, input.backoff_ms, input.max_backoff_ms), (600_000, 30_000, 3_600_000));
+        assert!(input.retry_leaks && !input.dry_run);
+        assert!(input.holder.starts_with(&format!("h/{}/5/", std::process::id())), "{}", input.holder);
+    }
+
+    #[test]
+    fn python_seconds_become_milliseconds() {
+        let options =
+            HostOptions::parse(r#"{"lease": 2, "orphan_grace": 0.5, "retry_leaks": false}"#, Dialect::Python).unwrap();
+        let provider = HostProvider { name: "p".into(), can_list: false, owner: Some("team".into()) };
+        let input = reconcile(&options, vec![provider], PassStart::default(), 0).unwrap();
+        assert_eq!((input.lease_ms, input.orphan_grace_ms, input.retry_leaks), (2000, 500, false));
+        assert_eq!(input.providers[0].owner, "team");
+    }
+
+    #[test]
+    fn retry_takes_a_limit_of_zero() {
+        let options = HostOptions::parse(r#"{"limit": 0}"#, Dialect::Node).unwrap();
+        let input = retry(&options, "p".into()).unwrap();
+        assert_eq!((input.limit, input.lease_ms, input.destroy_timeout_ms), (0, 300_000, None));
+    }
+}
