@@ -802,6 +802,22 @@ def reconcile_cases() -> list[dict[str, Any]]:
             providers=[local([sandbox("o1", old)])],
         ),
         case(
+            "reconcile: retryLeaks false sweeps orphans only",
+            "The command's orphans pass: no due leak is claimed or retried (the entry stays for a full pass), and the sweep runs as ever.",
+            {
+                "report": {
+                    "providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept", listed=2, referenced=1, found=1, destroyed=1)}],
+                    "actions": [action("orphan", "local", "o1", None, "destroyed")],
+                },
+                "calls": [claim_sweep(), references(0), listing(0), destroy("o1", 0, "local"), store("appendAudit", [1], 0), release_sweep(0)],
+                "leaksAfter": [after(leak("k1", "local", "l1"))],
+                "auditAfter": [audit(0, "local", "o1", None, "orphan", "destroyed")],
+            },
+            options={"retryLeaks": False},
+            providers=[local([sandbox("o1", old), sandbox("l1", old, key="k1")])],
+            leaks=[leak("k1", "local", "l1")],
+        ),
+        case(
             "reconcile: a dry run with nothing to do is not leaking",
             "Nothing planned, nothing failed: stillLeaking is false.",
             {

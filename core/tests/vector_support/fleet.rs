@@ -9,9 +9,11 @@ use sandbox_reclaim::effects::{
     Completion, DueFields, Effect, EffectId, Ending, Flow, InstanceFields, Millis, Output, StaleRecord,
 };
 use sandbox_reclaim::fleet::{AuditEntry, FleetStore, LeakReason, ListedSandbox};
-use sandbox_reclaim::flows::reclaim_all::{ReclaimAll, ReclaimAllInput};
-use sandbox_reclaim::flows::reconcile::{ProviderPlan, Reconcile, ReconcileInput};
+use sandbox_reclaim::flows::reclaim_all::ReclaimAll;
+use sandbox_reclaim::flows::reconcile::Reconcile;
 use sandbox_reclaim::memory::now_or_never;
+use sandbox_reclaim::options::{Dialect, HostOptions};
+use sandbox_reclaim::start::{HostProvider, PassStart};
 use sandbox_reclaim::{
     InMemorySandboxInstanceStore, LeakEntry, LeakLedger, NewLeak, SandboxInstanceRecord, SandboxInstanceStore,
 };
@@ -81,52 +83,30 @@ fn seeded_store(vector: &Value, start: Millis) -> InMemorySandboxInstanceStore {
     store
 }
 
+/// The case's machine, its input built from the case's (camelCase) options by
+/// the core's own option checks, as the Node binding builds it.
 fn machine(vector: &Value, start: Millis, has_ledger: bool) -> Box<dyn Flow> {
-    let options = &vector["options"];
+    let options = HostOptions::parse(&vector["options"].to_string(), Dialect::Node).expect("options object");
     let providers = vector["providers"].as_array().unwrap();
-    let names: Vec<String> = providers.iter().map(|provider| text(&provider["name"])).collect();
-    let whole = |name: &str| options[name].as_u64();
+    let pass = PassStart { progress: vector["progress"] == json!(true), stopped: vector["stopAtMs"] == json!(0) };
     if vector["api"] == "reclaimAll" {
         let records = vector["records"].as_array().unwrap();
-        let input = ReclaimAllInput {
-            records: records
-                .iter()
-                .map(|run| (text(&run["runId"]), run["sandboxKey"].as_str().map(str::to_owned)))
-                .collect(),
-            providers: names,
-            store_has_ledger: has_ledger,
-            concurrency: whole("concurrency").unwrap_or(16) as u32,
-            per_provider_concurrency: whole("perProviderConcurrency").map(|limit| limit as u32),
-            destroy_timeout_ms: whole("destroyTimeoutMs"),
-            budget_ms: whole("budgetMs"),
-            progress: vector["progress"] == json!(true),
-            stopped: vector["stopAtMs"] == json!(0),
-        };
+        let records =
+            records.iter().map(|run| (text(&run["runId"]), run["sandboxKey"].as_str().map(str::to_owned))).collect();
+        let names = providers.iter().map(|provider| text(&provider["name"])).collect();
+        let input =
+            sandbox_reclaim::start::reclaim_all(&options, records, names, has_ledger, pass).expect("valid options");
         return Box::new(ReclaimAll::new(input, start));
     }
-    let owner = options["owner"].as_str().unwrap_or("sandbox-reclaim");
-    let plans = providers
+    let providers = providers
         .iter()
-        .map(|provider| ProviderPlan {
+        .map(|provider| HostProvider {
             name: text(&provider["name"]),
             can_list: provider.get("list").is_some(),
-            owner: provider["owner"].as_str().unwrap_or(owner).to_owned(),
+            owner: provider["owner"].as_str().map(str::to_owned),
         })
         .collect();
-    let mut input = ReconcileInput::new(plans, text(&options["host"]), "holder-under-test");
-    input.dry_run = options["dryRun"] == json!(true);
-    input.concurrency = whole("concurrency").unwrap_or(16) as u32;
-    input.per_provider_concurrency = whole("perProviderConcurrency").map(|limit| limit as u32);
-    input.destroy_timeout_ms = whole("destroyTimeoutMs");
-    input.budget_ms = whole("budgetMs");
-    input.orphan_grace_ms = whole("orphanGraceMs").unwrap_or(600_000);
-    input.max_idle_ms = whole("maxIdleMs");
-    input.limit = whole("limit").unwrap_or(1000) as u32;
-    input.lease_ms = whole("leaseMs").unwrap_or(300_000);
-    input.backoff_ms = whole("backoffMs").unwrap_or(30_000);
-    input.max_backoff_ms = whole("maxBackoffMs").unwrap_or(3_600_000);
-    input.progress = vector["progress"] == json!(true);
-    input.stopped = vector["stopAtMs"] == json!(0);
+    let input = sandbox_reclaim::start::reconcile(&options, providers, pass, start).expect("valid options");
     Box::new(Reconcile::new(input, start))
 }
 
