@@ -386,7 +386,9 @@ def test_every_runs_passes_until_a_signal_then_exits_0(world: World, mode: str, 
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
     documents = [json.loads(line) for line in [*lines, *stdout.splitlines()] if line.strip()]
     assert [document["pass"] for document in documents] == list(range(1, len(documents) + 1))
-    assert all(document["report"]["dryRun"] and document["exitCode"] == 0 for document in documents)
+    # Each pass plans destroys that did not happen: still leaking, so each pass's own exit code is 1.
+    assert all(document["report"]["dryRun"] and document["stillLeaking"] for document in documents)
+    assert all(document["exitCode"] == 1 for document in documents)
     assert len(world.listed()) == 4
 
 
@@ -463,7 +465,9 @@ def test_a_second_signal_exits_130_at_once(tmp_path: Path, monkeypatch: pytest.M
 def test_a_store_failing_mid_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, every: bool) -> None:
     """The audit table vanishes while a destroy runs: one pass exits 3 with
     the store's error (as the binary does); with --every the failed pass is
-    reported and the command carries on until stopped."""
+    reported and the command carries on until stopped. The next pass cannot
+    read what the audit log says was just destroyed, so its sweep fails
+    closed (unavailable: nothing destroyed, still leaking)."""
     write_module(tmp_path, "slow_providers", SLOW_MODULE)
     log = tmp_path / "slow.log"
     monkeypatch.setenv("SLOW_LOG", str(log))
@@ -487,9 +491,12 @@ def test_a_store_failing_mid_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         lines = read_lines(process, 2)
         stdout, stderr = stop_process(process, signal.SIGTERM)
         assert process.returncode == 0, (stdout, stderr)
-        failed = [json.loads(line) for line in lines]
-        assert [document["pass"] for document in failed] == [1, 2]
-        assert all(document["error"]["kind"] == "unavailable" for document in failed), failed
+        failed, after = [json.loads(line) for line in lines]
+        assert [failed["pass"], after["pass"]] == [1, 2]
+        assert failed["error"]["kind"] == "unavailable", failed
+        orphans = after["report"]["providers"][0]["orphans"]
+        assert orphans["status"] == "unavailable" and "sandbox_audit" in orphans["error"], after
+        assert after["stillLeaking"] is True and after["exitCode"] == 1 and after["report"]["counts"]["destroyed"] == 0
         assert "sandbox-reclaim: pass 1 failed; retrying at the next interval: store unavailable: " in stderr
     else:
         stdout, stderr = process.communicate(timeout=60)
