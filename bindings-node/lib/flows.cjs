@@ -3,6 +3,7 @@
 // field, before any host call), reads every host property once, and starts
 // the core's machine on the generic driver. No rule lives here.
 
+const os = require('node:os');
 const native = require('./native.cjs');
 const { drive, exactString, levels } = require('./driver.cjs');
 
@@ -59,15 +60,6 @@ function method(target, name, owner, hint = '') {
   return found;
 }
 
-/** Milliseconds: a whole number from `minimum`, or undefined when absent. */
-function optionalWhole(value, name, minimum, fallback) {
-  if (value === undefined) return fallback;
-  if (!(Number.isSafeInteger(value) && value >= minimum)) {
-    throw new TypeError(`${name} must be a whole number >= ${minimum}`);
-  }
-  return value;
-}
-
 /** The run record's two fields a reclaim reads, each read once. */
 function readRecord(record, name = 'record') {
   checkObject(record, name, 'a RunRecord');
@@ -116,7 +108,8 @@ function readReclaimOptions(options, readName) {
     deleteRecordingLeak: typeof ledger === 'function' ? ledger : undefined,
     logger: log === undefined ? undefined : logger,
     log,
-    destroyTimeoutMs: optionalWhole(destroyTimeoutMs, 'options.destroyTimeoutMs', 1, undefined),
+    // Checked by the core, only when given: a plain reclaim makes no extra native call.
+    destroyTimeoutMs: destroyTimeoutMs === undefined ? undefined : checkedByCore(() => native.reclaimDeadline(JSON.stringify({ destroyTimeoutMs: plainValue(destroyTimeoutMs) }))),
   };
 }
 
@@ -311,7 +304,8 @@ async function reconcile(options) {
   };
   const plans = providers.names.map((name, index) => ({ name, canList: providers.lists[index] !== undefined, owner: providers.owners[index] }));
   const progress = pass.onProgress !== undefined;
-  return drive((now) => checkedByCore(() => native.startReconcile(values, plans, progress, pass.signal?.aborted === true, now)), host);
+  const stopped = pass.signal?.aborted === true;
+  return drive((now) => checkedByCore(() => native.startReconcile(values, plans, os.hostname(), progress, stopped, now)), host);
 }
 
 module.exports = { reclaimSandbox, sandboxReclaimer, retryLeaks, reclaimAll, reconcile };

@@ -114,6 +114,14 @@ fn invalid(error: HostOptionError) -> Error {
     Error::new(Status::InvalidArg, error.message)
 }
 
+/// A reclaim's destroy deadline (the user's `destroyTimeoutMs`, as plain
+/// JSON), checked by the core; called only when one was given.
+#[napi]
+pub fn reclaim_deadline(options_json: String) -> Result<Option<f64>> {
+    let deadline = start::reclaim_deadline(&host_options(&options_json)?).map_err(invalid)?;
+    Ok(deadline.map(|ms| ms as f64))
+}
+
 /// Starts `retryLeaks` for the provider named `provider_name`.
 #[napi]
 pub fn start_retry(options_json: String, provider_name: String, now: f64) -> Result<Vec<JsSlot>> {
@@ -139,7 +147,7 @@ pub fn start_reclaim_all(
         return Err(Error::new(Status::GenericFailure, "runIds and sandboxKeys must have the same length"));
     }
     let records = run_ids.into_iter().zip(sandbox_keys).collect();
-    let pass = PassStart { progress, stopped };
+    let pass = PassStart { progress, stopped, host_name: None };
     let input = start::reclaim_all(&host_options(&options_json)?, records, providers, store_has_ledger, pass)
         .map_err(invalid)?;
     Ok(js(RUNS.with_borrow_mut(|runs| runs.start(Box::new(ReclaimAll::new(input, millis(now)))))))
@@ -160,6 +168,7 @@ pub struct ReconcileProvider {
 pub fn start_reconcile(
     options_json: String,
     providers: Vec<ReconcileProvider>,
+    host_name: String,
     progress: bool,
     stopped: bool,
     now: f64,
@@ -169,7 +178,7 @@ pub fn start_reconcile(
         .map(|provider| HostProvider { name: provider.name, can_list: provider.can_list, owner: provider.owner })
         .collect();
     let now = millis(now);
-    let pass = PassStart { progress, stopped };
+    let pass = PassStart { progress, stopped, host_name: Some(host_name) };
     let input = start::reconcile(&host_options(&options_json)?, providers, pass, now).map_err(invalid)?;
     Ok(js(RUNS.with_borrow_mut(|runs| runs.start(Box::new(Reconcile::new(input, now))))))
 }

@@ -113,7 +113,7 @@ pub fn start_reclaim_all<'py>(
     stopped: bool,
     now: u64,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let pass = PassStart { progress, stopped };
+    let pass = PassStart { progress, stopped, host_name: None };
     let input = start::reclaim_all(&host_options(options_json)?, records, providers, store_has_ledger, pass)
         .map_err(invalid)?;
     start(py, Box::new(ReclaimAll::new(input, now)))
@@ -121,20 +121,30 @@ pub fn start_reclaim_all<'py>(
 
 /// Starts `reconcile`: `providers` are `(name, can_list, owner or None)` triples, in order.
 #[pyfunction]
-#[pyo3(signature = (options_json, providers, progress, stopped, now))]
+#[pyo3(signature = (options_json, providers, host_name, progress, stopped, now))]
+#[allow(clippy::too_many_arguments)]
 pub fn start_reconcile<'py>(
     py: Python<'py>,
     options_json: &str,
     providers: Vec<(String, bool, Option<String>)>,
+    host_name: String,
     progress: bool,
     stopped: bool,
     now: u64,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let providers =
         providers.into_iter().map(|(name, can_list, owner)| HostProvider { name, can_list, owner }).collect();
-    let pass = PassStart { progress, stopped };
+    let pass = PassStart { progress, stopped, host_name: Some(host_name) };
     let input = start::reconcile(&host_options(options_json)?, providers, pass, now).map_err(invalid)?;
     start(py, Box::new(Reconcile::new(input, now)))
+}
+
+/// A reclaim's destroy deadline in milliseconds (the user's
+/// `destroy_timeout` in seconds, as plain JSON), checked by the core; called
+/// only when one was given.
+#[pyfunction]
+pub fn reclaim_deadline(options_json: &str) -> PyResult<Option<u64>> {
+    start::reclaim_deadline(&host_options(options_json)?).map_err(invalid)
 }
 
 /// Starts `retry_leaks` for the provider named `provider_name`.

@@ -100,8 +100,6 @@ fn millis(duration: Option<std::time::Duration>) -> Value {
 ///
 /// The pass options are the command's: `orphans` has `retryLeaks` false and
 /// no `maxIdleMs`, so a host passes them on as they are.
-/// ```text
-/// ```
 pub fn host_plan(args: Vec<String>) -> Result<String, Refused> {
     let (providers, rest) = take_providers(args)?;
     let Some(providers) = providers else {

@@ -156,7 +156,7 @@ pub fn no_provider(field: &str) -> String {
 /// Two providers of a pass with one name (`python`: as Python words it, with the name's repr).
 pub fn providers_share_a_name(field: &str, name: &str, python: bool) -> String {
     if python {
-        format!("{field}: two providers share a name ({name:?})")
+        format!("{field}: two providers share a name ('{name}')")
     } else {
         format!("{field}: two providers share the name {name:?}")
     }

@@ -104,15 +104,18 @@ pub const PROVIDERS: Name = name("providers", "providers");
 /// The flows whose options a host hands over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlowOptions {
+    /// `reclaimSandbox` / `sandboxReclaimer` (only when the caller gives a deadline).
+    Reclaim,
     ReclaimAll,
     Reconcile,
     RetryLeaks,
 }
 
 impl FlowOptions {
-    /// Parses the flow's name as the bindings say it (`reclaimAll`, `reconcile`, `retryLeaks`).
+    /// Parses the flow's name as the bindings say it (`reclaim`, `reclaimAll`, `reconcile`, `retryLeaks`).
     pub fn parse(flow: &str) -> Option<Self> {
         match flow {
+            "reclaim" => Some(Self::Reclaim),
             "reclaimAll" => Some(Self::ReclaimAll),
             "reconcile" => Some(Self::Reconcile),
             "retryLeaks" => Some(Self::RetryLeaks),
@@ -140,7 +143,9 @@ impl FlowOptions {
             HOST,
         ];
         const RETRY: [Name; 3] = [LIMIT, LEASE, DESTROY_TIMEOUT];
+        const RECLAIM: [Name; 1] = [DESTROY_TIMEOUT];
         match self {
+            Self::Reclaim => &RECLAIM,
             Self::ReclaimAll => &FLEET,
             Self::Reconcile => &RECONCILE,
             Self::RetryLeaks => &RETRY,
@@ -235,6 +240,7 @@ impl Plain {
     /// The value as Python's `repr` shows a number.
     fn python_repr(&self) -> String {
         match self {
+            Self::Int(int) if *int == i128::MAX || *int == i128::MIN => "an int beyond 64 bits".to_owned(),
             Self::Int(int) => int.to_string(),
             Self::Float(float) if float.is_nan() => "nan".to_owned(),
             Self::Float(float) if float.is_infinite() => if *float > 0.0 { "inf" } else { "-inf" }.to_owned(),

@@ -20,12 +20,16 @@ pub struct HostProvider {
 }
 
 /// What every fleet pass is told beyond its options.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PassStart {
     /// The host passed a progress callback.
     pub progress: bool,
     /// Its stop signal was already raised: start nothing.
     pub stopped: bool,
+    /// The machine's host name as the host language's platform knows it
+    /// (`os.hostname()`, `socket.gethostname()`): the pass's `host` unless
+    /// the options name one. `None`: [`host_name`].
+    pub host_name: Option<String>,
 }
 
 /// `reclaimAll`'s input: `records` are `(runId, sandboxKey)`, `providers` the names in order.
@@ -72,7 +76,10 @@ pub fn reconcile(
     let backoff_ms = options.millis(options::BACKOFF, 0, No)?.unwrap_or(defaults::BACKOFF_MS);
     let max_backoff_ms = options.millis(options::MAX_BACKOFF, 0, No)?.unwrap_or(defaults::MAX_BACKOFF_MS);
     let owner = options.text(options::OWNER, Yes)?.unwrap_or_else(|| defaults::OWNER.to_owned());
-    let host = options.text(options::HOST, Yes)?.unwrap_or_else(host_name);
+    let host = match options.text(options::HOST, Yes)? {
+        Some(host) => host,
+        None => start.host_name.clone().filter(|name| !name.is_empty()).unwrap_or_else(host_name),
+    };
     let plans = providers
         .into_iter()
         .map(|provider| ProviderPlan {
@@ -98,6 +105,13 @@ pub fn reconcile(
     input.progress = start.progress;
     input.stopped = start.stopped;
     Ok(input)
+}
+
+/// A reclaim's destroy deadline (`reclaimSandbox`, `sandboxReclaimer`), in
+/// milliseconds. A binding asks only when the caller gave one, so a plain
+/// reclaim crosses no extra native call.
+pub fn reclaim_deadline(options: &HostOptions) -> Result<Option<u64>, HostOptionError> {
+    options.millis(options::DESTROY_TIMEOUT, 1, Yes)
 }
 
 /// `retryLeaks`' input for the provider named `provider_name`.

@@ -406,6 +406,24 @@ async def test_a_dry_run_that_plans_a_destroy_is_still_leaking_and_retry_leaks_f
         await sr.reconcile(provider=provider, instances=store, retry_leaks="no")  # type: ignore[arg-type]
 
 
+async def test_a_store_whose_sandbox_references_takes_one_argument_still_sweeps() -> None:
+    """A fleet store written before ``destroyed_since`` keeps working (without the audit log's protection)."""
+    native = sr.InMemorySandboxInstanceStore.with_ledger()
+    asked: list[str] = []
+
+    class OldStore:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(native, name)
+
+        async def sandbox_references(self, provider: str) -> list[str]:
+            asked.append(provider)
+            return await native.sandbox_references(provider)
+
+    provider = ListingProvider([{"id": "o1", "createdAt": now_ms() - 3_600_000, "owner": "sandbox-reclaim"}])
+    report = await sr.reconcile(provider=provider, instances=OldStore(), host="h")  # type: ignore[arg-type]
+    assert asked == ["py"] and provider.finished == ["o1"] and report.providers[0].orphans.status is sr.SweepStatus.SWEPT
+
+
 async def test_a_providers_own_owner_wins() -> None:
     store = sr.InMemorySandboxInstanceStore.with_ledger()
     provider = ListingProvider([{"id": "mine", "createdAt": 0, "owner": "team-a"}], owner="team-a")

@@ -6,12 +6,14 @@ attribute once, and starts the core's machine on the generic driver
 from __future__ import annotations
 
 import asyncio
+import inspect
+import socket
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from . import _native
-from ._checks import MAX_SAFE_INTEGER, exact, seconds
+from ._checks import exact
 from ._driver import LEVELS, Host, drive, now
 from ._logging import adapt_logger
 from ._options import DEFAULT, options_json
@@ -56,14 +58,9 @@ def _provider_name(provider: object) -> str:
     return name if name.isascii() else exact(name, "provider.name")
 
 
-def _milliseconds(value: float | None, name: str) -> int | None:
-    """A deadline or lease in seconds as whole milliseconds (at least 1)."""
-    if value is None:
-        return None
-    millis = round(seconds(value, name, MAX_SAFE_INTEGER / 1000) * 1000)
-    if millis < 1:
-        raise ValueError(f"`{name}` must be at least 0.001 seconds, got {value!r}")
-    return millis
+def _deadline(destroy_timeout: object) -> int | None:
+    """A reclaim's ``destroy_timeout`` (seconds) as the core checks it, in milliseconds."""
+    return _native.reclaim_deadline(options_json(("destroy_timeout",), {"destroy_timeout": destroy_timeout}))
 
 
 def _log_methods(logger: object) -> dict[str, Callable[[str, dict[str, Any]], object]] | None:
@@ -126,7 +123,7 @@ async def reclaim_sandbox(
     """
     run_id, sandbox_key = _record_fields(record)
     host, ledger, name = _reclaim_host(provider, instances, logger, True)
-    timeout = None if destroy_timeout is None else _milliseconds(destroy_timeout, "destroy_timeout")
+    timeout = None if destroy_timeout is None else _deadline(destroy_timeout)
     arguments = (False, run_id, sandbox_key, name, ledger, timeout)
     outcome: str = await drive(_native.start_reclaim, arguments, host)
     return _OUTCOMES[outcome]
@@ -148,7 +145,7 @@ def sandbox_reclaimer(
     """
     _provider_name(provider)
     host, ledger, _ = _reclaim_host(provider, instances, logger, False)
-    timeout = _milliseconds(destroy_timeout, "destroy_timeout")
+    timeout = None if destroy_timeout is None else _deadline(destroy_timeout)
 
     async def reclaim(record: RecordInput) -> None:
         run_id, sandbox_key = _record_fields(record)
@@ -244,6 +241,20 @@ def _providers(provider: object, providers: object) -> list[object]:
     if isinstance(providers, (str, bytes, Mapping)) or not isinstance(providers, Iterable):
         raise TypeError(f"`providers` must be a sequence of providers, got {type(providers).__name__}")
     return list(providers)
+
+
+def _references(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A store's ``sandbox_references``. One written before it took
+    ``destroyed_since`` (a single argument) still works: it spares what the
+    records and ledger reference, without the audit log's recent destroys."""
+    try:
+        parameters = list(inspect.signature(method).parameters.values())
+    except (TypeError, ValueError):
+        return method
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in parameters):
+        return method
+    return lambda provider, destroyed_since: method(provider)
 
 
 def _lister(provider: object) -> Callable[..., Any] | None:
@@ -381,11 +392,12 @@ async def reconcile(
     destroys = [_method("provider", one, "destroy") for one in chosen]
     lists = [_lister(one) for one in chosen]
     fleet = {name: _method("instances (a fleet store)", instances, name) for name in FLEET_STORE_METHODS}
+    fleet["sandbox_references"] = _references(fleet["sandbox_references"])
     progress = _progress(on_progress)
     event = _stop_event(stop)
     plans = [(name, lister is not None, _provider_owner(one)) for name, lister, one in zip(names, lists, chosen)]
     resolve = fleet.pop("resolve_leak")
     bound = Host(destroys=destroys, lists=lists, resolve_leak=resolve, progress=progress, fleet=fleet)
-    arguments = (options, plans, progress is not None, event is not None and event.is_set())
+    arguments = (options, plans, socket.gethostname(), progress is not None, event is not None and event.is_set())
     report = await drive(_native.start_reconcile, arguments, bound, stoppable=True, stop=event)
     return ReconcileReport.from_dict(report)

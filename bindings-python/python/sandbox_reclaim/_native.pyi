@@ -34,6 +34,9 @@ def start_reclaim(
     now: int,
     /,
 ) -> Batch: ...
+def reclaim_deadline(options_json: str, /) -> int | None:
+    """A reclaim's destroy_timeout (seconds, as plain JSON) checked by the core, in milliseconds."""
+
 def option_names(flow: str, /) -> list[str]:
     """The option arguments ``flow`` (reclaimAll, reconcile, retryLeaks) hands to the core."""
 
@@ -51,6 +54,7 @@ def start_reclaim_all(
 def start_reconcile(
     options_json: str,
     providers: list[tuple[str, bool, str | None]],
+    host_name: str,
     progress: bool,
     stopped: bool,
     now: int,

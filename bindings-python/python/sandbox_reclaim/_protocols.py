@@ -67,7 +67,8 @@ class FleetStore(Protocol):
     * ``sandbox_references(provider, destroyed_since)``: every
       ``provider_sandbox_id`` of ``provider`` a record or a leak entry
       references, and every one an audit row says was destroyed at or after
-      ``destroyed_since`` (epoch ms);
+      ``destroyed_since`` (epoch ms); a store whose method takes only
+      ``provider`` still works, without the audit log's recent destroys;
     * ``record_leak(leak, reason, next_attempt_at)``: records a leak (again:
       attempts + 1);
     * ``due_leaks(provider, limit, lease_ms, now)``: entries due at ``now``

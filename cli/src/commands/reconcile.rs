@@ -140,6 +140,8 @@ pub fn report_json(report: &ReconcileReport, view: View) -> Value {
     if view == View::Orphans {
         if let Value::Object(object) = &mut value {
             object.remove("idle");
+            // The view's own verdict, so the document never says two things.
+            object.insert("stillLeaking".to_owned(), Value::Bool(still_leaking(report, view)));
             if let Some(Value::Array(providers)) = object.get_mut("providers") {
                 for provider in providers {
                     if let Value::Object(provider) = provider {

@@ -88,14 +88,18 @@ fn seeded_store(vector: &Value, start: Millis) -> InMemorySandboxInstanceStore {
 fn machine(vector: &Value, start: Millis, has_ledger: bool) -> Box<dyn Flow> {
     let options = HostOptions::parse(&vector["options"].to_string(), Dialect::Node).expect("options object");
     let providers = vector["providers"].as_array().unwrap();
-    let pass = PassStart { progress: vector["progress"] == json!(true), stopped: vector["stopAtMs"] == json!(0) };
+    let pass = PassStart {
+        progress: vector["progress"] == json!(true),
+        stopped: vector["stopAtMs"] == json!(0),
+        host_name: None,
+    };
     if vector["api"] == "reclaimAll" {
         let records = vector["records"].as_array().unwrap();
         let records =
             records.iter().map(|run| (text(&run["runId"]), run["sandboxKey"].as_str().map(str::to_owned))).collect();
         let names = providers.iter().map(|provider| text(&provider["name"])).collect();
-        let input =
-            sandbox_reclaim::start::reclaim_all(&options, records, names, has_ledger, pass).expect("valid options");
+        let input = sandbox_reclaim::start::reclaim_all(&options, records, names, has_ledger, pass.clone())
+            .expect("valid options");
         return Box::new(ReclaimAll::new(input, start));
     }
     let providers = providers
