@@ -159,9 +159,11 @@ test('main + linux-x64-gnu tarballs → offline install in an empty project → 
       join(project, 'providers.mjs'),
       "export default [{ name: 'js', destroy() {}, list: () => [{ id: 'x-1', createdAt: 1, owner: 'sandbox-reclaim', key: null }] }];\n",
     );
+    // The planned destroy did not happen: still leaking, exit 1.
     const hosted = npx(['--providers', './providers.mjs', 'orphans', '--dry-run', '--json']);
-    assert.equal(hosted.status, 0, hosted.stderr);
+    assert.equal(hosted.status, 1, hosted.stderr);
     assert.deepStrictEqual(JSON.parse(hosted.stdout).report.actions, [{ reason: 'orphan', provider: 'js', providerSandboxId: 'x-1', result: 'planned' }]);
+    assert.equal(JSON.parse(hosted.stdout).stillLeaking, true);
     assert.equal(npx(['reconcile', '--bogus']).status, 2);
 
     // The main tarball alone: installs, and says what is missing when loaded.
