@@ -101,11 +101,9 @@ function readReclaimOptions(options, readName) {
     name,
     provider,
     providers: [provider],
-    destroys: [destroy],
+    provided: { destroy: [destroy] },
     instances,
-    get,
-    remove,
-    deleteRecordingLeak: typeof ledger === 'function' ? ledger : undefined,
+    store: { get, delete: remove, deleteRecordingLeak: typeof ledger === 'function' ? ledger : undefined },
     logger: log === undefined ? undefined : logger,
     log,
     // Checked by the core, only when given: a plain reclaim makes no extra native call.
@@ -118,7 +116,7 @@ function providerName(provider) {
 }
 
 function reclaim(reclaimer, { runId, sandboxKey }, host, name) {
-  const ledger = host.deleteRecordingLeak !== undefined;
+  const ledger = host.store.deleteRecordingLeak !== undefined;
   return drive((now) => native.startReclaim(reclaimer, runId, sandboxKey, name, ledger, host.destroyTimeoutMs, now), host);
 }
 
@@ -160,11 +158,13 @@ async function retryLeaks(options) {
   const ledger = ' (a store with a leak ledger)';
   const host = {
     providers: [provider],
-    destroys: [destroy],
+    provided: { destroy: [destroy] },
     instances,
-    claimLeaks: method(instances, 'claimLeaks', 'options.instances', ledger),
-    resolveLeak: method(instances, 'resolveLeak', 'options.instances', ledger),
-    recordRetryFailure: method(instances, 'recordRetryFailure', 'options.instances', ledger),
+    store: {
+      claimLeaks: method(instances, 'claimLeaks', 'options.instances', ledger),
+      resolveLeak: method(instances, 'resolveLeak', 'options.instances', ledger),
+      recordRetryFailure: method(instances, 'recordRetryFailure', 'options.instances', ledger),
+    },
   };
   const values = plainOptions(options, RETRY_OPTIONS);
   return drive((now) => checkedByCore(() => native.startRetry(values, name, now)), host);
@@ -255,11 +255,9 @@ async function reclaimAll(records, options) {
   const values = plainOptions(options, RECLAIM_ALL_OPTIONS);
   const host = {
     providers: providers.providers,
-    destroys: providers.destroys,
+    provided: { destroy: providers.destroys },
     instances,
-    get,
-    remove,
-    deleteRecordingLeak: typeof ledger === 'function' ? ledger : undefined,
+    store: { get, delete: remove, deleteRecordingLeak: typeof ledger === 'function' ? ledger : undefined },
     logger: log === undefined ? undefined : logger,
     log,
     onProgress: pass.onProgress,
@@ -267,7 +265,7 @@ async function reclaimAll(records, options) {
   };
   const runIds = fields.map((record) => record.runId);
   const sandboxKeys = fields.map((record) => record.sandboxKey);
-  const keepsLedger = host.deleteRecordingLeak !== undefined;
+  const keepsLedger = host.store.deleteRecordingLeak !== undefined;
   const progress = pass.onProgress !== undefined;
   return drive(
     (now) =>
@@ -295,10 +293,9 @@ async function reconcile(options) {
   const values = plainOptions(options, RECONCILE_OPTIONS);
   const host = {
     providers: providers.providers,
-    destroys: providers.destroys,
-    lists: providers.lists,
+    provided: { destroy: providers.destroys, list: providers.lists },
     instances,
-    ...store,
+    store,
     onProgress: pass.onProgress,
     signal: pass.signal,
   };

@@ -39,6 +39,8 @@ pub struct Protocol {
     pub reclaim_failed_error_name: String,
     pub destroy_timeout_error_name: String,
     pub unreadable_error_message: String,
+    /// Each op's row of the core's operand table, as JSON (`effect_table.rs`).
+    pub effects: String,
 }
 
 /// See [`Protocol`]; read once at load.
@@ -56,6 +58,7 @@ pub fn protocol() -> Protocol {
         reclaim_failed_error_name: protocol.reclaim_failed_error_name.to_owned(),
         destroy_timeout_error_name: protocol.destroy_timeout_error_name.to_owned(),
         unreadable_error_message: protocol.unreadable_error_message.to_owned(),
+        effects: serde_json::to_string(protocol.effects).unwrap_or_default(),
     }
 }
 

@@ -39,6 +39,7 @@ pub fn protocol(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     dict.set_item("destroy_timeout_error_name", protocol.destroy_timeout_error_name)?;
     dict.set_item("unreadable_error_message", protocol.unreadable_error_message)?;
     dict.set_item("default_owner", options::defaults::OWNER)?;
+    dict.set_item("effects", serde_json::to_string(protocol.effects).unwrap_or_default())?;
     Ok(dict.into_any())
 }
 

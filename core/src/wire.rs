@@ -59,52 +59,7 @@ pub mod ending {
     pub const OPERANDS: [u32; 6] = [0, 0, 1, 1, 1, 3];
 }
 
-/// Effect ops and their arguments after `op, id`.
-pub mod op {
-    /// key
-    pub const GET_INSTANCE: u32 = 0;
-    /// key
-    pub const DELETE_INSTANCE: u32 = 1;
-    /// key, leak key, provider, providerSandboxId, runId, errorMessage, failedAt
-    pub const DELETE_RECORDING_LEAK: u32 = 2;
-    /// provider number, providerSandboxId, deadline | Nothing
-    pub const DESTROY: u32 = 3;
-    /// provider, limit, leaseMs
-    pub const CLAIM_LEAKS: u32 = 4;
-    /// claim effect, entry index
-    pub const RESOLVE_LEAK: u32 = 5;
-    /// claim effect, entry index, message, failedAt
-    pub const RECORD_RETRY_FAILURE: u32 = 6;
-    /// level, message, n, then n × (key, meta kind, value...)
-    pub const LOG: u32 = 7;
-    /// target effect
-    pub const CANCEL: u32 = 8;
-    /// provider number, deadline | Nothing; answered with JSON
-    pub const LIST_SANDBOXES: u32 = 9;
-    /// provider; answered with JSON
-    pub const SANDBOX_REFERENCES: u32 = 10;
-    /// olderThan, limit; answered with JSON
-    pub const LIST_STALE: u32 = 11;
-    /// key, updatedAt, leak key, provider, providerSandboxId, runId, errorMessage, failedAt; answered with JSON
-    pub const EXPIRE_IDLE: u32 = 12;
-    /// leak key, provider, providerSandboxId, runId, errorMessage, failedAt, reason, nextAttemptAt
-    pub const RECORD_LEAK: u32 = 13;
-    /// provider, limit, leaseMs | Nothing, now; answered with JSON
-    pub const DUE_LEAKS: u32 = 14;
-    /// claim effect, entry index, message, failedAt, nextAttemptAt
-    pub const DEFER_LEAK: u32 = 15;
-    /// provider, holder, leaseMs, now; answered with JSON
-    pub const CLAIM_SWEEP: u32 = 16;
-    /// provider, holder
-    pub const RELEASE_SWEEP: u32 = 17;
-    /// the entries as a JSON array
-    pub const APPEND_AUDIT: u32 = 18;
-    /// the event as JSON; never completed
-    pub const PROGRESS: u32 = 19;
-
-    /// Every op, in number order.
-    pub const ALL: [u32; 20] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19];
-}
+pub use crate::effect_table::op;
 
 /// Meta value kinds inside a LOG effect.
 pub mod meta {
@@ -143,6 +98,8 @@ pub struct Protocol {
     pub reclaim_failed_error_name: &'static str,
     pub destroy_timeout_error_name: &'static str,
     pub unreadable_error_message: &'static str,
+    /// Each op's operands, host method and answer, by op number.
+    pub effects: &'static [crate::effect_table::EffectSpec],
 }
 
 /// See [`Protocol`].
@@ -165,6 +122,7 @@ pub fn protocol() -> Protocol {
         reclaim_failed_error_name: messages::RECLAIM_FAILED_ERROR_NAME,
         destroy_timeout_error_name: messages::DESTROY_TIMEOUT_ERROR_NAME,
         unreadable_error_message: messages::UNREADABLE_ERROR,
+        effects: &crate::effect_table::EFFECTS,
     }
 }
 
@@ -315,7 +273,7 @@ fn encode(run: u32, flow: &mut BoxedFlow, json_answers: &mut HashMap<EffectId, u
     let mut effects = Vec::new();
     while let Some((id, effect)) = flow.poll_effect() {
         let code = encode_effect(&mut effects, id, effect);
-        if ANSWERED_WITH_JSON.contains(&code) {
+        if crate::effect_table::answered_with_json(code) {
             json_answers.insert(id, code);
         }
     }
@@ -351,10 +309,6 @@ fn encode(run: u32, flow: &mut BoxedFlow, json_answers: &mut HashMap<EffectId, u
     slots.extend(effects);
     (slots, true)
 }
-
-/// The ops whose answer a driver reports as JSON ([`completion::JSON`]).
-const ANSWERED_WITH_JSON: [u32; 6] =
-    [op::LIST_SANDBOXES, op::SANDBOX_REFERENCES, op::LIST_STALE, op::EXPIRE_IDLE, op::DUE_LEAKS, op::CLAIM_SWEEP];
 
 fn leak_slots(leak: crate::ledger::NewLeak) -> [Slot; 6] {
     [
@@ -561,6 +515,82 @@ mod tests {
         let batch = table.complete(0, 1, completion::NO_INSTANCE, None, None, 0).unwrap();
         assert_eq!(batch[2], int(ending::RESOLVE_STRING));
         assert_eq!(batch[3], text("not-found"));
+    }
+
+    #[test]
+    fn the_operand_table_matches_what_each_effect_encodes() {
+        use crate::effect_table::{slots, EFFECTS};
+        use crate::effects::LogLine;
+        use crate::effects::HostRef;
+        use crate::ledger::NewLeak;
+        let leak = || NewLeak {
+            key: "k".into(),
+            provider: "p".into(),
+            provider_sandbox_id: "s".into(),
+            run_id: "r".into(),
+            error_message: "m".into(),
+            failed_at: 1,
+        };
+        let entry = HostRef { effect: 1, index: 0 };
+        let effects = vec![
+            Effect::GetInstance { key: "k".into() },
+            Effect::DeleteInstance { key: "k".into() },
+            Effect::DeleteRecordingLeak { key: "k".into(), leak: leak() },
+            Effect::Destroy { provider: 0, provider_sandbox_id: "s".into(), deadline: Some(5) },
+            Effect::ClaimLeaks { provider: "p".into(), limit: 1, lease_ms: 2 },
+            Effect::ResolveLeak { entry },
+            Effect::RecordRetryFailure { entry, message: "m".into(), failed_at: 1 },
+            Effect::Log(LogLine { level: LogLevel::Warn, message: "m".into(), meta: vec![] }),
+            Effect::Cancel { target: 1 },
+            Effect::ListSandboxes { provider: 0, deadline: None },
+            Effect::SandboxReferences { provider: "p".into(), destroyed_since: 0 },
+            Effect::ListStale { older_than: 0, limit: 1 },
+            Effect::ExpireIdle { key: "k".into(), updated_at: 0, leak: leak() },
+            Effect::RecordLeak { leak: leak(), reason: LeakReason::DestroyFailed, next_attempt_at: 0 },
+            Effect::DueLeaks { provider: "p".into(), limit: 1, lease_ms: None, now: 0 },
+            Effect::DeferLeak { entry, message: "m".into(), failed_at: 0, next_attempt_at: 0 },
+            Effect::ClaimSweep { provider: "p".into(), holder: "h".into(), lease_ms: 1, now: 0 },
+            Effect::ReleaseSweep { provider: "p".into(), holder: "h".into() },
+            Effect::AppendAudit(vec![]),
+            Effect::Progress("{}".into()),
+        ];
+        assert_eq!(effects.len(), EFFECTS.len(), "one sample per op");
+        for (index, effect) in effects.into_iter().enumerate() {
+            let mut encoded = Vec::new();
+            let code = encode_effect(&mut encoded, 9, effect);
+            let spec = &EFFECTS[code as usize];
+            assert_eq!((spec.op, code), (code, index as u32), "rows are in op order");
+            if code == op::LOG {
+                continue; // its meta is variable; the driver reads it itself
+            }
+            let expected: usize = spec.operands.iter().map(|kind| slots(kind)).sum();
+            assert_eq!(encoded.len() - 2, expected, "op {code} ({})", spec.method);
+        }
+    }
+
+    #[test]
+    fn every_json_shape_decodes_with_its_required_fields_and_refuses_without_them() {
+        use crate::effect_table::EFFECTS;
+        for spec in EFFECTS.iter().filter(|spec| spec.shape.is_some_and(|shape| shape.kind == "records")) {
+            let shape = spec.shape.unwrap();
+            let sample = |skip: Option<&str>| {
+                let item: serde_json::Map<String, Value> = shape
+                    .fields
+                    .iter()
+                    .filter(|field| field.required && Some(field.wire) != skip)
+                    .map(|field| {
+                        let value = if field.kind == "text" { Value::from("x") } else { Value::from(1) };
+                        (field.wire.to_owned(), value)
+                    })
+                    .collect();
+                serde_json::to_string(&[item]).unwrap()
+            };
+            assert!(!matches!(decode(spec.op, &sample(None)), Completion::Failed { .. }), "{}", spec.method);
+            for field in shape.fields.iter().filter(|field| field.required) {
+                let decoded = decode(spec.op, &sample(Some(field.wire)));
+                assert!(matches!(decoded, Completion::Failed { .. }), "{} without {}", spec.method, field.wire);
+            }
+        }
     }
 
     #[test]
