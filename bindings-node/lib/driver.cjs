@@ -6,7 +6,8 @@
 // A native call answers with a batch (run, deadline, ending, effects). Each
 // op's row of the core's operand table (core/src/effect_table.rs) names the
 // host method, how its slots become arguments and how its answer is
-// reported; each row becomes a starter once, at load. Host values (a thrown
+// reported; each row becomes a starter and a reporter once, at load
+// (host-calls.cjs for the host's methods, DRIVER_OPS below for the driver's). Host values (a thrown
 // error, claimed entries) stay here by effect id. Logs and progress events run
 // at once, in order: a throwing logger is completed as failed (the machine
 // drops the rest of that batch), a throwing progress callback is ignored. An
@@ -15,14 +16,14 @@
 const native = require('./native.cjs');
 const { withCoreMessage, messageOf, SandboxReclaimFailedError, SandboxDestroyTimeoutError } = require('./flow-errors.cjs');
 const { checkString: exactString } = require('./errors.cjs');
-const { instanceFields, claimedSandboxIds } = require('./host-answers.cjs');
+const { hostCall, reporter } = require('./host-calls.cjs');
 
 const protocol = native.protocol();
 const HEADER = protocol.header;
 const ENDING_OPERANDS = protocol.endingOperands;
 const [RUNNING, RESOLVE_UNDEFINED, RESOLVE_STRING, RESOLVE_JSON, REJECT_HOST_ERROR, REJECT_RECLAIM_FAILED] = protocol.endings;
 const [META_TEXT, META_HOST_ERROR] = protocol.metaKinds;
-const [COMPLETE_OK, COMPLETE_FAILED, COMPLETE_INSTANCE, COMPLETE_NO_INSTANCE, COMPLETE_JSON] = protocol.completions;
+const COMPLETE_FAILED = protocol.completions[1];
 
 /** Where time comes from; the vector suite swaps in a virtual clock. */
 let clock = { now: Date.now, setTimer: (callback, ms) => setTimeout(callback, ms), clearTimer: (timer) => clearTimeout(timer) };
@@ -33,47 +34,6 @@ function setClock(next) {
   clock = next;
   return previous;
 }
-
-// Operand kinds: each pushes its host argument and answers the next slot.
-const oneSlot = (run, id, batch, at, args) => (args.push(batch[at]), at + 1);
-const OPERANDS = {
-  value: oneSlot,
-  reason: oneSlot,
-  lease: oneSlot, // Node stores take leases in ms, as the wire does
-  audit: (run, id, batch, at, args) => (args.push(JSON.parse(batch[at])), at + 1),
-  entry: (run, id, batch, at, args) => (args.push(run.values[batch[at]][batch[at + 1]]), at + 2),
-  leak: (run, id, batch, at, args) => {
-    args.push({ key: batch[at], provider: batch[at + 1], providerSandboxId: batch[at + 2], runId: batch[at + 3], errorMessage: batch[at + 4], failedAt: batch[at + 5] });
-    return at + 6;
-  },
-  // `destroy({ id, signal? })`: a signal only when a deadline applies.
-  sandbox: (run, id, batch, at, args) => {
-    args.push(batch[at + 1] === undefined ? { id: batch[at] } : { id: batch[at], signal: run.cancellable(id) });
-    return at + 2;
-  },
-  // `list({ signal })` under a deadline; otherwise `list()` as the provider declares it.
-  signal: (run, id, batch, at, args) => (batch[at] !== undefined && args.push({ signal: run.cancellable(id) }), at + 1),
-};
-
-// Answer kinds: how a settled value is reported (the core reads JSON answers and refuses malformed ones).
-const ANSWERS = {
-  ok: (run, id, value, now) => native.complete(run.run, id, COMPLETE_OK, undefined, undefined, now),
-  instance: (run, id, value, now) => {
-    if (value === null) return native.complete(run.run, id, COMPLETE_NO_INSTANCE, undefined, undefined, now);
-    const [provider, providerSandboxId] = instanceFields(value);
-    return native.complete(run.run, id, COMPLETE_INSTANCE, provider, providerSandboxId, now);
-  },
-  claimed: (run, id, value, now) => native.completeLeaks(run.run, id, claimedSandboxIds(value), now),
-  json: (run, id, value, now) => {
-    let json;
-    try {
-      json = JSON.stringify(value);
-    } catch (error) {
-      return run.failed(id, error, now);
-    }
-    return native.complete(run.run, id, COMPLETE_JSON, json, undefined, now);
-  },
-};
 
 // The driver's own ops: logs, cancellations, progress events.
 const DRIVER_OPS = {
@@ -113,26 +73,9 @@ const DRIVER_OPS = {
   },
 };
 
-/** One op's row → `(run, id, batch, at) => next at`, which starts its host call. */
-function starter(spec) {
-  if (spec.target === 'driver') return DRIVER_OPS[spec.method];
-  const viaProvider = spec.target === 'provider';
-  const readers = spec.operands.filter((kind) => kind !== 'provider').map((kind) => OPERANDS[kind]);
-  const name = spec.method;
-  return (run, id, batch, at) => {
-    const { host } = run;
-    const provider = viaProvider ? batch[at++] : undefined;
-    const args = [];
-    for (const read of readers) at = read(run, id, batch, at, args);
-    if (viaProvider) run.call(id, spec, host.provided[name][provider], host.providers[provider], args);
-    else run.call(id, spec, host.store[name], host.instances, args);
-    return at;
-  };
-}
-
 const EFFECTS = JSON.parse(protocol.effects);
-const STARTERS = EFFECTS.map(starter);
-const REPORTERS = EFFECTS.map((spec) => ANSWERS[spec.answer]);
+const STARTERS = EFFECTS.map((spec) => (spec.target === 'driver' ? DRIVER_OPS[spec.method] : hostCall(spec)));
+const REPORTERS = EFFECTS.map(reporter);
 
 /**
  * One flow run. `host` holds the checked host objects, each method read once:

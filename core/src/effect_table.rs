@@ -176,7 +176,14 @@ pub const EFFECTS: [EffectSpec; 20] = {
     [
         spec(op::GET_INSTANCE, "get", "get", t::STORE, &[o::VALUE], a::INSTANCE),
         spec(op::DELETE_INSTANCE, "delete", "delete", t::STORE, &[o::VALUE], a::OK),
-        spec(op::DELETE_RECORDING_LEAK, "deleteRecordingLeak", "delete_recording_leak", t::STORE, &[o::VALUE, o::LEAK], a::OK),
+        spec(
+            op::DELETE_RECORDING_LEAK,
+            "deleteRecordingLeak",
+            "delete_recording_leak",
+            t::STORE,
+            &[o::VALUE, o::LEAK],
+            a::OK,
+        ),
         spec(op::DESTROY, "destroy", "destroy", t::PROVIDER, &[o::PROVIDER, o::SANDBOX], a::OK),
         answered(
             spec(op::CLAIM_LEAKS, "claimLeaks", "claim_leaks", t::STORE, &[o::VALUE, o::VALUE, o::LEASE], a::CLAIMED),
@@ -194,13 +201,28 @@ pub const EFFECTS: [EffectSpec; 20] = {
         ),
         spec(op::LOG, "log", "log", t::DRIVER, &[], a::NONE),
         spec(op::CANCEL, "cancel", "cancel", t::DRIVER, &[o::VALUE], a::NONE),
-        answered(spec(op::LIST_SANDBOXES, "list", "list", t::PROVIDER, &[o::PROVIDER, o::SIGNAL], a::JSON), LISTED, false),
         answered(
-            spec(op::SANDBOX_REFERENCES, "sandboxReferences", "sandbox_references", t::STORE, &[o::VALUE, o::VALUE], a::JSON),
+            spec(op::LIST_SANDBOXES, "list", "list", t::PROVIDER, &[o::PROVIDER, o::SIGNAL], a::JSON),
+            LISTED,
+            false,
+        ),
+        answered(
+            spec(
+                op::SANDBOX_REFERENCES,
+                "sandboxReferences",
+                "sandbox_references",
+                t::STORE,
+                &[o::VALUE, o::VALUE],
+                a::JSON,
+            ),
             Some(Shape { kind: "ids", noun: "an id", fields: &[] }),
             false,
         ),
-        answered(spec(op::LIST_STALE, "listStale", "list_stale", t::STORE, &[o::VALUE, o::VALUE], a::JSON), STALE, false),
+        answered(
+            spec(op::LIST_STALE, "listStale", "list_stale", t::STORE, &[o::VALUE, o::VALUE], a::JSON),
+            STALE,
+            false,
+        ),
         answered(
             spec(op::EXPIRE_IDLE, "expireIdle", "expire_idle", t::STORE, &[o::VALUE, o::VALUE, o::LEAK], a::JSON),
             FLAG,
@@ -214,7 +236,14 @@ pub const EFFECTS: [EffectSpec; 20] = {
         ),
         spec(op::DEFER_LEAK, "deferLeak", "defer_leak", t::STORE, &[o::ENTRY, o::VALUE, o::VALUE, o::VALUE], a::OK),
         answered(
-            spec(op::CLAIM_SWEEP, "claimSweep", "claim_sweep", t::STORE, &[o::VALUE, o::VALUE, o::VALUE, o::VALUE], a::JSON),
+            spec(
+                op::CLAIM_SWEEP,
+                "claimSweep",
+                "claim_sweep",
+                t::STORE,
+                &[o::VALUE, o::VALUE, o::VALUE, o::VALUE],
+                a::JSON,
+            ),
             FLAG,
             false,
         ),

@@ -520,8 +520,8 @@ mod tests {
     #[test]
     fn the_operand_table_matches_what_each_effect_encodes() {
         use crate::effect_table::{slots, EFFECTS};
-        use crate::effects::LogLine;
         use crate::effects::HostRef;
+        use crate::effects::LogLine;
         use crate::ledger::NewLeak;
         let leak = || NewLeak {
             key: "k".into(),
@@ -540,7 +540,7 @@ mod tests {
             Effect::ClaimLeaks { provider: "p".into(), limit: 1, lease_ms: 2 },
             Effect::ResolveLeak { entry },
             Effect::RecordRetryFailure { entry, message: "m".into(), failed_at: 1 },
-            Effect::Log(LogLine { level: LogLevel::Warn, message: "m".into(), meta: vec![] }),
+            Effect::Log(LogLine { level: LogLevel::Warn, message: "m", meta: vec![] }),
             Effect::Cancel { target: 1 },
             Effect::ListSandboxes { provider: 0, deadline: None },
             Effect::SandboxReferences { provider: "p".into(), destroyed_since: 0 },

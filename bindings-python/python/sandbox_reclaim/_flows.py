@@ -84,7 +84,7 @@ def _reclaim_host(provider: object, instances: object, logger: object, read_name
     ledger = getattr(instances, "delete_recording_leak", None)
     ledger = ledger if callable(ledger) else None
     log = None if logger is None else _log_methods(logger)
-    host = Host(destroys=(destroy,), get=get, delete=delete, delete_recording_leak=ledger, log=log)
+    host = Host(provided={"destroy": (destroy,)}, store={"get": get, "delete": delete, "delete_recording_leak": ledger}, log=log)
     return host, ledger is not None, name
 
 
@@ -179,7 +179,8 @@ async def retry_leaks(
     claim = _method(ledger, instances, "claim_leaks")
     resolve = _method(ledger, instances, "resolve_leak")
     record_failure = _method(ledger, instances, "record_retry_failure")
-    host = Host(destroys=(destroy,), claim_leaks=claim, resolve_leak=resolve, record_retry_failure=record_failure)
+    store = {"claim_leaks": claim, "resolve_leak": resolve, "record_retry_failure": record_failure}
+    host = Host(provided={"destroy": (destroy,)}, store=store)
     options = options_json(_RETRY_OPTIONS, locals())
     summary = await drive(_native.start_retry, (options, name), host)
     return RetrySummary(summary["retried"], summary["destroyed"], summary["stillFailing"])
@@ -320,7 +321,8 @@ async def reclaim_all(
     progress = _progress(on_progress)
     event = _stop_event(stop)
     log = None if logger is None else _log_methods(logger)
-    host = Host(destroys=destroys, get=get, delete=delete, delete_recording_leak=ledger, log=log, progress=progress)
+    store = {"get": get, "delete": delete, "delete_recording_leak": ledger}
+    host = Host(provided={"destroy": destroys}, store=store, log=log, progress=progress)
     stopped = event is not None and event.is_set()
     arguments = (options, rows, names, ledger is not None, progress is not None, stopped)
     report = await drive(_native.start_reclaim_all, arguments, host, stoppable=True, stop=event)
@@ -396,8 +398,7 @@ async def reconcile(
     progress = _progress(on_progress)
     event = _stop_event(stop)
     plans = [(name, lister is not None, _provider_owner(one)) for name, lister, one in zip(names, lists, chosen)]
-    resolve = fleet.pop("resolve_leak")
-    bound = Host(destroys=destroys, lists=lists, resolve_leak=resolve, progress=progress, fleet=fleet)
+    bound = Host(provided={"destroy": destroys, "list": lists}, store=fleet, progress=progress)
     arguments = (options, plans, socket.gethostname(), progress is not None, event is not None and event.is_set())
     report = await drive(_native.start_reconcile, arguments, bound, stoppable=True, stop=event)
     return ReconcileReport.from_dict(report)

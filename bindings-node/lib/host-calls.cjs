@@ -1,0 +1,101 @@
+'use strict';
+// The host calls of the core's operand table (core/src/effect_table.rs): how
+// an op's slots become a host method's arguments, and how its answer is
+// reported to the machine. The driver (driver.cjs) builds one starter and one
+// reporter per op from these at load. The two answers that cross as fields
+// (an instance record, claimed leak entries) are read here, each field once
+// and checked to cross exactly; a broken one is a TypeError naming the method.
+
+const native = require('./native.cjs');
+const { checkString: exactString } = require('./errors.cjs');
+
+const [COMPLETE_OK, , COMPLETE_INSTANCE, COMPLETE_NO_INSTANCE, COMPLETE_JSON] = native.protocol().completions;
+
+// Operand kinds: each pushes its host argument and answers the next slot.
+const oneSlot = (run, id, batch, at, args) => (args.push(batch[at]), at + 1);
+const OPERANDS = {
+  value: oneSlot,
+  reason: oneSlot,
+  lease: oneSlot, // Node stores take leases in ms, as the wire does
+  audit: (run, id, batch, at, args) => (args.push(JSON.parse(batch[at])), at + 1),
+  entry: (run, id, batch, at, args) => (args.push(run.values[batch[at]][batch[at + 1]]), at + 2),
+  leak: (run, id, batch, at, args) => {
+    args.push({ key: batch[at], provider: batch[at + 1], providerSandboxId: batch[at + 2], runId: batch[at + 3], errorMessage: batch[at + 4], failedAt: batch[at + 5] });
+    return at + 6;
+  },
+  // `destroy({ id, signal? })`: a signal only when a deadline applies.
+  sandbox: (run, id, batch, at, args) => {
+    args.push(batch[at + 1] === undefined ? { id: batch[at] } : { id: batch[at], signal: run.cancellable(id) });
+    return at + 2;
+  },
+  // `list({ signal })` under a deadline; otherwise `list()` as the provider declares it.
+  signal: (run, id, batch, at, args) => (batch[at] !== undefined && args.push({ signal: run.cancellable(id) }), at + 1),
+};
+
+// Answer kinds: how a settled value is reported (the core reads JSON answers and refuses malformed ones).
+const ANSWERS = {
+  ok: (run, id, value, now) => native.complete(run.run, id, COMPLETE_OK, undefined, undefined, now),
+  instance: (run, id, value, now) => {
+    if (value === null) return native.complete(run.run, id, COMPLETE_NO_INSTANCE, undefined, undefined, now);
+    const [provider, providerSandboxId] = instanceFields(value);
+    return native.complete(run.run, id, COMPLETE_INSTANCE, provider, providerSandboxId, now);
+  },
+  claimed: (run, id, value, now) => native.completeLeaks(run.run, id, claimedSandboxIds(value), now),
+  json: (run, id, value, now) => {
+    let json;
+    try {
+      json = JSON.stringify(value);
+    } catch (error) {
+      return run.failed(id, error, now);
+    }
+    return native.complete(run.run, id, COMPLETE_JSON, json, undefined, now);
+  },
+};
+
+/** `(provider, providerSandboxId)` of what `get` answered, each read once. */
+function instanceFields(instance) {
+  if (typeof instance !== 'object') {
+    throw new TypeError(`options.instances.get must resolve to a SandboxInstanceRecord or null, got ${instance === undefined ? 'undefined' : typeof instance}`);
+  }
+  const provider = instance.provider;
+  if (typeof provider !== 'string') throw new TypeError('the instance record from options.instances.get has no string `provider`');
+  const providerSandboxId = instance.providerSandboxId;
+  if (typeof providerSandboxId !== 'string') throw new TypeError('the instance record from options.instances.get has no string `providerSandboxId`');
+  exactString(provider, 'the instance record\'s `provider`');
+  exactString(providerSandboxId, 'the instance record\'s `providerSandboxId`');
+  return [provider, providerSandboxId];
+}
+
+/** The provider sandbox id of each entry `claimLeaks` answered, each read once. */
+function claimedSandboxIds(entries) {
+  if (!Array.isArray(entries)) throw new TypeError('options.instances.claimLeaks must resolve to an array of leak entries');
+  return entries.map((entry, index) => {
+    if (entry === null || typeof entry !== 'object') throw new TypeError(`leak entry ${index} from claimLeaks must be an object`);
+    return exactString(entry.providerSandboxId, `leak entry ${index}'s providerSandboxId`);
+  });
+}
+
+/** A host op's row → `(run, id, batch, at) => next at`, which starts its host call. */
+function hostCall(spec) {
+  const viaProvider = spec.target === 'provider';
+  const readers = spec.operands.filter((kind) => kind !== 'provider').map((kind) => OPERANDS[kind]);
+  const name = spec.method;
+  return (run, id, batch, at) => {
+    const { host } = run;
+    const provider = viaProvider ? batch[at++] : undefined;
+    const args = [];
+    for (const read of readers) at = read(run, id, batch, at, args);
+    if (viaProvider) run.call(id, spec, host.provided[name][provider], host.providers[provider], args);
+    else run.call(id, spec, host.store[name], host.instances, args);
+    return at;
+  };
+}
+
+/** How a settled value of `spec`'s op is reported: `(run, id, value, now) => next batch`. */
+function reporter(spec) {
+  return ANSWERS[spec.answer] ?? (() => {
+    throw new Error(`sandbox-reclaim: op ${spec.op} is never answered`);
+  });
+}
+
+module.exports = { hostCall, reporter };

@@ -1,0 +1,113 @@
+"""The host calls of the core's operand table (``core/src/effect_table.rs``):
+how an op's slots become a host method's arguments, and how its answer is
+reported to the machine. The driver (``_driver.py``) builds one starter per op
+from these at import; ``run`` is its run (``values``, ``host``, ``call``,
+``failed``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from . import _native
+from ._host_answers import claimed_sandbox_ids, instance_fields, json_reader
+from ._records import AuditEntry, LeakReason, NewLeak
+
+(_OK, _, _INSTANCE, _NO_INSTANCE, _JSON) = _native.protocol()["completions"]
+Batch = tuple[Any, ...]
+Starter = Callable[[Any, int, Batch, int], int]
+Answer = tuple[Callable[..., Batch], bool]  # how to report an op's answer; whether to keep it
+
+
+class Host:
+    """The host objects of one flow, checked, methods bound once: ``provided``
+    (``destroy``/``list`` → one method per provider number), ``store`` (the
+    table's Python method names → methods), ``log`` (level → method) and
+    ``progress``."""
+
+    __slots__ = ("provided", "store", "log", "progress")
+
+    def __init__(self, *, provided: Mapping[str, Sequence[Any]], store: Mapping[str, Any] | None = None,
+                 log: Mapping[str, Callable[..., object]] | None = None, progress: Callable[..., object] | None = None) -> None:
+        self.provided, self.store, self.log, self.progress = provided, store or {}, log, progress
+
+
+# Operand kinds: each appends its host argument and answers the next slot.
+Operand = Callable[[Any, Batch, int, list[Any]], int]
+
+
+def _slot(convert: Callable[[Any], Any], width: int = 1) -> Operand:
+    """An operand whose first slot, converted, is the argument (the rest unread)."""
+    def read(run: Any, batch: Batch, at: int, args: list[Any]) -> int:
+        args.append(convert(batch[at]))
+        return at + width
+    return read
+
+
+def _entry(run: Any, batch: Batch, at: int, args: list[Any]) -> int:
+    args.append(run.values[batch[at]][batch[at + 1]])
+    return at + 2
+
+
+def _leak(run: Any, batch: Batch, at: int, args: list[Any]) -> int:
+    args.append(NewLeak(*batch[at : at + 6]))
+    return at + 6
+
+
+_OPERANDS: dict[str, Operand] = {
+    "value": _slot(lambda value: value),
+    "reason": _slot(LeakReason),
+    "lease": _slot(lambda ms: ms / 1000),  # Python's claim_leaks takes seconds
+    "audit": _slot(lambda rows: [AuditEntry.from_dict(row) for row in json.loads(rows)]),
+    "sandbox": _slot(lambda sandbox_id: sandbox_id, 2),  # the id; a deadline cancels the task
+    "signal": lambda run, batch, at, args: at + 1,
+    "entry": _entry,
+    "leak": _leak,
+}
+
+
+def _answer(spec: dict[str, Any]) -> Callable[[Any, int, Any, int], Batch]:
+    """How a settled value of ``spec``'s op is reported to the machine."""
+    kind = spec["answer"]
+    if kind == "instance":
+        def instance(run: Any, effect: int, value: Any, now: int) -> Batch:
+            if value is None:
+                return _native.complete(run.run, effect, _NO_INSTANCE, None, None, now)
+            return _native.complete(run.run, effect, _INSTANCE, *instance_fields(value), now)
+        return instance
+    if kind == "claimed":
+        return lambda run, effect, value, now: _native.complete_leaks(run.run, effect, claimed_sandbox_ids(value), now)
+    if kind == "json":
+        owner = "provider" if spec["target"] == "provider" else "instances"
+        read = json_reader(spec["shape"], f"{owner}.{spec['python']}")
+        def answered(run: Any, effect: int, value: Any, now: int) -> Batch:
+            try:
+                answer = read(value)
+            except Exception as error:  # noqa: BLE001 - an answer out of contract fails its effect
+                failed: Batch = run.failed(effect, error, now)
+                return failed
+            return _native.complete(run.run, effect, _JSON, answer, None, now)
+        return answered
+    return lambda run, effect, value, now: _native.complete(run.run, effect, _OK, None, None, now)
+
+
+def host_call(spec: dict[str, Any]) -> Starter:
+    """A host op's row → ``(run, effect, batch, at) → next at``, which starts its host call."""
+    name, via_provider = spec["python"], spec["target"] == "provider"
+    readers = [_OPERANDS[kind] for kind in spec["operands"] if kind != "provider"]
+    answer = (_answer(spec), spec["keeps"])
+
+    def start(run: Any, effect: int, batch: Batch, at: int) -> int:
+        if via_provider:
+            method = run.host.provided[name][batch[at]]
+            at += 1
+        else:
+            method = run.host.store[name]
+        args: list[Any] = []
+        for read in readers:
+            at = read(run, batch, at, args)
+        run.call(effect, answer, method, args)
+        return at
+
+    return start
