@@ -6,10 +6,11 @@
 // as the binary does (off the JS thread; same output, exit codes, signals).
 // With `--providers ./providers.mjs`, the pass runs here on the JS driver, so
 // JS providers can take part: the command crate plans it (flags and config,
-// `hostPlan`), opens the store and checks --docker/--local (`hostOpen`), and
-// prints every report and failure (`hostEmit`, `hostFail`); this file only
-// loads the module, builds the providers and runs `reconcile`, once or every
-// interval, stopping on SIGINT/SIGTERM as the binary does.
+// `hostPlan`), opens the store and checks --docker/--local (`hostOpen`),
+// decides every step of the pass loop (`HostLoop`: a pass, a sleep, the exit
+// code, what a signal does) and prints every report and failure. This file
+// only loads the module, builds the providers, runs `reconcile`, sleeps and
+// listens for SIGINT/SIGTERM.
 
 const { existsSync, statSync } = require('node:fs');
 const { resolve } = require('node:path');
@@ -17,18 +18,6 @@ const { pathToFileURL } = require('node:url');
 
 /** The Docker provider only destroys and lists: its image is never pulled. */
 const UNUSED_IMAGE = 'sandbox-reclaim/unused:latest';
-
-/** The flag behind a pass option's name (a TypeError from `reconcile` names the option). */
-const FLAGS = {
-  concurrency: '--concurrency',
-  destroyTimeoutMs: '--destroy-timeout',
-  orphanGraceMs: '--orphan-grace',
-  maxIdleMs: '--max-idle',
-  budgetMs: '--budget',
-  owner: '--owner',
-  host: '--host',
-  providers: '--providers',
-};
 
 /** A failure to print through the command crate: `{ kind, flag | what, message }`. */
 class Failure extends Error {
@@ -73,15 +62,10 @@ async function loadProviders(spec) {
   return { providers: exported, named };
 }
 
-/** What a pass's rejection means for the command: a usage error (the option's flag), the store, or the pass. */
-function passFailure(error, errors) {
-  if (error instanceof TypeError) {
-    const option = /options\.(\w+)/.exec(error.message);
-    const flag = option && FLAGS[option[1]];
-    return new Failure('usage', flag || '--providers', error.message);
-  }
-  if (error instanceof errors.SandboxStoreError) return new Failure('unavailable', 'store', error.message);
-  return new Failure('failed', undefined, error && error.message ? error.message : String(error));
+/** How a pass's rejection reads to the command crate: an option it refused, the store, or the pass. */
+function rejectionKind(error, errors) {
+  if (error instanceof TypeError) return 'option';
+  return error instanceof errors.SandboxStoreError ? 'store' : 'other';
 }
 
 /** `--docker` and `--local` as the binary builds them (Docker first), then the module's providers. */
@@ -102,18 +86,16 @@ function buildProviders(plan, own, named, binding) {
 }
 
 /**
- * Stops the running pass on SIGINT/SIGTERM (in-flight destroys finish up to
- * their deadline, are written down, sweep leases are released); a second
- * signal exits at once with 130, as the binary does.
+ * Tells `loop` of SIGINT/SIGTERM: the first aborts the running pass (in-flight
+ * destroys finish up to their deadline, are written down, sweep leases are
+ * released) and wakes a sleep; at a second the loop prints why and answers
+ * the code to exit with at once.
  */
-function listenForSignals() {
-  const state = { stopped: false, controller: new AbortController(), wake: () => {} };
+function listenForSignals(loop) {
+  const state = { controller: new AbortController(), wake: () => {} };
   const onSignal = (name) => {
-    if (state.stopped) {
-      process.stderr.write(`sandbox-reclaim: ${name} again: exiting now (unfinished work stays in the ledger)\n`);
-      process.exit(130);
-    }
-    state.stopped = true;
+    const code = loop.signal(name);
+    if (code !== null && code !== undefined) process.exit(code);
     state.controller.abort();
     state.wake();
   };
@@ -163,7 +145,8 @@ async function runHosted(plan, native) {
     if (error && error.code === 'SANDBOX_RECLAIM_EXIT') return error.exitCode;
     throw error;
   }
-  const signals = listenForSignals();
+  const loop = new native.HostLoop(planJson);
+  const signals = listenForSignals(loop);
   try {
     let providers;
     try {
@@ -172,45 +155,30 @@ async function runHosted(plan, native) {
     } catch (error) {
       return fail(error instanceof Failure ? error : new Failure('unavailable', 'provider', error.message));
     }
-    const pass = () => binding.reconcile(passOptions(plan, providers, store, signals.controller.signal));
-
-    if (plan.everyMs === null || plan.everyMs === undefined) {
-      let report;
-      try {
-        report = await pass();
-      } catch (error) {
-        return fail(passFailure(error, errors));
+    // The command crate decides each step: a pass, a sleep (until a signal wakes it), the exit code.
+    let step = JSON.parse(loop.start(Date.now()));
+    while (step.step !== 'exit') {
+      if (step.step === 'pass') {
+        let next;
+        try {
+          const report = await binding.reconcile(passOptions(plan, providers, store, signals.controller.signal));
+          next = loop.passed(JSON.stringify(report), Date.now());
+        } catch (error) {
+          next = loop.failed(rejectionKind(error, errors), error && error.message ? error.message : String(error), Date.now());
+        }
+        step = JSON.parse(next);
+      } else {
+        await new Promise((wake) => {
+          const timer = setTimeout(wake, Math.max(0, step.untilMs - Date.now()));
+          signals.wake = () => {
+            clearTimeout(timer);
+            wake();
+          };
+        });
+        step = JSON.parse(loop.woke(Date.now()));
       }
-      return native.hostEmit(planJson, JSON.stringify(report));
     }
-
-    // A pass every interval until a signal: a pass longer than the interval
-    // is followed by the next one at once, skipping the missed ones.
-    let number = 0;
-    let next = Date.now();
-    while (!signals.stopped) {
-      number += 1;
-      try {
-        const report = await pass();
-        native.hostEmit(planJson, JSON.stringify(report), number);
-      } catch (error) {
-        const failure = passFailure(error, errors);
-        // Options are checked before anything runs: they will not get better.
-        if (failure.failure.kind === 'usage') return fail(failure);
-        fail(failure, number);
-      }
-      next += plan.everyMs;
-      next = Math.max(next, Date.now());
-      if (signals.stopped) break;
-      await new Promise((wake) => {
-        const timer = setTimeout(wake, next - Date.now());
-        signals.wake = () => {
-          clearTimeout(timer);
-          wake();
-        };
-      });
-    }
-    return 0;
+    return step.code;
   } finally {
     signals.remove();
     await store.close().catch(() => {});

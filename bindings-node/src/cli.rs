@@ -18,10 +18,11 @@ use clap::Parser;
 use napi::bindgen_prelude::PromiseRaw;
 use napi::{Env, Error, Result, Status};
 use napi_derive::napi;
+use sandbox_reclaim::options::Dialect;
 use sandbox_reclaim_cli::args::{bare_docker, Cli};
 use sandbox_reclaim_cli::config::{self, Settings};
 use sandbox_reclaim_cli::error::Failure;
-use sandbox_reclaim_cli::output::{envelope, print_json};
+use sandbox_reclaim_cli::hosted::{HostedLoop, Rejection, Step};
 use sandbox_reclaim_cli::providers::Providers;
 use sandbox_reclaim_cli::store::Store;
 use serde_json::{json, Value};
@@ -113,27 +114,10 @@ fn command_of(plan: &Value) -> String {
     plan["command"].as_str().unwrap_or("reconcile").to_owned()
 }
 
-/// Prints `failure` as the binary does (stderr, and the JSON error document
-/// with `--json`); with `pass` (`--every`), as a failed pass that the next
-/// interval retries. Answers the exit code.
 fn print_failure(command: &str, json: bool, failure: &Failure, pass: Option<u64>) -> i32 {
-    match pass {
-        None => {
-            eprintln!("sandbox-reclaim: error: {failure}");
-            if json {
-                let fields = json!({ "exitCode": failure.exit_code(), "error": failure.to_json() });
-                print_json(&envelope(command, fields));
-            }
-        }
-        Some(pass) => {
-            eprintln!("sandbox-reclaim: error: pass {pass} failed; retrying at the next interval: {failure}");
-            if json {
-                print_json(&envelope(command, json!({ "pass": pass, "error": failure.to_json() })));
-            }
-        }
-    }
+    let code = sandbox_reclaim_cli::hosted::print_failure(command, json, failure, pass);
     flush();
-    failure.exit_code()
+    code
 }
 
 /// The settings the plan was made from: `plan.args` parsed and resolved
@@ -206,4 +190,64 @@ pub fn host_fail(plan: String, failure: String, pass: Option<u32>) -> Result<i32
         _ => Failure::failed(text("message")),
     };
     Ok(print_failure(&command_of(&plan), plan["json"] == json!(true), &failure, pass.map(u64::from)))
+}
+
+/// The command's pass loop for `--providers` (`sandbox_reclaim_cli::hosted`):
+/// `lib/cli.cjs` reports what happened and does the step each call answers
+/// (`{"step": "pass", "number"}`, `{"step": "sleep", "untilMs"}`,
+/// `{"step": "exit", "code"}`, as JSON); every decision, line and exit code
+/// is the command crate's.
+#[napi]
+pub struct HostLoop {
+    inner: HostedLoop,
+}
+
+fn step(step: Step) -> String {
+    flush();
+    serde_json::to_string(&step).unwrap_or_default()
+}
+
+#[napi]
+impl HostLoop {
+    #[napi(constructor)]
+    pub fn new(plan: String) -> Result<Self> {
+        let inner = HostedLoop::new(&plan, Dialect::Node).map_err(|message| Error::new(Status::InvalidArg, message))?;
+        Ok(Self { inner })
+    }
+
+    /// The first step, at `now` (epoch ms).
+    #[napi]
+    pub fn start(&mut self, now: f64) -> String {
+        step(self.inner.start(now as u64))
+    }
+
+    /// The pass resolved with `report` (its JSON).
+    #[napi]
+    pub fn passed(&mut self, report: String, now: f64) -> Result<String> {
+        let next = self.inner.passed(&report, now as u64).map_err(|message| Error::new(Status::InvalidArg, message))?;
+        Ok(step(next))
+    }
+
+    /// The pass rejected: `kind` `option` (a TypeError), `store` (a
+    /// SandboxStoreError) or `other`, with the error's message.
+    #[napi]
+    pub fn failed(&mut self, kind: String, message: String, now: f64) -> Result<String> {
+        let rejection = Rejection::parse(&kind)
+            .ok_or_else(|| Error::new(Status::InvalidArg, format!("unknown rejection kind {kind:?}")))?;
+        Ok(step(self.inner.failed(rejection, &message, now as u64)))
+    }
+
+    /// The sleep ended (its time, or a signal woke it).
+    #[napi]
+    pub fn woke(&mut self, now: f64) -> String {
+        step(self.inner.woke(now as u64))
+    }
+
+    /// SIGINT/SIGTERM: undefined (stop the pass, wake the sleep), or the code to exit with at once.
+    #[napi]
+    pub fn signal(&mut self, name: String) -> Option<i32> {
+        let code = self.inner.signal(&name);
+        flush();
+        code
+    }
 }

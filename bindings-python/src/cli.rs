@@ -11,10 +11,15 @@
 //!   every language reads them alike) and `host_emit` prints the report as
 //!   the binary prints it.
 
+use std::io::Write;
+
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use pyo3::IntoPyObjectExt;
+use sandbox_reclaim::options::Dialect;
+use sandbox_reclaim_cli::error::Failure;
+use sandbox_reclaim_cli::hosted::{print_failure, HostedLoop, Rejection, Step};
 
 /// Runs the command with `args` (without the program name), without the
 /// GIL; answers its exit code. Output goes straight to the process's stdout
@@ -44,4 +49,88 @@ pub fn host_plan(py: Python<'_>, args: Vec<String>) -> PyResult<Py<PyAny>> {
 #[pyo3(signature = (plan, report, pass_number, /))]
 pub fn host_emit(py: Python<'_>, plan: String, report: String, pass_number: Option<u64>) -> PyResult<i32> {
     py.detach(move || sandbox_reclaim_cli::host::host_emit(&plan, &report, pass_number)).map_err(PyValueError::new_err)
+}
+
+/// Rust's stdout is buffered apart from Python's: flush what the command
+/// printed before Python prints more.
+fn flush() {
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+}
+
+/// Prints a failure the script met before any pass (`kind` `usage` with the
+/// flag as `subject`, `unavailable` with what, or `failed`) exactly as the
+/// binary prints its failures, for `command` (`--json`: `json`); answers the
+/// exit code.
+#[pyfunction]
+#[pyo3(signature = (command, json, kind, subject, message, /))]
+pub fn host_fail(command: &str, json: bool, kind: &str, subject: Option<String>, message: &str) -> i32 {
+    let subject = subject.unwrap_or_default();
+    let failure = match kind {
+        "usage" => Failure::usage(subject, message),
+        "unavailable" => Failure::unavailable(subject, message),
+        _ => Failure::failed(message),
+    };
+    let code = print_failure(command, json, &failure, None);
+    flush();
+    code
+}
+
+/// The command's pass loop for `--providers` (``sandbox_reclaim_cli::hosted``):
+/// ``_cli.py`` reports what happened and does the step each call answers, a
+/// dict ``{"step": "pass", "number"}``, ``{"step": "sleep", "untilMs"}`` or
+/// ``{"step": "exit", "code"}``; every decision, line and exit code is the
+/// command crate's.
+#[pyclass(module = "sandbox_reclaim._native")]
+pub struct HostLoop {
+    inner: HostedLoop,
+}
+
+fn step(py: Python<'_>, step: Step) -> PyResult<Py<PyAny>> {
+    flush();
+    let (name, value) = match step {
+        Step::Pass { number } => ("pass", number.into_py_any(py)?),
+        Step::Sleep { until_ms } => ("sleep", until_ms.into_py_any(py)?),
+        Step::Exit { code } => ("exit", code.into_py_any(py)?),
+    };
+    PyTuple::new(py, [name.into_py_any(py)?, value])?.into_py_any(py)
+}
+
+#[pymethods]
+impl HostLoop {
+    #[new]
+    fn new(plan: &str) -> PyResult<Self> {
+        Ok(Self { inner: HostedLoop::new(plan, Dialect::Python).map_err(PyValueError::new_err)? })
+    }
+
+    /// The first step, at ``now`` (epoch ms): ``(step, value)``.
+    fn start(&mut self, py: Python<'_>, now: u64) -> PyResult<Py<PyAny>> {
+        step(py, self.inner.start(now))
+    }
+
+    /// The pass returned ``report`` (the core's camelCase JSON).
+    fn passed(&mut self, py: Python<'_>, report: &str, now: u64) -> PyResult<Py<PyAny>> {
+        let next = self.inner.passed(report, now).map_err(PyValueError::new_err)?;
+        step(py, next)
+    }
+
+    /// The pass raised: ``kind`` ``option`` (a TypeError/ValueError),
+    /// ``store`` (a SandboxStoreError) or ``other``, with its message.
+    fn failed(&mut self, py: Python<'_>, kind: &str, message: &str, now: u64) -> PyResult<Py<PyAny>> {
+        let rejection =
+            Rejection::parse(kind).ok_or_else(|| PyValueError::new_err(format!("unknown rejection kind {kind:?}")))?;
+        step(py, self.inner.failed(rejection, message, now))
+    }
+
+    /// The sleep ended (its time, or a signal).
+    fn woke(&mut self, py: Python<'_>, now: u64) -> PyResult<Py<PyAny>> {
+        step(py, self.inner.woke(now))
+    }
+
+    /// SIGINT/SIGTERM: ``None`` (stop the pass, wake the sleep), or the code to exit with at once.
+    fn signal(&mut self, name: &str) -> Option<i32> {
+        let code = self.inner.signal(name);
+        flush();
+        code
+    }
 }

@@ -12,6 +12,14 @@ pub const EXIT_USAGE: i32 = 2;
 /// The store or a provider could not be reached or opened.
 pub const EXIT_UNAVAILABLE: i32 = 3;
 
+/// A second SIGINT/SIGTERM: the command exits at once.
+pub const EXIT_AGAIN: i32 = 130;
+
+/// What a second SIGINT/SIGTERM prints before the command exits at once.
+pub fn signal_again_message(signal: &str) -> String {
+    format!("sandbox-reclaim: {signal} again: exiting now (unfinished work stays in the ledger)")
+}
+
 /// A reason to stop early.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {

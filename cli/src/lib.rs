@@ -6,6 +6,7 @@ pub mod commands;
 pub mod config;
 pub mod error;
 pub mod host;
+pub mod hosted;
 pub mod metrics;
 pub mod output;
 pub mod progress;

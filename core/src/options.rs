@@ -169,7 +169,7 @@ impl Dialect {
     }
 
     /// How an error names the field: `options.limit` (Node), `` `limit` `` (Python).
-    fn field(self, name: Name) -> String {
+    pub fn field(self, name: Name) -> String {
         match self {
             Self::Node => format!("options.{}", name.node),
             Self::Python => format!("`{}`", name.python),

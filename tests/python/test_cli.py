@@ -497,7 +497,7 @@ def test_a_store_failing_mid_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         orphans = after["report"]["providers"][0]["orphans"]
         assert orphans["status"] == "unavailable" and "sandbox_audit" in orphans["error"], after
         assert after["stillLeaking"] is True and after["exitCode"] == 1 and after["report"]["counts"]["destroyed"] == 0
-        assert "sandbox-reclaim: pass 1 failed; retrying at the next interval: store unavailable: " in stderr
+        assert "sandbox-reclaim: error: pass 1 failed; retrying at the next interval: store unavailable: " in stderr
     else:
         stdout, stderr = process.communicate(timeout=60)
         assert process.returncode == 3, (stdout, stderr)

@@ -19,9 +19,9 @@ import importlib
 import inspect
 import json
 import os
-import re
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any, NoReturn, TextIO
 
@@ -33,37 +33,21 @@ from ._reports import ReconcileReport
 from ._stores import PostgresSandboxInstanceStore, SqliteSandboxInstanceStore
 
 EXIT_OK = 0
-EXIT_LEAKING = 1
-EXIT_USAGE = 2
-EXIT_UNAVAILABLE = 3
-EXIT_AGAIN = 130
-"""A second SIGINT/SIGTERM: exit at once."""
 
 _UNUSED_IMAGE = "sandbox-reclaim/unused:latest"
 """Destroy and list never create a container, so the image is never pulled (as in the binary)."""
 
-_FLAGS = {
-    "concurrency": "--concurrency",
-    "destroy_timeout": "--destroy-timeout",
-    "budget": "--budget",
-    "max_idle": "--max-idle",
-    "orphan_grace": "--orphan-grace",
-    "owner": "--owner",
-    "host": "--host",
-}
-"""The flag behind a reconcile option a refusal names."""
-
 
 class Failure(Exception):
-    """Why the command stops early, as the binary says it: ``usage`` (exit 2,
-    naming the flag), ``unavailable`` (exit 3, naming what) or ``failed`` (exit 1)."""
+    """Why the command stops before a pass, printed by the command crate
+    (``_native.host_fail``): ``usage`` (naming the flag), ``unavailable``
+    (naming what) or ``failed``."""
 
     def __init__(self, kind: str, message: str, *, flag: str | None = None, what: str | None = None) -> None:
         self.kind = kind
         self.message = message
-        self.flag = flag
-        self.what = what
-        super().__init__(str(self))
+        self.subject = flag if kind == "usage" else what
+        super().__init__(message)
 
     @classmethod
     def usage(cls, flag: str, message: str) -> Failure:
@@ -72,26 +56,6 @@ class Failure(Exception):
     @classmethod
     def unavailable(cls, what: str, message: str) -> Failure:
         return cls("unavailable", message, what=what)
-
-    @property
-    def exit_code(self) -> int:
-        return {"usage": EXIT_USAGE, "unavailable": EXIT_UNAVAILABLE}.get(self.kind, EXIT_LEAKING)
-
-    def __str__(self) -> str:
-        if self.kind == "usage":
-            return f"{self.flag}: {self.message}"
-        if self.kind == "unavailable":
-            return f"{self.what} unavailable: {self.message}"
-        return self.message
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON error document's ``error`` object."""
-        error: dict[str, Any] = {"kind": self.kind, "message": str(self)}
-        if self.flag is not None:
-            error["flag"] = self.flag
-        if self.what is not None:
-            error["what"] = self.what
-        return error
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
@@ -141,50 +105,41 @@ def _refused(code: int, message: str) -> None:
     _write(sys.stderr, prefix + message + "\n")
 
 
-def _print_json(document: dict[str, Any]) -> None:
-    """One JSON document on one line, as the binary prints it."""
-    _write(sys.stdout, json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n")
-
-
 def _fail(plan: dict[str, Any], failure: Failure) -> int:
-    _write(sys.stderr, f"sandbox-reclaim: error: {failure}\n")
-    if plan["json"]:
-        _print_json({"version": 1, "command": plan["command"], "exitCode": failure.exit_code, "error": failure.to_json()})
-    return failure.exit_code
+    """Printed as the binary prints it; answers the exit code."""
+    return _native.host_fail(plan["command"], plan["json"], failure.kind, failure.subject, failure.message)
 
 
 # ---- the pass on this host's driver ----
 
 
 async def _host(plan: dict[str, Any], plan_text: str) -> int:
+    hosted = _native.HostLoop(plan_text)
     stop = asyncio.Event()
-    _listen_for_signals(stop)
+    _listen_for_signals(hosted, stop)
     try:
         given = await _load_providers(plan["providers"])
         store = await _open_store(plan)
         try:
             providers = await _managed_providers(plan) + given
             _check_names(plan, providers, len(providers) - len(given))
-            return await _passes(plan, plan_text, store, providers, stop)
+            return await _passes(plan, hosted, store, providers, stop)
         finally:
             await store.close()
     except Failure as failure:
         return _fail(plan, failure)
 
 
-def _listen_for_signals(stop: asyncio.Event) -> None:
-    """SIGINT/SIGTERM: the first stops the pass (nothing new starts, what
-    runs settles up to its deadline and is written down); a second exits at
-    once with 130, as the binary does."""
+def _listen_for_signals(hosted: Any, stop: asyncio.Event) -> None:
+    """SIGINT/SIGTERM go to the command's loop: the first stops the pass
+    (nothing new starts, what runs settles up to its deadline and is written
+    down); at a second the loop says why and answers the code to exit with."""
     loop = asyncio.get_running_loop()
-    received = 0
 
     def on_signal(name: str) -> None:
-        nonlocal received
-        received += 1
-        if received > 1:
-            _write(sys.stderr, f"sandbox-reclaim: {name} again: exiting now (unfinished work stays in the ledger)\n")
-            os._exit(EXIT_AGAIN)
+        code = hosted.signal(name)
+        if code is not None:
+            os._exit(code)
         stop.set()
 
     for name in ("SIGINT", "SIGTERM"):
@@ -356,64 +311,50 @@ async def _pass(plan: dict[str, Any], store: object, providers: list[object], st
         options["concurrency"] = plan["concurrency"]
     if plan["orphanGraceMs"] is not None:
         options["orphan_grace"] = plan["orphanGraceMs"] / 1000
-    try:
-        return await reconcile(
-            providers=providers,  # type: ignore[arg-type]  # checked by _load_providers and reconcile
-            instances=store,  # type: ignore[arg-type]
-            dry_run=plan["dryRun"],
-            retry_leaks=plan["retryLeaks"],
-            destroy_timeout=_seconds(plan["destroyTimeoutMs"]),
-            budget=_seconds(plan["budgetMs"]),
-            max_idle=_seconds(plan["maxIdleMs"]),
-            owner=plan["owner"],
-            host=plan["host"],
-            stop=stop,
-            **options,
-        )
-    except SandboxStoreError as error:
-        raise Failure.unavailable("store", str(error)) from None
-    except (TypeError, ValueError) as error:
-        named = re.search(r"`([a-z_]+)`", str(error))
-        flag = _FLAGS.get(named.group(1), "--providers") if named else "--providers"
-        raise Failure.usage(flag, str(error)) from None
-    except Exception as error:  # noqa: BLE001 - a pass that could not finish
-        raise Failure("failed", _describe(error)) from None
+    return await reconcile(
+        providers=providers,  # type: ignore[arg-type]  # checked by _load_providers and reconcile
+        instances=store,  # type: ignore[arg-type]
+        dry_run=plan["dryRun"],
+        retry_leaks=plan["retryLeaks"],
+        destroy_timeout=_seconds(plan["destroyTimeoutMs"]),
+        budget=_seconds(plan["budgetMs"]),
+        max_idle=_seconds(plan["maxIdleMs"]),
+        owner=plan["owner"],
+        host=plan["host"],
+        stop=stop,
+        **options,
+    )
 
 
-async def _passes(
-    plan: dict[str, Any], plan_text: str, store: object, providers: list[object], stop: asyncio.Event
-) -> int:
-    """One pass (exit 0/1 as reported), or with ``--every`` a pass every
-    interval until SIGINT/SIGTERM (exit 0); a failed pass is reported and
-    the next one runs at the next interval."""
-    every_ms: int | None = plan["everyMs"]
-    if every_ms is None:
-        report = await _pass(plan, store, providers, stop)
-        return _native.host_emit(plan_text, json.dumps(report.to_dict()), None)
-    loop = asyncio.get_running_loop()
-    number = 0
-    next_at = loop.time()
-    while not stop.is_set():
-        number += 1
-        try:
-            report = await _pass(plan, store, providers, stop)
-        except Failure as failure:
-            if failure.kind == "usage":
-                raise  # options do not get better
-            _write(sys.stderr, f"sandbox-reclaim: pass {number} failed; retrying at the next interval: {failure}\n")
-            if plan["json"]:
-                _print_json({"version": 1, "command": plan["command"], "pass": number, "error": failure.to_json()})
+def _now() -> int:
+    return time.time_ns() // 1_000_000
+
+
+async def _passes(plan: dict[str, Any], hosted: Any, store: object, providers: list[object], stop: asyncio.Event) -> int:
+    """The command's loop decides each step (a pass, a sleep until a signal
+    wakes it, the exit code) and prints every report and failure; this runs
+    the passes and sleeps."""
+    step, value = hosted.start(_now())
+    while step != "exit":
+        if step == "pass":
+            try:
+                report = await _pass(plan, store, providers, stop)
+            except SandboxStoreError as error:
+                step, value = hosted.failed("store", str(error), _now())
+            except (TypeError, ValueError) as error:
+                step, value = hosted.failed("option", str(error), _now())
+            except Exception as error:  # noqa: BLE001 - a pass that could not finish
+                step, value = hosted.failed("other", _describe(error), _now())
+            else:
+                step, value = hosted.passed(json.dumps(report.to_dict()), _now())
         else:
-            _native.host_emit(plan_text, json.dumps(report.to_dict()), number)
-        next_at += every_ms / 1000
-        now = loop.time()
-        # A pass longer than the interval: the next one starts now, the missed ones are skipped.
-        next_at = max(next_at, now)
-        try:
-            await asyncio.wait_for(stop.wait(), next_at - now)
-        except asyncio.TimeoutError:
-            pass
-    return EXIT_OK
+            try:
+                await asyncio.wait_for(stop.wait(), max(0, value - _now()) / 1000)
+            except asyncio.TimeoutError:
+                pass
+            step, value = hosted.woke(_now())
+    code: int = value
+    return code
 
 
 if __name__ == "__main__":

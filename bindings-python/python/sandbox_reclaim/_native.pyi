@@ -205,3 +205,20 @@ def host_plan(args: list[str], /) -> str | tuple[int, str]:
 def host_emit(plan: str, report: str, pass_number: int | None, /) -> int:
     """Prints the report (camelCase JSON) for the plan as the binary would;
     answers the exit code. ``ValueError`` for a malformed plan or report."""
+
+def host_fail(command: str, json: bool, kind: str, subject: str | None, message: str, /) -> int:
+    """Prints a failure met before any pass (``usage`` naming the flag,
+    ``unavailable`` naming what, ``failed``) as the binary prints it; answers
+    the exit code."""
+
+class HostLoop:
+    """The command's pass loop for ``--providers``: each call answers the next
+    step, ``("pass", number | None)``, ``("sleep", until_ms)`` or ``("exit", code)``."""
+
+    def __init__(self, plan: str, /) -> None: ...
+    def start(self, now: int, /) -> tuple[str, Any]: ...
+    def passed(self, report: str, now: int, /) -> tuple[str, Any]: ...
+    def failed(self, kind: str, message: str, now: int, /) -> tuple[str, Any]: ...
+    def woke(self, now: int, /) -> tuple[str, Any]: ...
+    def signal(self, name: str, /) -> int | None:
+        """``None``: stop the pass and wake the sleep; else exit at once with the code."""

@@ -41,8 +41,8 @@ pub fn install_signals(stop: StopSignal) -> Result<watch::Receiver<bool>, Failur
                 };
                 received += 1;
                 if received > 1 {
-                    eprintln!("sandbox-reclaim: {name} again: exiting now (unfinished work stays in the ledger)");
-                    std::process::exit(130);
+                    eprintln!("{}", crate::error::signal_again_message(name));
+                    std::process::exit(crate::error::EXIT_AGAIN);
                 }
                 tracing::info!(signal = name, "stopping: in-flight destroys finish up to their deadline, then exit");
                 stop.stop();

@@ -1,0 +1,274 @@
+//! The command's pass loop when a host language runs the passes
+//! (`--providers`): a machine that decides, prints and answers exit codes,
+//! so npx and the pip console script behave alike and like the binary.
+//!
+//! Like the flow machines it performs no I/O of its own but printing (the
+//! command's output *is* its job) and reads no clock: the host tells it the
+//! time and what happened (a pass's report, a pass's failure, a signal, a
+//! wake-up), and it answers the next [`Step`]: run a pass, sleep until a
+//! time, or exit with a code. The host only loads its providers, runs a pass
+//! on its driver, sleeps, listens for SIGINT/SIGTERM and exits.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use sandbox_reclaim::options::{self, Dialect, Name};
+
+use crate::error::Failure;
+use crate::output::{envelope, print_json};
+
+pub use crate::error::{signal_again_message, EXIT_AGAIN};
+
+/// When the pass after one that started at `next` runs, with `every` between
+/// passes: a pass longer than the interval is followed by the next at once,
+/// the missed ones skipped. Shared with the binary's loop.
+pub fn next_pass_at(next: u64, every: u64, now: u64) -> u64 {
+    next.saturating_add(every).max(now)
+}
+
+/// What the host does next.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "step", rename_all = "camelCase")]
+pub enum Step {
+    /// Run a pass; `number` with `--every` (what to report it as).
+    Pass { number: Option<u64> },
+    /// Sleep until `untilMs` (epoch ms) or a signal, then call `woke`.
+    #[serde(rename_all = "camelCase")]
+    Sleep { until_ms: u64 },
+    /// Exit the process with `code`.
+    Exit { code: i32 },
+}
+
+/// Why a pass rejected, as the host classifies the error it caught.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rejection {
+    /// An option the core refused (a `TypeError`/`ValueError` naming it).
+    Option,
+    /// A store failure (`SandboxStoreError`).
+    Store,
+    /// Anything else: the pass could not finish.
+    Other,
+}
+
+impl Rejection {
+    pub fn parse(kind: &str) -> Option<Self> {
+        match kind {
+            "option" => Some(Self::Option),
+            "store" => Some(Self::Store),
+            "other" => Some(Self::Other),
+            _ => None,
+        }
+    }
+}
+
+/// The pass options a host hands `reconcile` from the plan, and their flags.
+const OPTION_FLAGS: [(Name, &str); 8] = [
+    (options::CONCURRENCY, "--concurrency"),
+    (options::DESTROY_TIMEOUT, "--destroy-timeout"),
+    (options::ORPHAN_GRACE, "--orphan-grace"),
+    (options::MAX_IDLE, "--max-idle"),
+    (options::BUDGET, "--budget"),
+    (options::OWNER, "--owner"),
+    (options::HOST, "--host"),
+    (options::PROVIDERS, "--providers"),
+];
+
+/// The command's failure for a pass's rejection: an option refusal names the
+/// flag behind the option its message names (else `--providers`).
+pub fn pass_failure(dialect: Dialect, rejection: Rejection, message: &str) -> Failure {
+    match rejection {
+        Rejection::Option => {
+            let flag = OPTION_FLAGS
+                .iter()
+                .find(|(name, _)| message.contains(&dialect.field(*name)))
+                .map_or("--providers", |(_, flag)| flag);
+            Failure::usage(flag, message)
+        }
+        Rejection::Store => Failure::unavailable("store", message),
+        Rejection::Other => Failure::failed(message),
+    }
+}
+
+/// Prints `failure` as the binary does (stderr, and the JSON error document
+/// with `--json`); with `pass` (`--every`), as a failed pass the next
+/// interval retries. Answers the exit code.
+pub fn print_failure(command: &str, json: bool, failure: &Failure, pass: Option<u64>) -> i32 {
+    match pass {
+        None => {
+            eprintln!("sandbox-reclaim: error: {failure}");
+            if json {
+                let fields = json!({ "exitCode": failure.exit_code(), "error": failure.to_json() });
+                print_json(&envelope(command, fields));
+            }
+        }
+        Some(pass) => {
+            eprintln!("sandbox-reclaim: error: pass {pass} failed; retrying at the next interval: {failure}");
+            if json {
+                print_json(&envelope(command, json!({ "pass": pass, "error": failure.to_json() })));
+            }
+        }
+    }
+    failure.exit_code()
+}
+
+/// One hosted command run: a pass, or with `--every` a pass every interval
+/// until a signal.
+#[derive(Debug)]
+pub struct HostedLoop {
+    plan: String,
+    command: String,
+    json: bool,
+    dialect: Dialect,
+    every_ms: Option<u64>,
+    number: u64,
+    next_at: u64,
+    stopped: bool,
+    signals: u32,
+}
+
+impl HostedLoop {
+    /// For the plan `host_plan` made (JSON), run by a host of `dialect`.
+    pub fn new(plan: &str, dialect: Dialect) -> Result<Self, String> {
+        let parsed: Value = serde_json::from_str(plan).map_err(|error| format!("malformed plan: {error}"))?;
+        Ok(Self {
+            plan: plan.to_owned(),
+            command: parsed["command"].as_str().unwrap_or("reconcile").to_owned(),
+            json: parsed["json"] == json!(true),
+            dialect,
+            every_ms: parsed["everyMs"].as_u64(),
+            number: 0,
+            next_at: 0,
+            stopped: false,
+            signals: 0,
+        })
+    }
+
+    /// The first step, at `now` (epoch ms).
+    pub fn start(&mut self, now: u64) -> Step {
+        self.next_at = now;
+        self.pass()
+    }
+
+    fn pass(&mut self) -> Step {
+        if self.stopped {
+            return Step::Exit { code: crate::error::EXIT_OK };
+        }
+        self.number += 1;
+        Step::Pass { number: self.every_ms.map(|_| self.number) }
+    }
+
+    /// The pass that ran produced `report` (the core's JSON report): printed
+    /// as the binary prints it.
+    pub fn passed(&mut self, report: &str, now: u64) -> Result<Step, String> {
+        let numbered = self.every_ms.map(|_| self.number);
+        let code = crate::host::host_emit(&self.plan, report, numbered)?;
+        Ok(match self.every_ms {
+            None => Step::Exit { code },
+            Some(every) => self.after_pass(every, now),
+        })
+    }
+
+    /// The pass rejected with `message`: printed as the binary prints it. An
+    /// option refusal ends an `--every` loop too (options do not get better).
+    pub fn failed(&mut self, rejection: Rejection, message: &str, now: u64) -> Step {
+        let failure = pass_failure(self.dialect, rejection, message);
+        let usage = matches!(failure, Failure::Usage { .. });
+        let numbered = self.every_ms.filter(|_| !usage).map(|_| self.number);
+        let code = print_failure(&self.command, self.json, &failure, numbered);
+        match self.every_ms {
+            Some(every) if !usage => self.after_pass(every, now),
+            _ => Step::Exit { code },
+        }
+    }
+
+    fn after_pass(&mut self, every: u64, now: u64) -> Step {
+        self.next_at = next_pass_at(self.next_at, every, now);
+        self.woke(now)
+    }
+
+    /// The host's sleep ended (its time, or a signal), at `now`.
+    pub fn woke(&mut self, now: u64) -> Step {
+        if self.stopped {
+            Step::Exit { code: crate::error::EXIT_OK }
+        } else if now >= self.next_at {
+            self.pass()
+        } else {
+            Step::Sleep { until_ms: self.next_at }
+        }
+    }
+
+    /// SIGINT/SIGTERM (`signal` its name). The first stops: the host aborts
+    /// the running pass (which settles and reports) and wakes its sleep. A
+    /// second prints why and answers the code to exit with at once.
+    pub fn signal(&mut self, signal: &str) -> Option<i32> {
+        self.signals += 1;
+        if self.signals > 1 {
+            eprintln!("{}", signal_again_message(signal));
+            return Some(EXIT_AGAIN);
+        }
+        self.stopped = true;
+        None
+    }
+
+    /// Whether a signal stopped the loop.
+    pub fn stopped(&self) -> bool {
+        self.stopped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(every: Option<u64>) -> String {
+        json!({ "command": "reconcile", "json": false, "everyMs": every, "storeDescribed": "s" }).to_string()
+    }
+
+    #[test]
+    fn a_single_pass_exits_with_what_its_report_says() {
+        let mut hosted = HostedLoop::new(&plan(None), Dialect::Node).unwrap();
+        assert_eq!(hosted.start(0), Step::Pass { number: None });
+        let failed = hosted.failed(Rejection::Store, "down", 5);
+        assert_eq!(failed, Step::Exit { code: crate::error::EXIT_UNAVAILABLE });
+    }
+
+    #[test]
+    fn every_interval_a_pass_a_long_one_skips_the_missed_ones_and_a_signal_ends_it() {
+        let mut hosted = HostedLoop::new(&plan(Some(1000)), Dialect::Python).unwrap();
+        assert_eq!(hosted.start(10_000), Step::Pass { number: Some(1) });
+        assert_eq!(hosted.failed(Rejection::Other, "boom", 10_200), Step::Sleep { until_ms: 11_000 });
+        assert_eq!(hosted.woke(10_900), Step::Sleep { until_ms: 11_000 }, "an early wake-up sleeps again");
+        assert_eq!(hosted.woke(11_000), Step::Pass { number: Some(2) });
+        // Pass 2 took 3.5 s: the next starts at once.
+        assert_eq!(hosted.failed(Rejection::Other, "boom", 14_500), Step::Pass { number: Some(3) });
+        assert_eq!(hosted.signal("SIGTERM"), None);
+        assert_eq!(hosted.failed(Rejection::Other, "boom", 14_600), Step::Exit { code: 0 });
+        assert_eq!(hosted.signal("SIGINT"), Some(EXIT_AGAIN), "a second signal exits at once");
+    }
+
+    #[test]
+    fn an_option_refusal_ends_the_loop_naming_the_flag() {
+        let mut hosted = HostedLoop::new(&plan(Some(1000)), Dialect::Node).unwrap();
+        hosted.start(0);
+        assert_eq!(hosted.failed(Rejection::Option, "options.concurrency must be ≥ 1", 1), Step::Exit { code: 2 });
+        let failure = pass_failure(Dialect::Python, Rejection::Option, "`destroy_timeout` must be > 0");
+        assert_eq!(failure, Failure::usage("--destroy-timeout", "`destroy_timeout` must be > 0"));
+        let failure = pass_failure(Dialect::Node, Rejection::Option, "provider [0] has no destroy");
+        assert_eq!(failure, Failure::usage("--providers", "provider [0] has no destroy"));
+    }
+
+    #[test]
+    fn malformed_plans_and_reports_are_refused() {
+        assert!(HostedLoop::new("{", Dialect::Node).is_err());
+        let mut hosted = HostedLoop::new(&plan(None), Dialect::Node).unwrap();
+        hosted.start(0);
+        assert!(hosted.passed("[]", 0).is_err());
+    }
+
+    #[test]
+    fn the_next_pass_never_starts_in_the_past() {
+        assert_eq!(next_pass_at(0, 1000, 500), 1000);
+        assert_eq!(next_pass_at(0, 1000, 2500), 2500);
+        assert_eq!(next_pass_at(u64::MAX - 1, 1000, 0), u64::MAX);
+    }
+}
