@@ -20,11 +20,8 @@ use napi::{Env, Error, Result, Status};
 use napi_derive::napi;
 use sandbox_reclaim::options::Dialect;
 use sandbox_reclaim_cli::args::{bare_docker, Cli};
-use sandbox_reclaim_cli::config::{self, Settings};
 use sandbox_reclaim_cli::error::Failure;
 use sandbox_reclaim_cli::hosted::{HostedLoop, Rejection, Step};
-use sandbox_reclaim_cli::providers::Providers;
-use sandbox_reclaim_cli::store::Store;
 use serde_json::{json, Value};
 
 use crate::provider::{spawn_coded, Coded};
@@ -120,47 +117,18 @@ fn print_failure(command: &str, json: bool, failure: &Failure, pass: Option<u64>
     code
 }
 
-/// The settings the plan was made from: `plan.args` parsed and resolved
-/// again exactly as `host_plan` did.
-fn settings_of(plan: &Value) -> std::result::Result<Settings, Failure> {
-    let args: Vec<String> = plan["args"]
-        .as_array()
-        .map(|args| args.iter().filter_map(|arg| arg.as_str().map(str::to_owned)).collect())
-        .unwrap_or_default();
-    let cli = Cli::try_parse_from(argv_without_providers(&args))
-        .map_err(|error| Failure::failed(error.render().to_string().trim_end().to_owned()))?;
-    let file = match &cli.global.config {
-        Some(path) => config::load(path)?,
-        None => config::ConfigFile::default(),
-    };
-    config::resolve(&cli.global, file)
-}
-
-/// Opens the plan's store as the binary does (within `--connect-timeout`,
-/// the binary's messages), then checks `--docker` (the engine answers its
-/// ping) and `--local` (the base directory is usable) as the binary does;
-/// resolves to the native store. On failure the failure is printed as the
-/// binary prints it and the Promise rejects with code `SANDBOX_RECLAIM_EXIT`
-/// and `exitCode` (3 unavailable, 2 usage).
+/// Opens the plan's store and checks `--docker`/`--local` as the binary
+/// does (`sandbox_reclaim_cli::host::host_open`); resolves to the native
+/// store. On failure the failure is printed as the binary prints it and the
+/// Promise rejects with code `SANDBOX_RECLAIM_EXIT` and `exitCode`.
 #[napi]
 pub fn host_open(env: &Env, plan: String) -> Result<PromiseRaw<'_, SqlStore>> {
-    let plan = parse_plan(&plan)?;
-    let command = command_of(&plan);
-    let json = plan["json"] == json!(true);
-    let exit = move |failure: Failure| {
-        let code = print_failure(&command, json, &failure, None);
-        Coded::new(EXIT_CODE, failure.to_string()).with_number("exitCode", f64::from(code))
-    };
-    let settings = settings_of(&plan);
     spawn_coded(env, async move {
-        let settings = settings.map_err(&exit)?;
-        let store =
-            Store::open(&settings.store, settings.default_store, settings.connect_timeout).await.map_err(&exit)?;
-        if let Err(failure) = Providers::build(&settings, None, false).await {
-            store.close().await;
-            return Err(exit(failure));
-        }
-        Ok(SqlStore::from_command_store(store))
+        let opened = sandbox_reclaim_cli::host::host_open(&plan).await;
+        flush();
+        opened
+            .map(SqlStore::from_command_store)
+            .map_err(|code| Coded::new(EXIT_CODE, format!("exit {code}")).with_number("exitCode", f64::from(code)))
     })
 }
 

@@ -134,3 +134,18 @@ impl HostLoop {
         code
     }
 }
+
+/// Opens the plan's store and checks `--docker`/`--local` exactly as the
+/// binary does (`sandbox_reclaim_cli::host::host_open`): an awaitable of the
+/// native `SqlStore`, or of the exit code (an int) once the failure is
+/// printed as the binary prints it.
+#[pyfunction]
+pub fn host_open(py: Python<'_>, plan: String) -> PyResult<Bound<'_, PyAny>> {
+    crate::bridge::awaitable(py, async move { sandbox_reclaim_cli::host::host_open(&plan).await }, |py, opened| {
+        flush();
+        match opened {
+            Ok(store) => crate::sql_store::SqlStore::from_command_store(store).into_py_any(py),
+            Err(code) => code.into_py_any(py),
+        }
+    })
+}

@@ -65,6 +65,17 @@ pub struct SqlStore {
     pub(crate) backend: Arc<SqlBackend>,
 }
 
+impl SqlStore {
+    /// The store the command opened (`--store`), for the console script.
+    pub(crate) fn from_command_store(store: sandbox_reclaim_cli::store::Store) -> Self {
+        let backend = match store {
+            sandbox_reclaim_cli::store::Store::Sqlite(store) => SqlBackend::Sqlite(store),
+            sandbox_reclaim_cli::store::Store::Postgres { store, .. } => SqlBackend::Postgres(store),
+        };
+        Self { backend: Arc::new(backend) }
+    }
+}
+
 /// A duration in seconds from Python, refused (naming `field`) unless finite and non-negative.
 pub fn seconds(field: &str, value: f64) -> PyResult<Duration> {
     Duration::try_from_secs_f64(value)

@@ -187,3 +187,38 @@ pub fn host_emit(plan: &str, report: &str, pass: Option<u64>) -> Result<i32, Str
     let described = plan["storeDescribed"].as_str().unwrap_or_default();
     Ok(emit_to(mode, command, described, &report, view, pass))
 }
+
+/// The settings the plan was made from: `plan.args` (already without
+/// `--providers`) parsed and resolved again exactly as [`host_plan`] did.
+fn settings_of(plan: &Value) -> Result<config::Settings, crate::error::Failure> {
+    let args = plan["args"].as_array().into_iter().flatten().filter_map(Value::as_str).map(OsString::from);
+    let argv = std::iter::once(OsString::from("sandbox-reclaim")).chain(args);
+    let cli = Cli::try_parse_from(bare_docker(argv))
+        .map_err(|error| crate::error::Failure::failed(error.render().to_string().trim_end().to_owned()))?;
+    let file = match &cli.global.config {
+        Some(path) => config::load(path)?,
+        None => config::ConfigFile::default(),
+    };
+    config::resolve(&cli.global, file)
+}
+
+/// Opens the plan's store as the binary does (within `--connect-timeout`,
+/// with the binary's messages), then checks `--docker` (the engine answers
+/// its ping) and `--local` (the base directory is usable) as the binary does.
+/// On failure, prints it as the binary prints it and answers the exit code
+/// (3 unavailable, 2 usage).
+pub async fn host_open(plan: &str) -> Result<crate::store::Store, i32> {
+    let plan: Value = serde_json::from_str(plan).map_err(|_| EXIT_USAGE)?;
+    let command = plan["command"].as_str().unwrap_or("reconcile").to_owned();
+    let json = plan["json"] == json!(true);
+    let exit = |failure: crate::error::Failure| crate::output::print_failure(&command, json, &failure, None);
+    let settings = settings_of(&plan).map_err(exit)?;
+    let store = crate::store::Store::open(&settings.store, settings.default_store, settings.connect_timeout)
+        .await
+        .map_err(exit)?;
+    if let Err(failure) = crate::providers::Providers::build(&settings, None, false).await {
+        store.close().await;
+        return Err(exit(failure));
+    }
+    Ok(store)
+}

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use sandbox_reclaim::options::{self, Dialect, Name};
 
 use crate::error::Failure;
-use crate::output::{envelope, print_json};
+pub use crate::output::print_failure;
 
 pub use crate::error::{signal_again_message, EXIT_AGAIN};
 
@@ -87,28 +87,6 @@ pub fn pass_failure(dialect: Dialect, rejection: Rejection, message: &str) -> Fa
         Rejection::Store => Failure::unavailable("store", message),
         Rejection::Other => Failure::failed(message),
     }
-}
-
-/// Prints `failure` as the binary does (stderr, and the JSON error document
-/// with `--json`); with `pass` (`--every`), as a failed pass the next
-/// interval retries. Answers the exit code.
-pub fn print_failure(command: &str, json: bool, failure: &Failure, pass: Option<u64>) -> i32 {
-    match pass {
-        None => {
-            eprintln!("sandbox-reclaim: error: {failure}");
-            if json {
-                let fields = json!({ "exitCode": failure.exit_code(), "error": failure.to_json() });
-                print_json(&envelope(command, fields));
-            }
-        }
-        Some(pass) => {
-            eprintln!("sandbox-reclaim: error: pass {pass} failed; retrying at the next interval: {failure}");
-            if json {
-                print_json(&envelope(command, json!({ "pass": pass, "error": failure.to_json() })));
-            }
-        }
-    }
-    failure.exit_code()
 }
 
 /// One hosted command run: a pass, or with `--every` a pass every interval

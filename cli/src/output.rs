@@ -127,6 +127,28 @@ pub fn clip(text: &str, max: usize) -> String {
     clipped
 }
 
+/// Prints `failure` as the binary does (stderr, and the JSON error document
+/// with `--json`); with `pass` (`--every`), as a failed pass the next
+/// interval retries. Answers the exit code.
+pub fn print_failure(command: &str, json: bool, failure: &crate::error::Failure, pass: Option<u64>) -> i32 {
+    match pass {
+        None => {
+            eprintln!("sandbox-reclaim: error: {failure}");
+            if json {
+                let fields = json!({ "exitCode": failure.exit_code(), "error": failure.to_json() });
+                print_json(&envelope(command, fields));
+            }
+        }
+        Some(pass) => {
+            eprintln!("sandbox-reclaim: error: pass {pass} failed; retrying at the next interval: {failure}");
+            if json {
+                print_json(&envelope(command, json!({ "pass": pass, "error": failure.to_json() })));
+            }
+        }
+    }
+    failure.exit_code()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -119,9 +119,12 @@ async def _host(plan: dict[str, Any], plan_text: str) -> int:
     _listen_for_signals(hosted, stop)
     try:
         given = await _load_providers(plan["providers"])
-        store = await _open_store(plan)
+        opened = await _native.host_open(plan_text)
+        if isinstance(opened, int):
+            return opened  # printed by the command crate
+        store = (SqliteSandboxInstanceStore if plan["store"]["kind"] == "sqlite" else PostgresSandboxInstanceStore)(opened)
         try:
-            providers = await _managed_providers(plan) + given
+            providers = _managed_providers(plan) + given
             _check_names(plan, providers, len(providers) - len(given))
             return await _passes(plan, hosted, store, providers, stop)
         finally:
@@ -234,70 +237,19 @@ def _check_names(plan: dict[str, Any], providers: list[object], managed: int) ->
         )
 
 
-def _format_duration(millis: int) -> str:
-    """``10s``, ``1m 30s``, ``250ms``: how the binary prints durations."""
-    parts = []
-    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1)):
-        count, millis = divmod(millis, size)
-        if count:
-            parts.append(f"{count}{unit}")
-    return " ".join(parts) or "0s"
-
-
-async def _open_store(plan: dict[str, Any]) -> SqliteSandboxInstanceStore | PostgresSandboxInstanceStore:
-    """The store the plan names, within ``--connect-timeout``: exit 3 when it
-    cannot be opened, 2 for an option it refuses."""
-    spec: dict[str, Any] = plan["store"]
-    described: str = plan["storeDescribed"]
-    timeout_ms: int = plan["connectTimeoutMs"]
-    what = "the SQLite store" if spec["kind"] == "sqlite" else "the PostgreSQL store"
-    try:
-        if spec["kind"] == "sqlite":
-            opening = SqliteSandboxInstanceStore.open(spec["path"])
-            return await asyncio.wait_for(opening, timeout_ms / 1000)
-        connecting = PostgresSandboxInstanceStore.connect(spec["url"], schema=spec["schema"])
-        return await asyncio.wait_for(connecting, timeout_ms / 1000)
-    except asyncio.TimeoutError:
-        within = f"{what} {described} within {_format_duration(timeout_ms)} (--connect-timeout)"
-        raise Failure.unavailable("store", f"could not open {within}") from None
-    except (TypeError, ValueError) as error:
-        flag = "--pg-schema" if "schema" in str(error) else "--store"
-        raise Failure.usage(flag, f"{described}: {error}") from None
-    except Exception as error:  # noqa: BLE001 - any open failure means the store is unavailable
-        raise Failure.unavailable("store", f"{described}: {error}") from None
-
-
-async def _managed_providers(plan: dict[str, Any]) -> list[object]:
-    """``--docker`` and ``--local`` (Docker first, as in the binary), under
-    ``--owner``; an engine that does not answer is unavailable (exit 3)."""
+def _managed_providers(plan: dict[str, Any]) -> list[object]:
+    """``--docker`` and ``--local`` as the binary builds them (Docker first),
+    under ``--owner``; the command crate already checked that they answer."""
     owner: str = plan["owner"] or DEFAULT_OWNER
     providers: list[object] = []
-    docker: dict[str, Any] | None = plan["docker"]
-    if docker is not None:
-        address = docker["url"] or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
-        try:
-            engine = DockerProvider(image=_UNUSED_IMAGE, owner=owner, name=docker["name"], docker_host=docker["url"])
-        except (TypeError, ValueError) as error:
-            raise Failure.usage("--owner" if "owner" in str(error) else "--docker", str(error)) from None
-        except Exception as error:  # noqa: BLE001
-            raise Failure.unavailable("Docker engine", f"{address}: {error}") from None
-        try:
-            # The binary pings the engine; listing our own sandboxes asks as much.
-            await asyncio.wait_for(engine.list_sandboxes(), plan["connectTimeoutMs"] / 1000)
-        except Exception as error:  # noqa: BLE001
-            reason = "no answer in time" if isinstance(error, asyncio.TimeoutError) else str(error)
-            raise Failure.unavailable(
-                "Docker engine", f"{address} does not answer (--docker, DOCKER_HOST): {reason}"
-            ) from None
-        providers.append(engine)
-    local: dict[str, Any] | None = plan["local"]
-    if local is not None:
-        try:
-            providers.append(LocalProvider(base_dir=local["baseDir"], owner=owner, name=local["name"]))
-        except (TypeError, ValueError) as error:
-            raise Failure.usage("--owner" if "owner" in str(error) else "--local", str(error)) from None
-        except Exception as error:  # noqa: BLE001
-            raise Failure.unavailable("local provider", f"{local['baseDir']}: {error}") from None
+    try:
+        if plan["docker"] is not None:
+            docker = plan["docker"]
+            providers.append(DockerProvider(image=_UNUSED_IMAGE, owner=owner, name=docker["name"], docker_host=docker["url"]))
+        if plan["local"] is not None:
+            providers.append(LocalProvider(base_dir=plan["local"]["baseDir"], owner=owner, name=plan["local"]["name"]))
+    except Exception as error:  # noqa: BLE001 - as the binary: the provider is unavailable
+        raise Failure.unavailable("provider", str(error)) from None
     return providers
 
 

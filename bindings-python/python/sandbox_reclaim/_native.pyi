@@ -211,6 +211,10 @@ def host_fail(command: str, json: bool, kind: str, subject: str | None, message:
     ``unavailable`` naming what, ``failed``) as the binary prints it; answers
     the exit code."""
 
+def host_open(plan: str, /) -> Awaitable[SqlStore | int]:
+    """Opens the plan's store and checks ``--docker``/``--local`` as the
+    binary does; the native store, or the exit code once the failure is printed."""
+
 class HostLoop:
     """The command's pass loop for ``--providers``: each call answers the next
     step, ``("pass", number | None)``, ``("sleep", until_ms)`` or ``("exit", code)``."""
