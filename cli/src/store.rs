@@ -1,16 +1,15 @@
-//! Opening the store named by `--store`, and the few read-only questions the
-//! store API has no call for (schema version, record count, newest audit row),
-//! answered with plain SQL on a connection of our own.
+//! Opening the store named by `--store`; what `status` and `migrate` show of
+//! it comes from the store contract (`FleetStore::facts`).
 
 use std::time::Duration;
 
-use sandbox_reclaim::stores::sqlite::{AUDIT_TABLE, INSTANCES_TABLE, SCHEMA_VERSION_TABLE};
 use sandbox_reclaim::{
-    FleetStore, LeakLedger, PostgresOptions, PostgresSandboxInstanceStore, SqliteSandboxInstanceStore, StoreOpenError,
+    FleetStore, LeakLedger, PostgresOptions, PostgresSandboxInstanceStore, SqliteSandboxInstanceStore, StoreFacts,
+    StoreOpenError,
 };
+
 use sqlx::postgres::{PgConnectOptions, PgConnection};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
-use sqlx::{ConnectOptions, Connection};
+use sqlx::Connection;
 
 use crate::config::{redact, StoreSpec};
 use crate::error::Failure;
@@ -110,79 +109,14 @@ impl Store {
         }
     }
 
-    /// What the store can tell that its API does not: the newest applied
-    /// migration, how many instance records there are, the newest audit row.
+    /// The store's schema version, record count and newest audit row (the
+    /// store contract's `facts`).
     pub async fn facts(&self) -> Result<StoreFacts, Failure> {
-        let unavailable = |error: sqlx::Error| Failure::unavailable("store", format!("{}: {error}", self.describe()));
-        match self {
-            Self::Sqlite(store) => {
-                let mut connection = SqliteConnectOptions::new()
-                    .filename(store.path())
-                    .read_only(true)
-                    .busy_timeout(Duration::from_secs(30))
-                    .connect()
-                    .await
-                    .map_err(unavailable)?;
-                let facts = sqlite_facts(&mut connection).await.map_err(unavailable);
-                let _ = connection.close().await;
-                facts
-            }
-            Self::Postgres { url, options, .. } => {
-                let mut connection = PgConnection::connect(url).await.map_err(unavailable)?;
-                let facts = postgres_facts(&mut connection, options).await.map_err(unavailable);
-                let _ = connection.close().await;
-                facts
-            }
-        }
+        self.fleet()
+            .facts()
+            .await
+            .map_err(|error| Failure::unavailable("store", format!("{}: {error}", self.describe())))
     }
-}
-
-/// See [`Store::facts`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StoreFacts {
-    pub schema_version: i64,
-    pub records: u64,
-    /// Epoch milliseconds of the newest audit row (the last destroy a pass attempted).
-    pub last_audit_at: Option<u64>,
-}
-
-async fn sqlite_facts(connection: &mut SqliteConnection) -> Result<StoreFacts, sqlx::Error> {
-    let schema_version: i64 =
-        sqlx::query_scalar(&format!("SELECT COALESCE(MAX(version), 0) FROM {SCHEMA_VERSION_TABLE}"))
-            .fetch_one(&mut *connection)
-            .await?;
-    let records: i64 =
-        sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {INSTANCES_TABLE}")).fetch_one(&mut *connection).await?;
-    let last: Option<i64> =
-        sqlx::query_scalar(&format!("SELECT MAX(at) FROM {AUDIT_TABLE}")).fetch_one(&mut *connection).await?;
-    Ok(StoreFacts {
-        schema_version,
-        records: u64::try_from(records).unwrap_or(0),
-        last_audit_at: last.and_then(|at| u64::try_from(at).ok()),
-    })
-}
-
-async fn postgres_facts(connection: &mut PgConnection, options: &PostgresOptions) -> Result<StoreFacts, sqlx::Error> {
-    // Names were validated as plain identifiers when the store opened.
-    let table = |name: &str| format!("\"{}\".\"{name}\"", options.schema);
-    let schema_version: i64 = sqlx::query_scalar(&format!(
-        "SELECT COALESCE(MAX(version), 0)::bigint FROM {}",
-        table(&options.schema_version_table)
-    ))
-    .fetch_one(&mut *connection)
-    .await?;
-    let records: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*)::bigint FROM {}", table(&options.instances_table)))
-        .fetch_one(&mut *connection)
-        .await?;
-    let last: Option<i64> =
-        sqlx::query_scalar(&format!("SELECT MAX(at)::bigint FROM {}", table(&options.audit_table_name())))
-            .fetch_one(&mut *connection)
-            .await?;
-    Ok(StoreFacts {
-        schema_version,
-        records: u64::try_from(records).unwrap_or(0),
-        last_audit_at: last.and_then(|at| u64::try_from(at).ok()),
-    })
 }
 
 fn describe(spec: &StoreSpec) -> String {

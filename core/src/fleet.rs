@@ -140,6 +140,33 @@ pub trait FleetStore: LeakLedger {
 
     /// Audit rows with `at >= since`, oldest first, at most `limit`.
     async fn list_audit(&self, since: Option<u64>, limit: usize) -> Result<Vec<AuditEntry>, StoreError>;
+
+    /// What the command's `status` and `migrate` show of the store itself.
+    async fn facts(&self) -> Result<StoreFacts, StoreError>;
+
+    /// Every pending leak entry with its reason, next attempt and claim,
+    /// oldest first (what `leaks list` shows; no lease is taken).
+    async fn scheduled_leaks(&self) -> Result<Vec<ScheduledLeak>, StoreError>;
+}
+
+/// See [`FleetStore::scheduled_leaks`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduledLeak {
+    pub due: DueLeak,
+    /// Epoch milliseconds until which a retrier holds it; `None`: unclaimed.
+    pub claimed_until: Option<u64>,
+}
+
+/// See [`FleetStore::facts`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoreFacts {
+    /// The newest migration applied (0: a store without migrations, in memory).
+    pub schema_version: i64,
+    /// How many instance records there are.
+    pub records: u64,
+    /// Epoch milliseconds of the newest audit row (the last destroy a pass attempted).
+    pub last_audit_at: Option<u64>,
 }
 
 /// A sandbox as a provider lists it for the orphan sweep. The sweep fails

@@ -43,7 +43,7 @@ pub use driver::{
 };
 pub use effects::{Misuse, SandboxReclaimFailed};
 pub use errors::{BoxError, DestroyTimeout, ProviderError, ReclaimError, ReclaimerError, StoreError};
-pub use fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, ListedSandbox};
+pub use fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, ListedSandbox, ScheduledLeak, StoreFacts};
 pub use flows::reclaim_all::{FleetReclaimReport, RecordOutcome, RecordReport};
 pub use flows::reconcile::{Action, ActionReason, ActionResult, ReconcileReport, SweepStatus};
 pub use ledger::{LeakEntry, LeakLedger, NewLeak, RetryOptions, RetrySummary};

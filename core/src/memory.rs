@@ -9,7 +9,7 @@ use async_trait::async_trait;
 
 use crate::driver::{now_millis, SandboxInstanceStore};
 use crate::errors::StoreError;
-use crate::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, AUDIT_DESTROYED};
+use crate::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, ScheduledLeak, StoreFacts, AUDIT_DESTROYED};
 use crate::ledger::{LeakEntry, LeakLedger, NewLeak};
 use crate::model::{InvalidRecord, SandboxInstanceRecord};
 
@@ -338,5 +338,26 @@ impl FleetStore for InMemorySandboxInstanceStore {
         let state = self.lock();
         let since = since.unwrap_or(0);
         Ok(state.audit.iter().filter(|entry| entry.at >= since).take(limit).cloned().collect())
+    }
+
+    async fn scheduled_leaks(&self) -> Result<Vec<ScheduledLeak>, StoreError> {
+        let state = self.lock();
+        Ok(state
+            .leaks
+            .iter()
+            .map(|leak| ScheduledLeak {
+                due: DueLeak { entry: leak.entry.clone(), reason: leak.reason, next_attempt_at: leak.next_attempt_at },
+                claimed_until: leak.claimed_until,
+            })
+            .collect())
+    }
+
+    async fn facts(&self) -> Result<StoreFacts, StoreError> {
+        let state = self.lock();
+        Ok(StoreFacts {
+            schema_version: 0,
+            records: state.records.len() as u64,
+            last_audit_at: state.audit.iter().map(|entry| entry.at).max(),
+        })
     }
 }

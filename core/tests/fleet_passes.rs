@@ -339,6 +339,14 @@ impl FleetStore for Spy {
         self.note("list_audit");
         self.inner.list_audit(since, limit).await
     }
+
+    async fn facts(&self) -> Result<sandbox_reclaim::StoreFacts, StoreError> {
+        self.inner.facts().await
+    }
+
+    async fn scheduled_leaks(&self) -> Result<Vec<sandbox_reclaim::ScheduledLeak>, StoreError> {
+        self.inner.scheduled_leaks().await
+    }
 }
 
 /// Every instance record of a store (all are older than `u64::MAX`).

@@ -316,6 +316,39 @@ async fn audit_rows_in_order(fresh: &Fresh) {
     assert!(store.list_audit(None, 0).await.unwrap().is_empty());
 }
 
+async fn facts_count_records_and_name_the_newest_audit_row(fresh: &Fresh) {
+    let store = &fresh.store;
+    let empty = store.facts().await.unwrap();
+    assert_eq!((empty.records, empty.last_audit_at), (0, None));
+    let migrated = if matches!(fresh.backend, Backend::Memory) { 0 } else { 2 };
+    assert_eq!(empty.schema_version, migrated, "the newest migration applied");
+    store.upsert(&record("a", "docker", "ctr-a", 1)).await.unwrap();
+    store.upsert(&record("b", "docker", "ctr-b", 1)).await.unwrap();
+    store.append_audit(&[audit(300, "a", "destroyed", None), audit(200, "b", "failed", Some("x"))]).await.unwrap();
+    let facts = store.facts().await.unwrap();
+    assert_eq!((facts.records, facts.last_audit_at), (2, Some(300)), "the newest row, not the last appended");
+}
+
+async fn scheduled_leaks_show_reason_next_attempt_and_claim(fresh: &Fresh) {
+    let store = &fresh.store;
+    store.record_leak(leak("k1", "docker", "s1", 10), LeakReason::DestroyFailed, 100).await.unwrap();
+    store.record_leak(leak("k2", "docker", "s2", 20), LeakReason::Orphan, 5_000).await.unwrap();
+    let claimed = store.due_leaks("docker", 10, Some(1_000), 200).await.unwrap();
+    assert_eq!(ids(&claimed), ["s1"], "only s1 is due at 200");
+    let scheduled = store.scheduled_leaks().await.unwrap();
+    let seen: Vec<_> = scheduled
+        .iter()
+        .map(|leak| {
+            let id = leak.due.entry.provider_sandbox_id.as_str();
+            (id, leak.due.reason, leak.due.next_attempt_at, leak.claimed_until.is_some())
+        })
+        .collect();
+    // (PostgreSQL takes a claim's lease on the database clock, so only its presence is compared.)
+    let expected = [("s1", LeakReason::DestroyFailed, 100, true), ("s2", LeakReason::Orphan, 5_000, false)];
+    assert_eq!(seen, expected, "oldest first, with the claim");
+    assert_eq!(store.scheduled_leaks().await.unwrap(), scheduled, "listing claims nothing");
+}
+
 /// Every contract check, each on a fresh store of `backend`.
 async fn fleet_contract(backend: Backend) {
     macro_rules! check {
@@ -334,6 +367,8 @@ async fn fleet_contract(backend: Backend) {
         a_deferred_leak_waits_for_its_next_attempt,
         one_sweeper_per_provider,
         audit_rows_in_order,
+        facts_count_records_and_name_the_newest_audit_row,
+        scheduled_leaks_show_reason_next_attempt_and_claim,
     );
 }
 

@@ -1,8 +1,6 @@
 //! `leaks list` and `leaks retry`.
 
-use std::collections::{HashMap, HashSet};
-
-use sandbox_reclaim::{retry_leaks, LeakEntry, LeakReason, RetryOptions, SandboxProvider, StoreError};
+use sandbox_reclaim::{retry_leaks, LeakEntry, LeakReason, RetryOptions, SandboxProvider, ScheduledLeak, StoreError};
 use serde_json::{json, Value};
 
 use crate::args::RetryArgs;
@@ -10,7 +8,7 @@ use crate::error::{from_reclaim, Failure, EXIT_LEAKING, EXIT_OK};
 use crate::output::{clip, envelope, plain_line, print_json, print_text, Mode, Table};
 use crate::providers::Providers;
 use crate::store::Store;
-use crate::time::{format_age, format_time, now_millis, MAX_MILLIS};
+use crate::time::{format_age, format_time, now_millis};
 use crate::Context;
 
 fn store_failure(store: &Store) -> impl Fn(StoreError) -> Failure + '_ {
@@ -28,36 +26,19 @@ struct Listed {
 }
 
 async fn listed(store: &Store, now: u64) -> Result<Vec<Listed>, Failure> {
-    let fail = store_failure(store);
-    let entries = store.ledger().list_leaks(None).await.map_err(&fail)?;
-    let providers: HashSet<&str> = entries.iter().map(|entry| entry.provider.as_str()).collect();
-    let mut fleet: HashMap<(String, String), (LeakReason, u64)> = HashMap::new();
-    let mut due_now: HashSet<(String, String)> = HashSet::new();
-    for provider in providers {
-        // Listing only (no lease): as of the end of time every unclaimed-or-
-        // expired entry is due, so this reads every entry's reason and backoff.
-        for due in store.fleet().due_leaks(provider, usize::MAX, None, MAX_MILLIS).await.map_err(&fail)? {
-            let id = (due.entry.provider.clone(), due.entry.provider_sandbox_id.clone());
-            fleet.insert(id, (due.reason, due.next_attempt_at));
-        }
-        for due in store.fleet().due_leaks(provider, usize::MAX, None, now).await.map_err(&fail)? {
-            due_now.insert((due.entry.provider, due.entry.provider_sandbox_id));
-        }
-    }
-    Ok(entries
+    let scheduled = store.fleet().scheduled_leaks().await.map_err(store_failure(store))?;
+    Ok(scheduled
         .into_iter()
-        .map(|entry| {
-            let id = (entry.provider.clone(), entry.provider_sandbox_id.clone());
-            let (reason, next_attempt_at) =
-                fleet.get(&id).map_or((None, None), |(reason, next)| (Some(*reason), Some(*next)));
-            let state = if due_now.contains(&id) {
+        .map(|ScheduledLeak { due, claimed_until }| {
+            let free = claimed_until.is_none_or(|until| until <= now);
+            let state = if free && due.next_attempt_at <= now {
                 "due"
-            } else if next_attempt_at.is_some_and(|next| next > now) {
+            } else if due.next_attempt_at > now {
                 "backoff"
             } else {
                 "claimed"
             };
-            Listed { entry, reason, next_attempt_at, state }
+            Listed { entry: due.entry, reason: Some(due.reason), next_attempt_at: Some(due.next_attempt_at), state }
         })
         .collect())
 }

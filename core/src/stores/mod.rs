@@ -243,6 +243,19 @@ where
     Ok((id, DueLeak { entry, reason, next_attempt_at: non_negative("next_attempt_at", due.next_attempt_at)? }))
 }
 
+/// A leak row with its claim, for [`FleetStore::scheduled_leaks`].
+pub(crate) fn scheduled_from_row<'r, R: sqlx::Row>(row: &'r R) -> Result<crate::fleet::ScheduledLeak, StoreError>
+where
+    DueRow: sqlx::FromRow<'r, R>,
+    Option<i64>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    &'r str: sqlx::ColumnIndex<R>,
+{
+    let (_, due) = due_from_row(row)?;
+    let claimed_until: Option<i64> = row.try_get("claimed_until").map_err(backend)?;
+    let claimed_until = claimed_until.map(|until| non_negative("claimed_until", until)).transpose()?;
+    Ok(crate::fleet::ScheduledLeak { due, claimed_until })
+}
+
 /// Due leaks in claim order (row id), whatever order `RETURNING` gave them.
 pub(crate) fn due_in_order<R: sqlx::Row>(rows: &[R]) -> Result<Vec<DueLeak>, StoreError>
 where

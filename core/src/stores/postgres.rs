@@ -13,11 +13,11 @@ use async_trait::async_trait;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 use super::{
-    audit_from_row, backend, due_in_order, leak_from_row, ledger_text, record_from_row, sql_int, sql_limit,
-    storable_key, storable_name, validate_leak, AuditText, Migration, StoreOpenError, AUDIT_COLUMNS,
+    audit_from_row, backend, due_in_order, leak_from_row, ledger_text, record_from_row, scheduled_from_row, sql_int,
+    sql_limit, storable_key, storable_name, validate_leak, AuditText, Migration, StoreOpenError, AUDIT_COLUMNS,
 };
 use crate::errors::StoreError;
-use crate::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, AUDIT_DESTROYED};
+use crate::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, ScheduledLeak, StoreFacts, AUDIT_DESTROYED};
 use crate::ledger::{LeakEntry, LeakLedger, NewLeak};
 use crate::memory::{lease_end, validate_name};
 use crate::model::SandboxInstanceRecord;
@@ -194,10 +194,12 @@ struct Queries {
     release_sweep: String,
     append_audit: String,
     list_audit: String,
+    facts: String,
+    scheduled: String,
 }
 
 impl Queries {
-    fn new(instances: &str, leaks: &str, sweeps: &str, audit: &str) -> Self {
+    fn new(versions: &str, instances: &str, leaks: &str, sweeps: &str, audit: &str) -> Self {
         let leak_hash = sandbox_hash("$1", "$2");
         let due = format!(
             "SELECT {DUE_COLUMNS} FROM {leaks} WHERE provider = $1::text AND next_attempt_at <= $2 \
@@ -283,6 +285,11 @@ impl Queries {
             ),
             append_audit: format!("INSERT INTO {audit} ({AUDIT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"),
             list_audit: format!("SELECT {AUDIT_COLUMNS} FROM {audit} WHERE at >= $1 ORDER BY id LIMIT $2"),
+            scheduled: format!("SELECT {DUE_COLUMNS}, claimed_until FROM {leaks} ORDER BY id"),
+            facts: format!(
+                "SELECT (SELECT COALESCE(MAX(version), 0)::bigint FROM {versions}), \
+                 (SELECT COUNT(*)::bigint FROM {instances}), (SELECT MAX(at)::bigint FROM {audit})"
+            ),
         }
     }
 }
@@ -320,7 +327,7 @@ impl PostgresSandboxInstanceStore {
             audit: qualified(&options.audit_table_name()),
         };
         migrate(&pool, &options, &tables).await?;
-        let queries = Queries::new(&tables.instances, &tables.leaks, &tables.sweeps, &tables.audit);
+        let queries = Queries::new(&tables.versions, &tables.instances, &tables.leaks, &tables.sweeps, &tables.audit);
         Ok(Self { pool, queries: std::sync::Arc::new(queries) })
     }
 
@@ -690,5 +697,20 @@ impl FleetStore for PostgresSandboxInstanceStore {
             .await
             .map_err(backend)?;
         rows.iter().map(audit_from_row).collect()
+    }
+
+    async fn scheduled_leaks(&self) -> Result<Vec<ScheduledLeak>, StoreError> {
+        let rows = sqlx::query(&self.queries.scheduled).fetch_all(&self.pool).await.map_err(backend)?;
+        rows.iter().map(scheduled_from_row).collect()
+    }
+
+    async fn facts(&self) -> Result<StoreFacts, StoreError> {
+        let (schema_version, records, last): (i64, i64, Option<i64>) =
+            sqlx::query_as(&self.queries.facts).fetch_one(&self.pool).await.map_err(backend)?;
+        Ok(StoreFacts {
+            schema_version,
+            records: u64::try_from(records).unwrap_or(0),
+            last_audit_at: last.and_then(|at| u64::try_from(at).ok()),
+        })
     }
 }

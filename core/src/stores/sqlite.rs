@@ -15,12 +15,12 @@ use sqlx::{ConnectOptions, Connection};
 
 use super::group_commit::{BatchCommit, GroupCommit, Write};
 use super::{
-    audit_from_row, backend, due_in_order, leak_from_row, ledger_text, record_from_row, sql_int, sql_limit,
-    storable_key, storable_name, validate_leak, AuditText, Migration, StoreOpenError, AUDIT_COLUMNS,
+    audit_from_row, backend, due_in_order, leak_from_row, ledger_text, record_from_row, scheduled_from_row, sql_int,
+    sql_limit, storable_key, storable_name, validate_leak, AuditText, Migration, StoreOpenError, AUDIT_COLUMNS,
 };
 use crate::driver::{now_millis, SandboxInstanceStore};
 use crate::errors::StoreError;
-use crate::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, AUDIT_DESTROYED};
+use crate::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, ScheduledLeak, StoreFacts, AUDIT_DESTROYED};
 use crate::ledger::{LeakEntry, LeakLedger, NewLeak};
 use crate::memory::{lease_end, validate_name};
 use crate::model::SandboxInstanceRecord;
@@ -681,5 +681,25 @@ impl FleetStore for SqliteSandboxInstanceStore {
             .await
             .map_err(backend)?;
         rows.iter().map(audit_from_row).collect()
+    }
+
+    async fn scheduled_leaks(&self) -> Result<Vec<ScheduledLeak>, StoreError> {
+        let sql = format!("SELECT {DUE_COLUMNS}, claimed_until FROM {LEAKS_TABLE} ORDER BY id");
+        let rows = sqlx::query(&sql).fetch_all(&self.pool).await.map_err(backend)?;
+        rows.iter().map(scheduled_from_row).collect()
+    }
+
+    async fn facts(&self) -> Result<StoreFacts, StoreError> {
+        let sql = format!(
+            "SELECT (SELECT COALESCE(MAX(version), 0) FROM {SCHEMA_VERSION_TABLE}), \
+             (SELECT COUNT(*) FROM {INSTANCES_TABLE}), (SELECT MAX(at) FROM {AUDIT_TABLE})"
+        );
+        let (schema_version, records, last): (i64, i64, Option<i64>) =
+            sqlx::query_as(&sql).fetch_one(&self.pool).await.map_err(backend)?;
+        Ok(StoreFacts {
+            schema_version,
+            records: u64::try_from(records).unwrap_or(0),
+            last_audit_at: last.and_then(|at| u64::try_from(at).ok()),
+        })
     }
 }
