@@ -102,7 +102,8 @@ pub fn start_reclaim(
 /// (each once) and hands to the core as plain values.
 #[napi]
 pub fn option_names(flow: String) -> Result<Vec<String>> {
-    let flow = FlowOptions::parse(&flow).ok_or_else(|| Error::new(Status::InvalidArg, format!("no flow {flow}")))?;
+    let flow =
+        FlowOptions::parse(&flow).ok_or_else(|| Error::new(Status::InvalidArg, messages::unknown_flow(&flow)))?;
     Ok(options::option_names(flow, Dialect::Node).into_iter().map(str::to_owned).collect())
 }
 

@@ -80,7 +80,7 @@ pub fn start_reclaim(
 /// as Python spells them: what the declaration hands to the core as plain values.
 #[pyfunction]
 pub fn option_names(flow: &str) -> PyResult<Vec<&'static str>> {
-    let flow = FlowOptions::parse(flow).ok_or_else(|| PyValueError::new_err(format!("no flow {flow}")))?;
+    let flow = FlowOptions::parse(flow).ok_or_else(|| PyValueError::new_err(messages::unknown_flow(flow)))?;
     Ok(options::option_names(flow, Dialect::Python))
 }
 

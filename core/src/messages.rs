@@ -102,6 +102,13 @@ pub mod meta_keys {
 // (`options.limit` in Node, `` `limit` `` in Python).
 
 /// The binding handed over something that is not an object of options.
+/// A binding asked for the options of a flow the core does not have (a binding bug).
+pub fn unknown_flow(flow: &str) -> String {
+    format!(
+        "{MISUSE}: no flow named {flow:?} (the flows with options are reclaim, reclaimAll, reconcile and retryLeaks)"
+    )
+}
+
 pub fn option_not_an_object() -> String {
     "options must be an object".to_owned()
 }
