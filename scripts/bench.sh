@@ -14,6 +14,8 @@ echo "== build the Python package into .venv (release)"
 .venv/bin/python -m pip install --quiet "maturin>=1.16,<1.17"
 (cd bindings-python && VIRTUAL_ENV=$PWD/../.venv PATH=$PWD/../.venv/bin:$PATH maturin develop --release --quiet)
 
+echo; echo "== the core alone (no language boundary): what the bindings' per-call figures below build on"
+cargo run --quiet --release -p sandbox-reclaim --example wire_bench
 echo; echo "== Node: reference vs binding (JS host objects) vs binding (native store)"
 node bench/node/bench.mjs
 echo; echo "== Python: pure-Python asyncio vs binding (Python host objects) vs binding (native store)"
