@@ -2,13 +2,10 @@
 Python host objects. It knows effects, time and cancellation, never a flow.
 
 A native call answers with a *batch* (run, deadline, ending, effects; layout
-in ``core/src/wire.rs``). Each op's row of the core's operand table
-(``core/src/effect_table.rs``) names its host method, how its slots become
-arguments and how its answer is reported; each row becomes a starter once, at
-import. Host values (a raised exception, claimed entries) stay here by effect
-id. Logs and progress events run at once, in order: a raising logger is
-completed as failed (the machine drops the rest of that batch), a raising
-progress callback is ignored. Host methods may be ``def`` or ``async def``;
+in ``core/src/wire.rs``); each op's row of the core's operand table becomes a
+starter once, at import (``_host_calls.py``). Host values (a raised
+exception, claimed entries) stay here by effect id. Host methods may be
+``def`` or ``async def``;
 one awaitable with nothing else in flight and no deadline is awaited in place
 (every step of a plain reclaim). ``stoppable`` flows run each effect as a
 task: cancelling the caller, or setting ``stop``, tells the machine to stop and
@@ -28,9 +25,9 @@ from typing import Any
 
 from . import _native
 from ._clock import Clock, WallClock
-from ._errors import SandboxDestroyTimeoutError, SandboxReclaimFailedError
+from ._errors import SandboxReclaimFailedError
 from ._host_answers import error_message
-from ._host_calls import Answer, Batch, Host, Starter, host_call
+from ._host_calls import Answer, Batch, Host, starters
 
 __all__ = ["LEVELS", "Clock", "Host", "WallClock", "drive", "error_message", "now", "set_clock"]
 
@@ -38,7 +35,6 @@ _PROTOCOL = _native.protocol()
 _HEADER: int = _PROTOCOL["header"]
 _ENDING_OPERANDS: list[int] = _PROTOCOL["ending_operands"]
 (_RUNNING, _RESOLVE_NOTHING, _RESOLVE_STRING, _RESOLVE_JSON, _REJECT_HOST_ERROR, _REJECT_RECLAIM_FAILED) = _PROTOCOL["endings"]
-(_META_TEXT, _META_HOST_ERROR, _META_TIMEOUT) = _PROTOCOL["meta_kinds"]
 _FAILED: int = _PROTOCOL["completions"][1]
 LEVELS: tuple[str, ...] = tuple(_PROTOCOL["levels"])
 _clock: Clock = WallClock()
@@ -56,13 +52,8 @@ def now() -> int:
     return _clock.now()
 
 
-# Awaitables progress callbacks returned, kept until done (asyncio holds tasks weakly).
-_PROGRESS_TASKS: set[asyncio.Future[Any]] = set()
-
-
 def _consume(task: asyncio.Future[Any]) -> None:
     """Retrieves a dropped task's outcome so asyncio never warns about it."""
-    _PROGRESS_TASKS.discard(task)
     if not task.cancelled():
         task.exception()
 
@@ -72,10 +63,6 @@ def _close(awaitable: object) -> bool:
     if isinstance(awaitable, types.CoroutineType):
         awaitable.close()
     return False
-
-
-def _is_awaitable(value: object) -> bool:
-    return type(value) is types.CoroutineType or inspect.isawaitable(value)
 
 
 _NONE: dict[int, Any] = {}  # the shared empty task table (a run needing tasks gets its own)
@@ -107,38 +94,6 @@ class _Run:
                 return batch
             batch, self.replaced = self.replaced, None
 
-    def log(self, effect: int, batch: Batch, at: int) -> int:
-        level, message, count = batch[at : at + 3]
-        at += 3
-        meta: dict[str, Any] = {}
-        for _ in range(count):
-            key, kind = batch[at], batch[at + 1]
-            if kind == _META_TIMEOUT:
-                meta[key] = SandboxDestroyTimeoutError._from_core(*batch[at + 2 : at + 5])
-                at += 5
-            else:
-                meta[key] = batch[at + 2] if kind == _META_TEXT else self.values[batch[at + 2]]
-                at += 3
-        if self.host.log is not None:
-            try:
-                self.host.log[level](message, meta)  # called, never awaited, like the reference's logger
-            except Exception as error:  # noqa: BLE001 - the flow rejects with it
-                self.replaced = self.failed(effect, error, _clock.now())
-        return at
-
-    def progress(self, effect: int, batch: Batch, at: int) -> int:
-        """Calls the progress callback with a fresh dict; an awaitable it returns runs on its own."""
-        if self.host.progress is not None:
-            try:
-                answer = self.host.progress(json.loads(batch[at]))
-                if _is_awaitable(answer):
-                    task = asyncio.ensure_future(answer)  # type: ignore[call-overload]
-                    _PROGRESS_TASKS.add(task)
-                    task.add_done_callback(_consume)
-            except Exception:  # noqa: BLE001, S110 - progress never changes a pass
-                pass
-        return at + 1
-
     def cancel(self, effect: int, batch: Batch, at: int) -> int:
         """The machine cancelled an effect (its deadline passed); its late settle is never reported."""
         target = batch[at]
@@ -166,10 +121,10 @@ class _Run:
         else:
             self.settled.append((effect, answer, value, False))
 
-    def failed(self, effect: int, error: BaseException, now: int) -> Batch:
+    def failed(self, effect: int, error: BaseException, now: int | None = None) -> Batch:
         """The exception stays here (logs, rejections); its message goes to the machine."""
         self.values[effect] = error
-        return _native.complete(self.run, effect, _FAILED, error_message(error), None, now)
+        return _native.complete(self.run, effect, _FAILED, error_message(error), None, _clock.now() if now is None else now)
 
     def completion(self, effect: int, answer: Answer, value: Any, failed: bool) -> Batch:
         """Feeds one settle to the machine; answers the next batch."""
@@ -246,15 +201,7 @@ class _Run:
         raise RuntimeError(f"sandbox_reclaim: the flow ended on what it could not read (ending {ending})")
 
 
-def _starter(spec: dict[str, Any]) -> Starter:
-    """The driver's own ops (log, cancel, progress) are ``_Run`` methods; the rest call the host."""
-    if spec["target"] != "driver":
-        return host_call(spec)
-    driver_op: Starter = getattr(_Run, spec["python"])
-    return driver_op
-
-
-_STARTERS = [_starter(spec) for spec in json.loads(_PROTOCOL["effects"])]
+_STARTERS = starters(cancel=_Run.cancel)  # by op number
 
 
 async def drive(start: Callable[..., Batch], arguments: tuple[Any, ...], host: Host, *,

@@ -6,15 +6,23 @@ from these at import; ``run`` is its run (``values``, ``host``, ``call``,
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
+import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from . import _native
 from ._host_answers import claimed_sandbox_ids, instance_fields, json_reader
+from ._errors import SandboxDestroyTimeoutError
 from ._records import AuditEntry, LeakReason, NewLeak
 
-(_OK, _, _INSTANCE, _NO_INSTANCE, _JSON) = _native.protocol()["completions"]
+_PROTOCOL = _native.protocol()
+(_OK, _, _INSTANCE, _NO_INSTANCE, _JSON) = _PROTOCOL["completions"]
+(_META_TEXT, _META_HOST_ERROR, _META_TIMEOUT) = _PROTOCOL["meta_kinds"]
+# Awaitables progress callbacks returned, kept until done (asyncio holds tasks weakly).
+_PROGRESS_TASKS: set[asyncio.Future[Any]] = set()
 Batch = tuple[Any, ...]
 Starter = Callable[[Any, int, Batch, int], int]
 Answer = tuple[Callable[..., Batch], bool]  # how to report an op's answer; whether to keep it
@@ -111,3 +119,57 @@ def host_call(spec: dict[str, Any]) -> Starter:
         return at
 
     return start
+
+
+# The logger and the progress callback (the table's driver ops that call the host).
+def log_call(run: Any, effect: int, batch: Batch, at: int) -> int:
+    """Calls the logger (never awaited, like the reference's); a raising one fails the effect,
+    and the machine drops the rest of that batch."""
+    level, message, count = batch[at : at + 3]
+    at += 3
+    meta: dict[str, Any] = {}
+    for _ in range(count):
+        key, kind = batch[at], batch[at + 1]
+        if kind == _META_TIMEOUT:
+            meta[key] = SandboxDestroyTimeoutError._from_core(*batch[at + 2 : at + 5])
+            at += 5
+        else:
+            meta[key] = batch[at + 2] if kind == _META_TEXT else run.values[batch[at + 2]]
+            at += 3
+    if run.host.log is not None:
+        try:
+            run.host.log[level](message, meta)  # called, never awaited, like the reference's logger
+        except Exception as error:  # noqa: BLE001 - the flow rejects with it
+            run.replaced = run.failed(effect, error)
+    return at
+
+
+def progress_call(run: Any, effect: int, batch: Batch, at: int) -> int:
+    """Calls the progress callback with a fresh dict; an awaitable it returns runs on its own."""
+    if run.host.progress is not None:
+        try:
+            answer = run.host.progress(json.loads(batch[at]))
+            if _is_awaitable(answer):
+                task = asyncio.ensure_future(answer)
+                _PROGRESS_TASKS.add(task)
+                task.add_done_callback(_progress_done)
+        except Exception:  # noqa: BLE001, S110 - progress never changes a pass
+            pass
+    return at + 1
+
+
+def _progress_done(task: asyncio.Future[Any]) -> None:
+    _PROGRESS_TASKS.discard(task)
+    if not task.cancelled():
+        task.exception()
+
+
+def _is_awaitable(value: object) -> bool:
+    return type(value) is types.CoroutineType or inspect.isawaitable(value)
+
+
+def starters(cancel: Starter) -> list[Starter]:
+    """One starter per op of the core's table, by op number: the host ops'
+    calls, the logger's and progress callback's, and the driver's ``cancel``."""
+    own = {"log": log_call, "progress": progress_call, "cancel": cancel}
+    return [own[spec["python"]] if spec["target"] == "driver" else host_call(spec) for spec in json.loads(_PROTOCOL["effects"])]
