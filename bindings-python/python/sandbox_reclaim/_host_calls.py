@@ -100,11 +100,35 @@ def _answer(spec: dict[str, Any]) -> Callable[[Any, int, Any, int], Batch]:
     return lambda run, effect, value, now: _native.complete(run.run, effect, _OK, None, None, now)
 
 
+# Operand kinds whose slots pass as they are (or are skipped): their calls
+# need no converter, so the hot ops (get, destroy, delete) take a fast path.
+_PLAIN = {"value": (0,), "sandbox": (0,), "signal": ()}
+_WIDTH = {"leak": 6, "entry": 2, "sandbox": 2}
+
+
 def host_call(spec: dict[str, Any]) -> Starter:
     """A host op's row → ``(run, effect, batch, at) → next at``, which starts its host call."""
     name, via_provider = spec["python"], spec["target"] == "provider"
-    readers = [_OPERANDS[kind] for kind in spec["operands"] if kind != "provider"]
+    kinds = [kind for kind in spec["operands"] if kind != "provider"]
     answer = (_answer(spec), spec["keeps"])
+    if all(kind in _PLAIN for kind in kinds):
+        # Which slots after the provider become arguments, and how many slots there are.
+        picks, width = [], 0
+        for kind in kinds:
+            picks += [width + offset for offset in _PLAIN[kind]]
+            width += _WIDTH.get(kind, 1)
+
+        def plain(run: Any, effect: int, batch: Batch, at: int) -> int:
+            if via_provider:
+                method = run.host.provided[name][batch[at]]
+                at += 1
+            else:
+                method = run.host.store[name]
+            run.call(effect, answer, method, [batch[at + pick] for pick in picks])
+            return at + width
+
+        return plain
+    readers = [_OPERANDS[kind] for kind in kinds]
 
     def start(run: Any, effect: int, batch: Batch, at: int) -> int:
         if via_provider:
