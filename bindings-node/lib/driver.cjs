@@ -17,13 +17,13 @@ const native = require('./native.cjs');
 const { withCoreMessage, messageOf, SandboxReclaimFailedError, SandboxDestroyTimeoutError } = require('./flow-errors.cjs');
 const { checkString: exactString } = require('./errors.cjs');
 const { hostCall, reporter } = require('./host-calls.cjs');
+const batches = require('./batches.cjs');
 
 const protocol = native.protocol();
 const HEADER = protocol.header;
 const ENDING_OPERANDS = protocol.endingOperands;
 const [RUNNING, RESOLVE_UNDEFINED, RESOLVE_STRING, RESOLVE_JSON, REJECT_HOST_ERROR, REJECT_RECLAIM_FAILED] = protocol.endings;
 const [META_TEXT, META_HOST_ERROR] = protocol.metaKinds;
-const COMPLETE_FAILED = protocol.completions[1];
 
 /** Where time comes from; the vector suite swaps in a virtual clock. */
 let clock = { now: Date.now, setTimer: (callback, ms) => setTimeout(callback, ms), clearTimer: (timer) => clearTimeout(timer) };
@@ -54,7 +54,7 @@ const DRIVER_OPS = {
       log[level].call(logger, message, meta); // as a method, never awaited, like the reference
     } catch (error) {
       run.values[id] = error;
-      run.replaced = native.complete(run.run, id, COMPLETE_FAILED, undefined, undefined, clock.now());
+      run.replaced = batches.failed(run, id, '', clock.now());
     }
     return at;
   },
@@ -85,6 +85,7 @@ const REPORTERS = EFFECTS.map(reporter);
 class Run {
   constructor(host, resolve, reject) {
     Object.assign(this, { host, resolve, reject, run: -1, done: false });
+    this.strings = undefined; // the strings this run passed to the machine (batches.cjs)
     this.specs = []; // effect id → its table row
     this.values = []; // effect id → the host value it produced (error, entries)
     this.controllers = undefined; // effect id → AbortController (deadlined destroys, listings)
@@ -115,7 +116,7 @@ class Run {
           return this.finish(batch);
         } else if (this.stopPending) {
           this.stopPending = false; // aborted while this batch started: tell the machine now, in order
-          batch = native.stop(this.run, clock.now());
+          batch = batches.stop(this, clock.now());
         } else {
           this.arm(batch[1]);
           batch = undefined;
@@ -166,7 +167,7 @@ class Run {
   /** Effect `id` failed with `error`: the error stays here, its message goes to the machine. */
   failed(id, error, now) {
     this.values[id] = error;
-    return native.complete(this.run, id, COMPLETE_FAILED, messageOf(error).toWellFormed(), undefined, now);
+    return batches.failed(this, id, messageOf(error).toWellFormed(), now);
   }
 
   /** Arms the one timer at `deadline` (epoch ms), or disarms it (undefined). */
@@ -178,7 +179,7 @@ class Run {
     if (deadline === undefined) return;
     this.timer = clock.setTimer(() => {
       this.timer = this.deadline = undefined;
-      if (!this.done) this.guarded(() => native.timeout(this.run, clock.now()));
+      if (!this.done) this.guarded(() => batches.timeout(this, clock.now()));
     }, Math.max(0, deadline - clock.now()));
   }
 
@@ -206,7 +207,7 @@ class Run {
   stop() {
     if (this.done) return;
     if (this.processing) this.stopPending = true;
-    else this.guarded(() => native.stop(this.run, clock.now()));
+    else this.guarded(() => batches.stop(this, clock.now()));
   }
 
   /** Processes the batch `next()` answers; a throw (a broken host answer, a bug) abandons the run. */
@@ -241,11 +242,15 @@ class Run {
   }
 }
 
-/** Runs the flow whose first batch `start(now)` answers against `host`; `host.signal` stops it. */
-function drive(start, host) {
+/**
+ * Runs the flow whose first batch `start(now)` answers against
+ * `host`; `sent` are the strings the start passes, in the order the native
+ * start keeps them (batches.cjs). `host.signal` stops it.
+ */
+function drive(start, host, sent) {
   return new Promise((resolve, reject) => {
     const run = new Run(host, resolve, reject);
-    const batch = start(clock.now());
+    const batch = batches.start(run, sent, start, clock.now());
     try {
       run.process(batch);
       run.watch(host.signal);

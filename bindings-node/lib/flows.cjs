@@ -117,7 +117,8 @@ function providerName(provider) {
 
 function reclaim(reclaimer, { runId, sandboxKey }, host, name) {
   const ledger = host.store.deleteRecordingLeak !== undefined;
-  return drive((now) => native.startReclaim(reclaimer, runId, sandboxKey, name, ledger, host.destroyTimeoutMs, now), host);
+  const sent = sandboxKey === undefined ? [runId, name] : [runId, sandboxKey, name];
+  return drive((now) => native.startReclaim(reclaimer, runId, sandboxKey, name, ledger, host.destroyTimeoutMs, now), host, sent);
 }
 
 /**
@@ -167,7 +168,7 @@ async function retryLeaks(options) {
     },
   };
   const values = plainOptions(options, RETRY_OPTIONS);
-  return drive((now) => checkedByCore(() => native.startRetry(values, name, now)), host);
+  return drive((now) => checkedByCore(() => native.startRetry(values, name, now)), host, [name]);
 }
 
 // ------------------------------------------------------------- fleet passes
@@ -267,12 +268,14 @@ async function reclaimAll(records, options) {
   const sandboxKeys = fields.map((record) => record.sandboxKey);
   const keepsLedger = host.store.deleteRecordingLeak !== undefined;
   const progress = pass.onProgress !== undefined;
+  const sent = [...runIds, ...sandboxKeys.filter((key) => key !== undefined), ...providers.names];
   return drive(
     (now) =>
       checkedByCore(() =>
         native.startReclaimAll(values, runIds, sandboxKeys, providers.names, keepsLedger, progress, pass.signal?.aborted === true, now),
       ),
     host,
+    sent,
   );
 }
 
@@ -302,7 +305,9 @@ async function reconcile(options) {
   const plans = providers.names.map((name, index) => ({ name, canList: providers.lists[index] !== undefined, owner: providers.owners[index] }));
   const progress = pass.onProgress !== undefined;
   const stopped = pass.signal?.aborted === true;
-  return drive((now) => checkedByCore(() => native.startReconcile(values, plans, os.hostname(), progress, stopped, now)), host);
+  const hostName = os.hostname();
+  const sent = [...plans.flatMap((plan) => (plan.owner === undefined ? [plan.name] : [plan.name, plan.owner])), hostName];
+  return drive((now) => checkedByCore(() => native.startReconcile(values, plans, hostName, progress, stopped, now)), host, sent);
 }
 
 module.exports = { reclaimSandbox, sandboxReclaimer, retryLeaks, reclaimAll, reconcile };

@@ -6,10 +6,8 @@
 // (an instance record, claimed leak entries) are read here, each field once
 // and checked to cross exactly; a broken one is a TypeError naming the method.
 
-const native = require('./native.cjs');
+const batches = require('./batches.cjs');
 const { checkString: exactString } = require('./errors.cjs');
-
-const [COMPLETE_OK, , COMPLETE_INSTANCE, COMPLETE_NO_INSTANCE, COMPLETE_JSON] = native.protocol().completions;
 
 // Operand kinds: each pushes its host argument and answers the next slot.
 const oneSlot = (run, id, batch, at, args) => (args.push(batch[at]), at + 1);
@@ -34,13 +32,13 @@ const OPERANDS = {
 
 // Answer kinds: how a settled value is reported (the core reads JSON answers and refuses malformed ones).
 const ANSWERS = {
-  ok: (run, id, value, now) => native.complete(run.run, id, COMPLETE_OK, undefined, undefined, now),
+  ok: (run, id, value, now) => batches.ok(run, id, now),
   instance: (run, id, value, now) => {
-    if (value === null) return native.complete(run.run, id, COMPLETE_NO_INSTANCE, undefined, undefined, now);
+    if (value === null) return batches.noInstance(run, id, now);
     const [provider, providerSandboxId] = instanceFields(value);
-    return native.complete(run.run, id, COMPLETE_INSTANCE, provider, providerSandboxId, now);
+    return batches.instance(run, id, provider, providerSandboxId, now);
   },
-  claimed: (run, id, value, now) => native.completeLeaks(run.run, id, claimedSandboxIds(value), now),
+  claimed: (run, id, value, now) => batches.completeLeaks(run, id, claimedSandboxIds(value), now),
   json: (run, id, value, now) => {
     let json;
     try {
@@ -48,7 +46,7 @@ const ANSWERS = {
     } catch (error) {
       return run.failed(id, error, now);
     }
-    return native.complete(run.run, id, COMPLETE_JSON, json, undefined, now);
+    return batches.json(run, id, json, now);
   },
 };
 

@@ -4,10 +4,10 @@
 //!
 //! Strings cross as napi strings, which the driver checks are well-formed
 //! UTF-16 first (a lone surrogate would otherwise become U+FFFD here).
+//! Batches cross packed in one string ([`packed`]), strings JS holds by handle.
 
 use std::cell::RefCell;
 
-use napi::bindgen_prelude::Either3;
 use napi::{Error, Result, Status};
 use napi_derive::napi;
 use sandbox_reclaim::effects::Millis;
@@ -15,10 +15,14 @@ use sandbox_reclaim::flows::{Reclaim, ReclaimAll, ReclaimApi, ReclaimInput, Reco
 use sandbox_reclaim::messages;
 use sandbox_reclaim::options::{self, Dialect, FlowOptions, HostOptionError, HostOptions};
 use sandbox_reclaim::start::{self, HostProvider, PassStart};
-use sandbox_reclaim::wire::{self, RunTable, Slot, WireError};
+use sandbox_reclaim::wire::{self, completion, RunTable, Slot};
 
-/// One value of a batch as JS sees it: a number, a string or `undefined`.
-type JsSlot = Either3<f64, String, ()>;
+use napi::bindgen_prelude::Utf16String;
+
+use crate::packed::{self, answer, pack};
+
+/// A batch, packed ([`packed`]).
+type Packed = Utf16String;
 
 thread_local! {
     /// The runs of this JS thread (napi calls arrive on it only).
@@ -41,6 +45,8 @@ pub struct Protocol {
     pub unreadable_error_message: String,
     /// Each op's row of the core's operand table, as JSON (`effect_table.rs`).
     pub effects: String,
+    /// The packed batch's slot kinds: number, handle, inline, nothing (`packed.rs`).
+    pub packed_kinds: Vec<u32>,
 }
 
 /// See [`Protocol`]; read once at load.
@@ -59,6 +65,7 @@ pub fn protocol() -> Protocol {
         destroy_timeout_error_name: protocol.destroy_timeout_error_name.to_owned(),
         unreadable_error_message: protocol.unreadable_error_message.to_owned(),
         effects: serde_json::to_string(protocol.effects).unwrap_or_default(),
+        packed_kinds: [packed::KIND_NUMBER, packed::KIND_HANDLE, packed::KIND_INLINE, packed::KIND_NOTHING].map(u32::from).to_vec(),
     }
 }
 
@@ -76,6 +83,7 @@ pub fn destroy_timeout_message(provider_sandbox_id: String, timeout_ms: f64) -> 
 
 /// Starts `reclaimSandbox` (`reclaimer` false) or `sandboxReclaimer(o)(r)`.
 #[napi]
+#[allow(clippy::too_many_arguments)]
 pub fn start_reclaim(
     reclaimer: bool,
     run_id: String,
@@ -84,8 +92,11 @@ pub fn start_reclaim(
     store_has_ledger: bool,
     destroy_timeout_ms: Option<f64>,
     now: f64,
-) -> Vec<JsSlot> {
+) -> Packed {
     let api = if reclaimer { ReclaimApi::SandboxReclaimer } else { ReclaimApi::ReclaimSandbox };
+    let mut sent = vec![run_id.clone()];
+    sent.extend(sandbox_key.clone());
+    sent.push(provider_name.clone());
     let input = ReclaimInput {
         api,
         run_id,
@@ -94,7 +105,14 @@ pub fn start_reclaim(
         store_has_ledger,
         destroy_timeout_ms: destroy_timeout_ms.map(millis),
     };
-    js(RUNS.with_borrow_mut(|runs| runs.start(Box::new(Reclaim::new(input, millis(now))))))
+    started(&sent, |runs| runs.start(Box::new(Reclaim::new(input, millis(now)))))
+}
+
+/// Starts a run: its string table holds `sent` (what JS passed, in its order).
+fn started(sent: &[String], start: impl FnOnce(&mut RunTable) -> Vec<Slot>) -> Packed {
+    let batch = RUNS.with_borrow_mut(start);
+    packed::open(packed::run_of(&batch), sent.iter().map(String::as_str));
+    pack(batch)
 }
 
 /// The option names `flow` (`reclaimAll`, `reconcile`, `retryLeaks`) takes,
@@ -128,9 +146,10 @@ pub fn reclaim_deadline(options_json: String) -> Result<Option<f64>> {
 
 /// Starts `retryLeaks` for the provider named `provider_name`.
 #[napi]
-pub fn start_retry(options_json: String, provider_name: String, now: f64) -> Result<Vec<JsSlot>> {
+pub fn start_retry(options_json: String, provider_name: String, now: f64) -> Result<Packed> {
+    let sent = [provider_name.clone()];
     let input = start::retry(&host_options(&options_json)?, provider_name).map_err(invalid)?;
-    Ok(js(RUNS.with_borrow_mut(|runs| runs.start(Box::new(Retry::new(input, millis(now)))))))
+    Ok(started(&sent, |runs| runs.start(Box::new(Retry::new(input, millis(now))))))
 }
 
 /// Starts `reclaimAll`: record `i` is `(runIds[i], sandboxKeys[i])`; the
@@ -146,15 +165,18 @@ pub fn start_reclaim_all(
     progress: bool,
     stopped: bool,
     now: f64,
-) -> Result<Vec<JsSlot>> {
+) -> Result<Packed> {
     if run_ids.len() != sandbox_keys.len() {
         return Err(Error::new(Status::GenericFailure, "runIds and sandboxKeys must have the same length"));
     }
+    let mut sent = run_ids.clone();
+    sent.extend(sandbox_keys.iter().flatten().cloned());
+    sent.extend(providers.iter().cloned());
     let records = run_ids.into_iter().zip(sandbox_keys).collect();
     let pass = PassStart { progress, stopped, host_name: None };
     let input = start::reclaim_all(&host_options(&options_json)?, records, providers, store_has_ledger, pass)
         .map_err(invalid)?;
-    Ok(js(RUNS.with_borrow_mut(|runs| runs.start(Box::new(ReclaimAll::new(input, millis(now)))))))
+    Ok(started(&sent, |runs| runs.start(Box::new(ReclaimAll::new(input, millis(now))))))
 }
 
 /// One provider of a reconcile pass, as the declaration read it.
@@ -176,7 +198,13 @@ pub fn start_reconcile(
     progress: bool,
     stopped: bool,
     now: f64,
-) -> Result<Vec<JsSlot>> {
+) -> Result<Packed> {
+    let mut sent = Vec::new();
+    for provider in &providers {
+        sent.push(provider.name.clone());
+        sent.extend(provider.owner.clone());
+    }
+    sent.push(host_name.clone());
     let providers = providers
         .into_iter()
         .map(|provider| HostProvider { name: provider.name, can_list: provider.can_list, owner: provider.owner })
@@ -184,33 +212,66 @@ pub fn start_reconcile(
     let now = millis(now);
     let pass = PassStart { progress, stopped, host_name: Some(host_name) };
     let input = start::reconcile(&host_options(&options_json)?, providers, pass, now).map_err(invalid)?;
-    Ok(js(RUNS.with_borrow_mut(|runs| runs.start(Box::new(Reconcile::new(input, now))))))
+    Ok(started(&sent, |runs| runs.start(Box::new(Reconcile::new(input, now)))))
 }
 
-/// Feeds how effect `id` of run `run` settled (see `wire::completion`): `a`
-/// is a failure's message, an instance's provider, or (kind JSON) the
-/// host's answer as JSON text.
+// How effect `id` of run `run` settled, one function per kind (see
+// `wire::completion`), so each call converts only what its kind carries.
+
+/// The effect succeeded with nothing to report.
 #[napi]
-pub fn complete(run: u32, id: u32, kind: u32, a: Option<String>, b: Option<String>, now: f64) -> Result<Vec<JsSlot>> {
+pub fn complete_ok(run: u32, id: u32, now: f64) -> Result<Packed> {
+    settle(run, id, completion::OK, None, None, now)
+}
+
+/// The effect failed with `message` (the error itself stays with the driver).
+#[napi]
+pub fn complete_failed(run: u32, id: u32, message: String, now: f64) -> Result<Packed> {
+    settle(run, id, completion::FAILED, Some(message), None, now)
+}
+
+/// `get` found an instance; its two strings join the run's string table
+/// (the driver pushes them too).
+#[napi]
+pub fn complete_instance(run: u32, id: u32, provider: String, provider_sandbox_id: String, now: f64) -> Result<Packed> {
+    packed::add(run, [provider.as_str(), provider_sandbox_id.as_str()]);
+    settle(run, id, completion::INSTANCE, Some(provider), Some(provider_sandbox_id), now)
+}
+
+/// `get` found no instance.
+#[napi]
+pub fn complete_no_instance(run: u32, id: u32, now: f64) -> Result<Packed> {
+    settle(run, id, completion::NO_INSTANCE, None, None, now)
+}
+
+/// The host answered with `json` (the core reads it by the op's shape).
+#[napi]
+pub fn complete_json(run: u32, id: u32, json: String, now: f64) -> Result<Packed> {
+    settle(run, id, completion::JSON, Some(json), None, now)
+}
+
+fn settle(run: u32, id: u32, kind: u32, a: Option<String>, b: Option<String>, now: f64) -> Result<Packed> {
     answer(RUNS.with_borrow_mut(|runs| runs.complete(run, id, kind, a, b, millis(now))))
 }
 
-/// Feeds a `claimLeaks` answer: the provider sandbox id of each entry.
+/// Feeds a `claimLeaks` answer: the provider sandbox id of each entry (each
+/// joins the run's string table).
 #[napi]
-pub fn complete_leaks(run: u32, id: u32, sandbox_ids: Vec<String>, now: f64) -> Result<Vec<JsSlot>> {
+pub fn complete_leaks(run: u32, id: u32, sandbox_ids: Vec<String>, now: f64) -> Result<Packed> {
+    packed::add(run, sandbox_ids.iter().map(String::as_str));
     answer(RUNS.with_borrow_mut(|runs| runs.complete_leaks(run, id, sandbox_ids, millis(now))))
 }
 
 /// Tells run `run` the time (its deadline was reached).
 #[napi]
-pub fn timeout(run: u32, now: f64) -> Result<Vec<JsSlot>> {
+pub fn timeout(run: u32, now: f64) -> Result<Packed> {
     answer(RUNS.with_borrow_mut(|runs| runs.timeout(run, millis(now))))
 }
 
 /// Tells run `run` its caller cancelled it (an `AbortSignal`): nothing new
 /// starts; answers a batch like [`timeout`].
 #[napi]
-pub fn stop(run: u32, now: f64) -> Result<Vec<JsSlot>> {
+pub fn stop(run: u32, now: f64) -> Result<Packed> {
     answer(RUNS.with_borrow_mut(|runs| runs.stop(run, millis(now))))
 }
 
@@ -218,6 +279,7 @@ pub fn stop(run: u32, now: f64) -> Result<Vec<JsSlot>> {
 #[napi]
 pub fn abandon(run: u32) {
     RUNS.with_borrow_mut(|runs| runs.abandon(run));
+    packed::close(run);
 }
 
 /// Epoch milliseconds from a JS number (negative or not finite: 0).
@@ -227,19 +289,4 @@ fn millis(value: f64) -> Millis {
     } else {
         0
     }
-}
-
-fn answer(batch: std::result::Result<Vec<Slot>, WireError>) -> Result<Vec<JsSlot>> {
-    batch.map(js).map_err(|error| Error::new(Status::GenericFailure, error.to_string()))
-}
-
-fn js(batch: Vec<Slot>) -> Vec<JsSlot> {
-    batch
-        .into_iter()
-        .map(|slot| match slot {
-            Slot::Int(value) => Either3::A(value as f64),
-            Slot::Text(value) => Either3::B(value),
-            Slot::Nothing => Either3::C(()),
-        })
-        .collect()
 }

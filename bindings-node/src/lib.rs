@@ -7,6 +7,7 @@
 //!   SQLite/PostgreSQL stores and Docker/local providers, which a flow calls
 //!   like any JS store or provider.
 
+pub mod packed;
 pub mod cli;
 pub mod flow;
 pub mod memory_store;

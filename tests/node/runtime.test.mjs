@@ -226,7 +226,7 @@ test('sandboxReclaimer checks its options when made, not when called', () => {
 // ------------------------------------------------- native calls per reclaim
 
 test('a reclaim makes at most 4 native calls, whatever path it takes', async () => {
-  const counted = ['startReclaim', 'complete', 'completeLeaks', 'timeout', 'abandon', 'reclaimFailedMessage', 'destroyTimeoutMessage'];
+  const counted = ['startReclaim', 'completeOk', 'completeFailed', 'completeInstance', 'completeNoInstance', 'completeJson', 'completeLeaks', 'timeout', 'stop', 'abandon', 'reclaimFailedMessage', 'destroyTimeoutMessage', 'reclaimDeadline'];
   const originals = Object.fromEntries(counted.map((name) => [name, native[name]]));
   let calls = 0;
   for (const name of counted) native[name] = (...args) => ((calls += 1), originals[name](...args));
