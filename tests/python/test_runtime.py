@@ -247,3 +247,60 @@ async def test_provider_name_is_read_once_per_reclaim_and_the_checked_value_is_u
     store = SyncStore(instance())
     assert await sr.reclaim_sandbox(run_record(), provider=Shifty(), instances=store) is sr.ReclaimOutcome.DESTROYED
     assert reads == ["name", "destroy ctr-1"]
+
+
+# ------------------------------------------- host coroutines in a fleet pass
+
+
+class _NeverSuspends:
+    """``async def`` methods that answer without ever suspending."""
+
+    def __init__(self, records: list[sr.SandboxInstanceRecord]) -> None:
+        self.records = {record.key: record for record in records}
+
+    async def get(self, key: str) -> sr.SandboxInstanceRecord | None:
+        return self.records.get(key)
+
+    async def upsert(self, record: sr.SandboxInstanceRecord) -> None:
+        self.records[record.key] = record
+
+    async def delete(self, key: str) -> None:
+        self.records.pop(key, None)
+
+
+class _SuspendingProvider:
+    name = "docker"
+
+    def __init__(self) -> None:
+        self.destroyed: list[str] = []
+
+    async def destroy(self, sandbox_id: str) -> None:
+        await asyncio.sleep(0.001)
+        if sandbox_id == "ctr-2":
+            raise RuntimeError("engine down")
+        self.destroyed.append(sandbox_id)
+
+
+async def test_a_fleet_pass_runs_only_the_host_coroutines_that_suspend_as_tasks() -> None:
+    keys = [f"k{n}" for n in range(4)]
+    store = _NeverSuspends([instance(key, sandbox_id=f"ctr-{n}") for n, key in enumerate(keys)])
+    provider = _SuspendingProvider()
+    loop = asyncio.get_running_loop()
+    tasks: list[str] = []
+
+    def counting(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        tasks.append(type(coro).__name__)
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    previous = loop.get_task_factory()
+    loop.set_task_factory(counting)
+    try:
+        report = await sr.reclaim_all([run_record(key, f"run-{key}") for key in keys], provider=provider, instances=store)
+    finally:
+        loop.set_task_factory(previous)
+    # get and delete answered at their first step; each destroy suspended and ran on.
+    assert len([name for name in tasks if name == "_Suspended"]) == 4, tasks
+    assert sorted(provider.destroyed) == ["ctr-0", "ctr-1", "ctr-3"]
+    assert store.records == {}
+    outcomes = sorted((line.sandbox_key, line.outcome.value) for line in report.records)
+    assert outcomes == [("k0", "destroyed"), ("k1", "destroyed"), ("k2", "destroy-failed"), ("k3", "destroyed")]

@@ -20,7 +20,7 @@ import functools
 import inspect
 import json
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
 
 from . import _native
@@ -59,10 +59,47 @@ def _consume(task: asyncio.Future[Any]) -> None:
 
 
 def _close(awaitable: object) -> bool:
-    """Closes a coroutine never started (no "never awaited" warning); answers False."""
-    if isinstance(awaitable, types.CoroutineType):
+    """Closes a coroutine never awaited (no "never awaited" warning); answers False."""
+    if isinstance(awaitable, (types.CoroutineType, _Suspended)):
         awaitable.close()
     return False
+
+
+_STEPPED = object()  # a _Suspended whose first yield was handed on
+
+
+class _Suspended(collections.abc.Coroutine[Any, Any, Any]):
+    """A coroutine whose first step already ran and suspended on ``yielded``:
+    as a coroutine itself, it hands ``yielded`` on at its first step and then
+    is the coroutine, so a task (or an ``await``) runs it as if from the start."""
+
+    __slots__ = ("coroutine", "yielded")
+
+    def __init__(self, coroutine: types.CoroutineType[Any, Any, Any], yielded: Any) -> None:
+        self.coroutine, self.yielded = coroutine, yielded
+
+    def send(self, value: Any) -> Any:
+        yielded = self.yielded
+        if yielded is _STEPPED:
+            return self.coroutine.send(value)
+        self.yielded = _STEPPED
+        return yielded
+
+    def throw(self, *error: Any) -> Any:
+        self.yielded = _STEPPED
+        return self.coroutine.throw(*error)
+
+    def close(self) -> None:
+        self.coroutine.close()
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self
+
+    def __iter__(self) -> _Suspended:
+        return self
+
+    def __next__(self) -> Any:
+        return self.send(None)
 
 
 _NONE: dict[int, Any] = {}  # the shared empty task table (a run needing tasks gets its own)
@@ -71,10 +108,10 @@ _NONE: dict[int, Any] = {}  # the shared empty task table (a run needing tasks g
 class _Run:
     """One flow run's host side: what it started and what the host gave back."""
 
-    __slots__ = ("host", "run", "values", "awaiting", "settled", "tasks", "done", "waker", "cancelled", "replaced")
+    __slots__ = ("host", "run", "values", "awaiting", "settled", "tasks", "done", "waker", "cancelled", "cancelling", "replaced", "eager")
 
-    def __init__(self, host: Host) -> None:
-        self.host, self.run = host, -1
+    def __init__(self, host: Host, eager: bool) -> None:
+        self.host, self.run, self.eager = host, -1, eager
         self.values: dict[int, Any] = {}
         self.awaiting: list[tuple[int, Answer, Any]] = []  # started, not yet awaited
         self.settled: list[tuple[int, Answer, Any, bool]] = []  # answered synchronously, in start order
@@ -82,6 +119,7 @@ class _Run:
         self.done: collections.deque[tuple[int, Answer, Any]] = collections.deque()  # finished tasks
         self.waker: asyncio.Future[None] | None = None
         self.cancelled: set[int] = set()
+        self.cancelling: list[asyncio.Future[Any]] = []  # tasks told to cancel, maybe not yet told
         self.replaced: Batch | None = None  # the batch a raising logger's completion answered
 
     def start(self, batch: Batch) -> Batch:
@@ -102,6 +140,7 @@ class _Run:
         if running is not None:
             running[1].cancel()
             running[1].add_done_callback(_consume)
+            self.cancelling.append(running[1])
         # Not yet reported: drop it wherever it waits.
         self.awaiting[:] = [item for item in self.awaiting if item[0] != target or _close(item[2])]
         self.settled[:] = [item for item in self.settled if item[0] != target]
@@ -113,10 +152,18 @@ class _Run:
     def call(self, effect: int, answer: Answer, method: Callable[..., Any], args: list[Any]) -> None:
         try:
             value = method(*args)
-        except Exception as error:  # noqa: BLE001 - a host failure is an answer
+            if self.eager and type(value) is types.CoroutineType:
+                # Its first step runs now, as a JS async function's does: one
+                # that never suspends (an in-memory store) answers at once,
+                # without the task a fleet pass would otherwise run it in.
+                value = _Suspended(value, value.send(None))
+        except StopIteration as done:
+            self.settled.append((effect, answer, done.value, False))
+            return
+        except (Exception, asyncio.CancelledError) as error:  # noqa: BLE001 - a host failure is an answer
             self.settled.append((effect, answer, error, True))
             return
-        if type(value) is types.CoroutineType or inspect.isawaitable(value):
+        if type(value) is types.CoroutineType or type(value) is _Suspended or inspect.isawaitable(value):
             self.awaiting.append((effect, answer, value))
         else:
             self.settled.append((effect, answer, value, False))
@@ -211,7 +258,7 @@ async def drive(start: Callable[..., Batch], arguments: tuple[Any, ...], host: H
     a ``stoppable`` flow's caller stops the machine, drives it to its end and
     re-raises; ``stop`` stops it likewise and returns its ending. Other flows
     are abandoned where they stand, their effects cancelled."""
-    state = _Run(host)
+    state = _Run(host, eager=stoppable)  # a lone awaitable of other flows is awaited in place
     batch: Batch = (-1, None, _RUNNING)
     cancelled = stopped = False
     stop_waiter: asyncio.Future[Any] | None = None
@@ -244,6 +291,10 @@ async def drive(start: Callable[..., Batch], arguments: tuple[Any, ...], host: H
                     continue
                 if answered is not None:
                     batch = state.start(answered)
+        if any(not task.done() for task in state.cancelling):
+            # Let what the machine cancelled see its CancelledError before the
+            # caller goes on (it is delivered at the loop's next turn).
+            await asyncio.sleep(0)
         if cancelled:
             raise asyncio.CancelledError
         return state.finish(batch)
