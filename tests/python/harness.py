@@ -78,8 +78,8 @@ class VirtualClock:
     async def sleep(self, ms: int) -> None:
         await self.sleep_until(self._now + ms)
 
-    async def wait(self, pending: set[asyncio.Future[Any]], deadline: int | None) -> None:
-        waiters: set[asyncio.Future[Any]] = set(pending)
+    async def wait(self, waker: asyncio.Future[None], stop: asyncio.Future[Any] | None, deadline: int | None) -> None:
+        waiters: set[asyncio.Future[Any]] = {waker} if stop is None else {waker, stop}
         timer = None if deadline is None else self.sleep_until(deadline)
         if timer is not None:
             waiters.add(timer)

@@ -450,3 +450,42 @@ async def test_sqlite_store_is_an_async_context_manager(tmp_path: Path) -> None:
     async with await sr.SqliteSandboxInstanceStore.open(tmp_path / "ctx.db") as reopened:
         found = await reopened.get(instance().key)
     assert found == instance()
+
+
+class _AuditedSqlite(sr.SqliteSandboxInstanceStore):
+    """A user's subclass that overrides what a reclaim calls."""
+
+    seen: list[str] = []
+
+    async def get(self, key: str) -> sr.SandboxInstanceRecord | None:
+        self.seen.append(f"get {key}")
+        return await super().get(key)
+
+    async def delete(self, key: str) -> None:
+        self.seen.append(f"delete {key}")
+        await super().delete(key)
+
+
+async def test_a_subclass_of_a_sql_store_is_called_through_its_own_methods(tmp_path: Path) -> None:
+    # The stores themselves are called through their native handle (no
+    # coroutine around each call); a subclass's overrides must still run.
+    store = await _AuditedSqlite.open(tmp_path / "audited.db")
+    plain = await sr.SqliteSandboxInstanceStore.open(tmp_path / "plain.db")
+    provider = _Destroys()
+    for each in (store, plain):
+        await each.upsert(instance("k"))
+    assert await sr.reclaim_sandbox(run_record("k"), provider=provider, instances=store) is sr.ReclaimOutcome.DESTROYED
+    report = await sr.reclaim_all([run_record("k")], provider=provider, instances=plain)
+    assert report.counts.destroyed == 1 and await plain.get("k") is None
+    assert _AuditedSqlite.seen == ["get k", "delete k"]
+    assert provider.destroyed == ["ctr-1", "ctr-1"]
+
+
+class _Destroys:
+    name = "docker"
+
+    def __init__(self) -> None:
+        self.destroyed: list[str] = []
+
+    async def destroy(self, sandbox_id: str) -> None:
+        self.destroyed.append(sandbox_id)

@@ -4,6 +4,7 @@ timers, or (in the vector suite) a virtual clock with the same two methods."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from typing import Any, Protocol
 
@@ -14,8 +15,9 @@ class Clock(Protocol):
     def now(self) -> int:
         """Epoch milliseconds."""
 
-    async def wait(self, pending: set[asyncio.Future[Any]], deadline: int | None) -> None:
-        """Returns once one of ``pending`` is done or ``deadline`` has passed."""
+    async def wait(self, waker: asyncio.Future[None], stop: asyncio.Future[Any] | None, deadline: int | None) -> None:
+        """Returns once ``waker`` (the driver's own future, which this may
+        complete) or ``stop`` is done, or ``deadline`` has passed."""
 
 
 class WallClock:
@@ -24,9 +26,26 @@ class WallClock:
     def now(self) -> int:
         return time.time_ns() // 1_000_000
 
-    async def wait(self, pending: set[asyncio.Future[Any]], deadline: int | None) -> None:
-        timeout = None if deadline is None else max(0.0, (deadline - self.now()) / 1000)
-        if pending:
-            await asyncio.wait(pending, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        elif timeout is not None:
-            await asyncio.sleep(timeout)
+    async def wait(self, waker: asyncio.Future[None], stop: asyncio.Future[Any] | None, deadline: int | None) -> None:
+        # What asyncio.wait does, without its sets and its own waiter: this
+        # runs once per settled effect of a fleet pass.
+        wake = functools.partial(_wake, waker)
+        if stop is not None:
+            stop.add_done_callback(wake)
+        timer = None
+        if deadline is not None:
+            loop = asyncio.get_running_loop()
+            timer = loop.call_at(loop.time() + max(0.0, (deadline - self.now()) / 1000), wake)
+        try:
+            if not waker.done() and (stop is None or not stop.done()):
+                await waker
+        finally:
+            if timer is not None:
+                timer.cancel()
+            if stop is not None:
+                stop.remove_done_callback(wake)
+
+
+def _wake(waker: asyncio.Future[None], *_: object) -> None:
+    if not waker.done():
+        waker.set_result(None)

@@ -199,7 +199,7 @@ class _Run:
             # One future to wait on however many tasks run: each task's done callback wakes it.
             self.waker = asyncio.get_running_loop().create_future()
             try:
-                await _clock.wait({self.waker} if stop is None else {self.waker, stop}, deadline)
+                await _clock.wait(self.waker, stop, deadline)
             finally:
                 self.waker = None
         if self.done:
