@@ -479,6 +479,8 @@ async def test_a_subclass_of_a_sql_store_is_called_through_its_own_methods(tmp_p
     assert report.counts.destroyed == 1 and await plain.get("k") is None
     assert _AuditedSqlite.seen == ["get k", "delete k"]
     assert provider.destroyed == ["ctr-1", "ctr-1"]
+    await store.close()
+    await plain.close()
 
 
 class _Destroys:
