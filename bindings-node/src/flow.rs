@@ -65,7 +65,9 @@ pub fn protocol() -> Protocol {
         destroy_timeout_error_name: protocol.destroy_timeout_error_name.to_owned(),
         unreadable_error_message: protocol.unreadable_error_message.to_owned(),
         effects: serde_json::to_string(protocol.effects).unwrap_or_default(),
-        packed_kinds: [packed::KIND_NUMBER, packed::KIND_HANDLE, packed::KIND_INLINE, packed::KIND_NOTHING].map(u32::from).to_vec(),
+        packed_kinds: [packed::KIND_NUMBER, packed::KIND_HANDLE, packed::KIND_INLINE, packed::KIND_NOTHING]
+            .map(u32::from)
+            .to_vec(),
     }
 }
 

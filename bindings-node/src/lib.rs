@@ -7,9 +7,9 @@
 //!   SQLite/PostgreSQL stores and Docker/local providers, which a flow calls
 //!   like any JS store or provider.
 
-pub mod packed;
 pub mod cli;
 pub mod flow;
 pub mod memory_store;
+pub mod packed;
 pub mod provider;
 pub mod sql_store;

@@ -170,13 +170,18 @@ mod tests {
     #[test]
     fn a_string_the_run_holds_crosses_as_its_handle_and_others_inline() {
         open(7, ["run-1", "key-é"]);
-        let packed = pack(vec![Slot::Int(7), Slot::Nothing, Slot::Int(0), Slot::Text("key-é".into()), Slot::Text("new".into())]);
+        let packed =
+            pack(vec![Slot::Int(7), Slot::Nothing, Slot::Int(0), Slot::Text("key-é".into()), Slot::Text("new".into())]);
         let expected: Vec<u16> = [1, 7, 24, 0, 9, 1, 17, 3, u16::from(b'n'), u16::from(b'e'), u16::from(b'w')].into();
         assert_eq!(&*packed, &expected[..]);
         // A run's last batch still uses its table; then the table goes.
         let ending = || vec![Slot::Int(7), Slot::Nothing, Slot::Int(2), Slot::Text("run-1".into())];
         assert_eq!(pack(ending()).last(), Some(&(KIND_HANDLE * 8)), "handle 0: no digit");
         let packed = pack(ending());
-        assert_eq!(packed[packed.len() - 7..packed.len() - 5], [KIND_INLINE * 8 + 1, 5], "inline once the table is gone");
+        assert_eq!(
+            packed[packed.len() - 7..packed.len() - 5],
+            [KIND_INLINE * 8 + 1, 5],
+            "inline once the table is gone"
+        );
     }
 }
