@@ -15,7 +15,10 @@
 //! batch carries only what the driver reads.
 //!
 //! Both bindings turn [`Slot`]s into their own values and read the layout's
-//! numbers from [`Protocol`], so no driver hard-codes them.
+//! numbers from [`Protocol`], so no driver hard-codes them. Python gets a
+//! tuple; Node gets one packed string (`bindings-node/src/packed.rs`), since
+//! napi builds an array element by element, and a string the run passed in
+//! crosses back as its index.
 
 use std::collections::HashMap;
 
