@@ -304,3 +304,27 @@ async def test_a_fleet_pass_runs_only_the_host_coroutines_that_suspend_as_tasks(
     assert store.records == {}
     outcomes = sorted((line.sandbox_key, line.outcome.value) for line in report.records)
     assert outcomes == [("k0", "destroyed"), ("k1", "destroyed"), ("k2", "destroy-failed"), ("k3", "destroyed")]
+
+
+class _RaisesStopIteration:
+    """A plain ``def`` destroy that lets a StopIteration escape (``next()`` on an empty iterator)."""
+
+    name = "docker"
+
+    def destroy(self, sandbox_id: str) -> None:
+        next(iter([]))
+
+
+class _CoroutineRaisesStopIteration:
+    name = "docker"
+
+    async def destroy(self, sandbox_id: str) -> None:
+        next(iter([]))  # Python turns it into a RuntimeError inside a coroutine
+
+
+@pytest.mark.parametrize("provider", [_RaisesStopIteration(), _CoroutineRaisesStopIteration()], ids=["def", "async def"])
+async def test_a_destroy_raising_stop_iteration_is_a_failed_destroy_in_a_fleet_pass(provider: Any) -> None:
+    store = _NeverSuspends([instance("k")])
+    report = await sr.reclaim_all([run_record("k")], provider=provider, instances=store)
+    assert [line.outcome.value for line in report.records] == ["destroy-failed"]
+    assert store.records == {}, "the record is deleted even when destroy failed"

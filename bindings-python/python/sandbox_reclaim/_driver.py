@@ -152,17 +152,21 @@ class _Run:
     def call(self, effect: int, answer: Answer, method: Callable[..., Any], args: list[Any]) -> None:
         try:
             value = method(*args)
-            if self.eager and type(value) is types.CoroutineType:
-                # Its first step runs now, as a JS async function's does: one
-                # that never suspends (an in-memory store) answers at once,
-                # without the task a fleet pass would otherwise run it in.
-                value = _Suspended(value, value.send(None))
-        except StopIteration as done:
-            self.settled.append((effect, answer, done.value, False))
-            return
-        except (Exception, asyncio.CancelledError) as error:  # noqa: BLE001 - a host failure is an answer
+        except Exception as error:  # noqa: BLE001 - a host failure is an answer (a StopIteration too)
             self.settled.append((effect, answer, error, True))
             return
+        if self.eager and type(value) is types.CoroutineType:
+            # Its first step runs now, as a JS async function's does: one
+            # that never suspends (an in-memory store) answers at once,
+            # without the task a fleet pass would otherwise run it in.
+            try:
+                value = _Suspended(value, value.send(None))
+            except StopIteration as done:  # the coroutine returned (PEP 479: never one it raised)
+                self.settled.append((effect, answer, done.value, False))
+                return
+            except (Exception, asyncio.CancelledError) as error:  # noqa: BLE001 - as its task would fail
+                self.settled.append((effect, answer, error, True))
+                return
         if type(value) is types.CoroutineType or type(value) is _Suspended or inspect.isawaitable(value):
             self.awaiting.append((effect, answer, value))
         else:
