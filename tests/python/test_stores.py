@@ -467,8 +467,7 @@ class _AuditedSqlite(sr.SqliteSandboxInstanceStore):
 
 
 async def test_a_subclass_of_a_sql_store_is_called_through_its_own_methods(tmp_path: Path) -> None:
-    # The stores themselves are called through their native handle (no
-    # coroutine around each call); a subclass's overrides must still run.
+    # A flow calls a store's own methods: a subclass's overrides run.
     store = await _AuditedSqlite.open(tmp_path / "audited.db")
     plain = await sr.SqliteSandboxInstanceStore.open(tmp_path / "plain.db")
     provider = _Destroys()

@@ -20,7 +20,6 @@ from ._options import DEFAULT, options_json
 from ._protocols import FleetStore, ReclaimLogger, SandboxInstanceStore, SandboxProvider
 from ._records import LeakEntry, ReclaimOutcome, RetrySummary, RunRecord
 from ._reports import FleetReclaimReport, ReconcileReport
-from ._stores import flow_target
 
 Logger: TypeAlias = "ReclaimLogger | logging.Logger | logging.LoggerAdapter[Any]"
 """A reclaim logger: stdlib loggers map ``warn``/``errors``/``sandbox`` to WARNING/ERROR/DEBUG."""
@@ -76,14 +75,13 @@ def _reclaim_host(provider: object, instances: object, logger: object, read_name
     name = _provider_name(provider) if read_name else None
     # Inline checks: this runs on every reclaim (_method says what is missing).
     destroy = getattr(provider, "destroy", None)
-    target = flow_target(instances)
-    get = getattr(target, "get", None)
-    delete = getattr(target, "delete", None)
+    get = getattr(instances, "get", None)
+    delete = getattr(instances, "delete", None)
     if not (callable(destroy) and callable(get) and callable(delete)):
         destroy = _method("provider", provider, "destroy")
         get = _method("instances", instances, "get")
         delete = _method("instances", instances, "delete")
-    ledger = getattr(target, "delete_recording_leak", None)
+    ledger = getattr(instances, "delete_recording_leak", None)
     ledger = ledger if callable(ledger) else None
     log = None if logger is None else _log_methods(logger)
     host = Host(provided={"destroy": (destroy,)}, store={"get": get, "delete": delete, "delete_recording_leak": ledger}, log=log)
@@ -316,10 +314,9 @@ async def reclaim_all(
     chosen = _providers(provider, providers)
     names = [_provider_name(one) for one in chosen]
     destroys = [_method("provider", one, "destroy") for one in chosen]
-    target = flow_target(instances)
-    get = _method("instances", target, "get")
-    delete = _method("instances", target, "delete")
-    ledger = getattr(target, "delete_recording_leak", None)
+    get = _method("instances", instances, "get")
+    delete = _method("instances", instances, "delete")
+    ledger = getattr(instances, "delete_recording_leak", None)
     ledger = ledger if callable(ledger) else None
     progress = _progress(on_progress)
     event = _stop_event(stop)

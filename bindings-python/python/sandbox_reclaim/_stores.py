@@ -241,13 +241,3 @@ class PostgresSandboxInstanceStore(_SqlStore):
 
     def __repr__(self) -> str:
         return "<PostgresSandboxInstanceStore>"
-
-
-def flow_target(instances: object) -> object:
-    """What a flow reads ``get``, ``delete`` and ``delete_recording_leak`` from:
-    for one of these stores (not a subclass, which may override them), its
-    native handle, whose same methods answer asyncio futures directly, so a
-    fleet pass runs no task around each; any other store, itself."""
-    if type(instances) is SqliteSandboxInstanceStore or type(instances) is PostgresSandboxInstanceStore:
-        return instances._native
-    return instances
