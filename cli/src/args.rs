@@ -40,6 +40,10 @@ pub struct GlobalArgs {
     /// Reclaim LocalProvider sandboxes kept under this directory
     #[arg(long, global = true, value_name = "BASE_DIR")]
     pub local: Option<PathBuf>,
+    /// Reclaim E2B sandboxes (key: E2B_API_KEY; API: E2B_API_URL, else
+    /// https://api.$E2B_DOMAIN, else https://api.e2b.app; or the [e2b] section)
+    #[arg(long, global = true)]
+    pub e2b: bool,
     /// Owner namespace whose sandboxes are ours to sweep [default: sandbox-reclaim]
     #[arg(long, global = true, value_name = "NAME")]
     pub owner: Option<String>,

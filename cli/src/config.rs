@@ -26,6 +26,7 @@ pub struct ConfigFile {
     pub metrics_addr: Option<String>,
     pub docker: Option<DockerSection>,
     pub local: Option<LocalSection>,
+    pub e2b: Option<E2bSection>,
     pub reconcile: Option<ReconcileSection>,
 }
 
@@ -44,6 +45,29 @@ pub struct LocalSection {
     pub base_dir: PathBuf,
     /// The provider name instance records carry [default: local].
     pub name: Option<String>,
+}
+
+/// `[e2b]`: a section alone turns the provider on, as `--e2b` does.
+#[derive(Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct E2bSection {
+    /// The provider name instance records carry [default: e2b].
+    pub name: Option<String>,
+    /// The API key [default: E2B_API_KEY].
+    pub api_key: Option<String>,
+    /// The API base URL [default: E2B_API_URL, else https://api.$E2B_DOMAIN].
+    pub api_url: Option<String>,
+}
+
+// By hand: the key never reaches a log line or an error through `{:?}`.
+impl std::fmt::Debug for E2bSection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("E2bSection")
+            .field("name", &self.name)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("api_url", &self.api_url)
+            .finish()
+    }
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -76,6 +100,20 @@ pub struct LocalSpec {
     pub name: String,
 }
 
+/// The E2B provider's settings; `None` fields fall back to E2B's variables.
+#[derive(Clone, PartialEq, Eq)]
+pub struct E2bSpec {
+    pub name: String,
+    pub api_key: Option<String>,
+    pub api_url: Option<String>,
+}
+
+impl std::fmt::Debug for E2bSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("E2bSpec").field("name", &self.name).field("api_url", &self.api_url).finish_non_exhaustive()
+    }
+}
+
 /// A pass's tuning after flags and config merged. `every` is a flag only:
 /// a config file never turns a one-off pass into a service.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -97,6 +135,7 @@ pub struct Settings {
     pub connect_timeout: Duration,
     pub docker: Option<DockerSpec>,
     pub local: Option<LocalSpec>,
+    pub e2b: Option<E2bSpec>,
     pub owner: Option<String>,
     pub host: Option<String>,
     pub json: bool,
@@ -188,11 +227,41 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
         }
         check_name(&local.name, &key("local.name"))?;
     }
-    if let (Some(docker), Some(local)) = (&docker, &local) {
-        if docker.name == local.name {
+    let e2b = match (global.e2b, &file.e2b) {
+        (false, None) => None,
+        (_, section) => {
+            let section = section.clone().unwrap_or_default();
+            let name = section.name.unwrap_or_else(|| "e2b".to_owned());
+            check_name(&name, &key("e2b.name"))?;
+            if section.api_key.as_deref() == Some("") {
+                return Err(Failure::usage(
+                    key("e2b.api-key"),
+                    "must be a non-empty key (or leave it out for E2B_API_KEY)",
+                ));
+            }
+            Some(E2bSpec { name, api_key: section.api_key, api_url: section.api_url })
+        }
+    };
+    // Records name their provider: two providers of one name would be one.
+    let mut named: Vec<(&str, &str)> = Vec::new();
+    if let Some(docker) = &docker {
+        named.push((docker.name.as_str(), "docker.name"));
+    }
+    if let Some(local) = &local {
+        named.push((local.name.as_str(), "local.name"));
+    }
+    if let Some(e2b) = &e2b {
+        named.push((e2b.name.as_str(), "e2b.name"));
+    }
+    for (index, (name, config_key)) in named.iter().enumerate() {
+        if let Some((_, first)) = named[..index].iter().find(|(other, _)| other == name) {
             return Err(Failure::usage(
-                key("local.name"),
-                format!("the Docker and local providers are both named `{}`; give one another name", local.name),
+                key(config_key),
+                format!(
+                    "the providers of [{}] and [{}] are both named `{name}`; give one another name",
+                    first.trim_end_matches(".name"),
+                    config_key.trim_end_matches(".name")
+                ),
             ));
         }
     }
@@ -236,6 +305,7 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
         connect_timeout,
         docker,
         local,
+        e2b,
         owner,
         host,
         json: global.json || file.json.unwrap_or(false),

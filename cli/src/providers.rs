@@ -1,4 +1,4 @@
-//! The providers `--docker` and `--local` name, each wrapped so the metrics
+//! The providers `--docker`, `--local` and `--e2b` name, each wrapped so the metrics
 //! see every destroy's latency and result.
 
 use std::sync::Arc;
@@ -6,7 +6,8 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use sandbox_reclaim::{
-    DockerConfig, DockerProvider, InvalidInput, ListedSandbox, ProviderError, SandboxProvider, DEFAULT_OWNER,
+    DockerConfig, DockerProvider, E2bConfig, E2bProvider, InvalidInput, ListedSandbox, ProviderError, SandboxProvider,
+    DEFAULT_OWNER,
 };
 
 use crate::config::Settings;
@@ -83,7 +84,7 @@ impl SandboxProvider for TimedProvider {
     }
 }
 
-/// The configured providers, in a fixed order (Docker first).
+/// The configured providers, in a fixed order (Docker, local, E2B).
 pub struct Providers {
     pub list: Vec<TimedProvider>,
 }
@@ -118,10 +119,14 @@ impl Providers {
         if let Some(local) = &settings.local {
             list.push(TimedProvider::new(local_provider(local, &owner)?, metrics.clone()));
         }
+        if let Some(e2b) = &settings.e2b {
+            list.push(TimedProvider::new(e2b_provider(e2b, &owner).await?, metrics.clone()));
+        }
         if required && list.is_empty() {
             return Err(Failure::usage(
-                "--docker/--local",
-                "no provider to reclaim with: pass --docker and/or --local BASE_DIR (or [docker] / [local] in --config)",
+                "--docker/--local/--e2b",
+                "no provider to reclaim with: pass --docker, --local BASE_DIR and/or --e2b (or [docker] / [local] / \
+                 [e2b] in --config)",
             ));
         }
         Ok(Self { list })
@@ -144,6 +149,44 @@ fn local_provider(local: &crate::config::LocalSpec, owner: &str) -> Result<Box<d
     let provider = sandbox_reclaim::LocalProvider::new(config)
         .map_err(|error| provider_error(error, "--local", &local.base_dir.display().to_string()))?;
     Ok(Box::new(provider))
+}
+
+/// The E2B provider, checked against E2B with one small listing: a refused
+/// key stops the command before its first pass (exit 3), naming E2B_API_KEY.
+async fn e2b_provider(e2b: &crate::config::E2bSpec, owner: &str) -> Result<Box<dyn SandboxProvider>, Failure> {
+    let config = E2bConfig {
+        name: e2b.name.clone(),
+        owner: owner.to_owned(),
+        api_key: e2b.api_key.clone(),
+        api_url: e2b.api_url.clone(),
+        ..E2bConfig::default()
+    };
+    let provider = E2bProvider::new(config).map_err(|error| match invalid_input(&error) {
+        Some(invalid) => Failure::usage(e2b_flag(invalid.field), invalid.to_string()),
+        None => Failure::unavailable("E2B", error.to_string()),
+    })?;
+    provider
+        .check_access()
+        .await
+        .map_err(|error| Failure::unavailable("E2B", format!("{}: {error}", provider.api_url())))?;
+    Ok(Box::new(provider))
+}
+
+/// Where an E2B setting comes from, for a usage error.
+fn e2b_flag(field: &str) -> &'static str {
+    match field {
+        "apiKey" => "E2B_API_KEY (or [e2b] api-key)",
+        "apiUrl" => "E2B_API_URL (or [e2b] api-url)",
+        "owner" => "--owner",
+        _ => "--e2b",
+    }
+}
+
+fn invalid_input(error: &ProviderError) -> Option<&InvalidInput> {
+    match error {
+        ProviderError::Backend(source) => source.downcast_ref::<InvalidInput>(),
+        ProviderError::NotOwned { .. } => None,
+    }
 }
 
 #[cfg(not(unix))]

@@ -29,7 +29,7 @@ pub mod messages;
 pub mod model;
 pub mod options;
 pub mod passes;
-#[cfg(any(feature = "docker", feature = "local"))]
+#[cfg(any(feature = "docker", feature = "local", feature = "e2b"))]
 pub mod providers;
 pub mod reports;
 pub mod start;
@@ -52,7 +52,9 @@ pub use model::{InvalidRecord, ReclaimOutcome, RunRecord, RunStatus, SandboxInst
 pub use passes::{reclaim_all, reconcile, FleetOptions, InvalidOption, ReconcileOptions, DEFAULT_OWNER};
 #[cfg(feature = "docker")]
 pub use providers::{DockerConfig, DockerProvider};
-#[cfg(any(feature = "docker", feature = "local"))]
+#[cfg(feature = "e2b")]
+pub use providers::{E2bConfig, E2bProvider, HostedError};
+#[cfg(any(feature = "docker", feature = "local", feature = "e2b"))]
 pub use providers::{ExecOutput, InvalidInput, Labels, ManagedSandboxProvider, SandboxHandle};
 // Namespaces, process groups and pid start times: Unix only (a Windows build
 // of the bindings has DockerProvider, and LocalProvider says it is missing).

@@ -169,6 +169,50 @@ pub fn providers_share_a_name(field: &str, name: &str, python: bool) -> String {
     }
 }
 
+// ---- hosted providers (E2B, ...): never a credential, always what to set ----
+
+/// A hosted provider built without a credential.
+pub fn hosted_missing_credential(vendor: &str, variable: &str, option: &str) -> String {
+    format!("no {vendor} API key: set {variable} or pass the provider's `{option}` option")
+}
+
+/// A credential that cannot be sent in an HTTP header.
+pub fn hosted_unprintable_credential(vendor: &str) -> String {
+    format!("the {vendor} API key contains characters an HTTP header cannot carry")
+}
+
+/// An API base URL that is not an `http(s)://host` URL.
+pub fn hosted_bad_url(vendor: &str, url: &str) -> String {
+    format!("the {vendor} API URL must be an http:// or https:// URL with a host, got {url:?}")
+}
+
+/// The vendor refused the credential (401/403).
+pub fn hosted_unauthorized(vendor: &str, status: u16, variable: &str, option: &str) -> String {
+    format!(
+        "{vendor} refused the API key (HTTP {status}): set {variable} (or the provider's `{option}` option) \
+         to a valid key"
+    )
+}
+
+/// The vendor answered a status the call does not accept.
+pub fn hosted_status(vendor: &str, method: &str, path: &str, status: u16, detail: &str) -> String {
+    if detail.is_empty() {
+        format!("{vendor} answered HTTP {status} to {method} {path}")
+    } else {
+        format!("{vendor} answered HTTP {status} to {method} {path}: {detail}")
+    }
+}
+
+/// A request that got no answer (connection refused, timed out, reset).
+pub fn hosted_transport(vendor: &str, method: &str, path: &str, cause: &str) -> String {
+    format!("{vendor} request {method} {path} failed: {cause}")
+}
+
+/// An answer whose body is not what the vendor documents.
+pub fn hosted_malformed(vendor: &str, method: &str, path: &str, why: &str) -> String {
+    format!("{vendor} answered {method} {path} with a body we cannot vouch for: {why}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,11 +28,19 @@ use crate::errors::ProviderError;
 
 #[cfg(feature = "docker")]
 pub mod docker;
+#[cfg(feature = "e2b")]
+pub mod e2b;
+#[cfg(feature = "e2b")]
+mod http;
 #[cfg(all(feature = "local", unix))]
 pub mod local;
 
 #[cfg(feature = "docker")]
 pub use docker::{DockerConfig, DockerProvider};
+#[cfg(feature = "e2b")]
+pub use e2b::{E2bConfig, E2bProvider};
+#[cfg(feature = "e2b")]
+pub use http::HostedError;
 #[cfg(all(feature = "local", unix))]
 pub use local::{Isolation, IsolationRequest, LocalConfig, LocalProvider};
 
@@ -123,6 +131,14 @@ impl From<InvalidInput> for ProviderError {
     fn from(invalid: InvalidInput) -> Self {
         ProviderError::backend(invalid)
     }
+}
+
+/// Checks a provider name (what records carry in `provider`): non-empty.
+pub fn validate_provider_name(name: &str) -> Result<(), InvalidInput> {
+    if name.is_empty() {
+        return Err(InvalidInput::new("name", "must be a non-empty string"));
+    }
+    Ok(())
 }
 
 /// Checks a sandbox key: non-empty, no NUL, at most 1024 bytes.

@@ -1,0 +1,144 @@
+//! `--e2b` and `[e2b]` against the local E2B fake (tests/fakes/e2b.mjs, which
+//! E2B's official SDK accepts in tests/node/e2b-fake.test.mjs): a pass sweeps
+//! the owner's old sandboxes page by page; a refused key exits 3 naming
+//! E2B_API_KEY and never printing the key. Needs `node` (FAILS without it).
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{json, Value};
+
+const KEY: &str = "e2b_cli_test_key";
+
+struct Fake {
+    child: Child,
+    url: String,
+}
+
+impl Fake {
+    fn start() -> Self {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fakes/e2b.mjs");
+        let mut child = Command::new("node")
+            .args([script, "--key", KEY])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("this test needs `node` on PATH to run the E2B fake");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let started: Value = serde_json::from_str(&line).expect("the fake prints {\"url\": ...}");
+        Self { child, url: started["url"].as_str().unwrap().to_owned() }
+    }
+
+    fn call(&self, method: reqwest::Method, route: &str, body: Option<Value>) -> Value {
+        common::runtime().block_on(async {
+            let mut request = reqwest::Client::new().request(method, format!("{}/_fake/{route}", self.url));
+            if let Some(body) = body {
+                request = request.body(body.to_string());
+            }
+            let response = request.send().await.unwrap();
+            serde_json::from_slice(&response.bytes().await.unwrap()).unwrap()
+        })
+    }
+
+    fn alive(&self) -> Vec<Value> {
+        self.call(reqwest::Method::GET, "state", None)["alive"].as_array().unwrap().clone()
+    }
+}
+
+impl Drop for Fake {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn e2b_run(fake: &Fake, key: &str, args: &[String]) -> common::Run {
+    let mut command = common::command(args);
+    command.env("E2B_API_KEY", key).env("E2B_API_URL", &fake.url).env_remove("E2B_DOMAIN");
+    let output = command.stdin(Stdio::null()).output().expect("spawn sandbox-reclaim");
+    common::Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn reconcile_sweeps_every_page_of_the_owners_e2b_sandboxes() {
+    let fake = Fake::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("--store=sqlite:{}", dir.path().join("store.db").display());
+    let ours: Vec<Value> = (0..7)
+        .map(|i| {
+            json!({ "sandboxID": format!("ours{i}"), "startedAt": "2026-01-01T00:00:00Z",
+                         "metadata": { "io.sandbox-reclaim.owner": "cli-e2b" } })
+        })
+        .collect();
+    fake.call(reqwest::Method::POST, "sandboxes", Some(Value::Array(ours)));
+    fake.call(reqwest::Method::POST, "sandboxes", Some(json!([{ "sandboxID": "stranger", "metadata": {} }])));
+
+    let args: Vec<String> = ["reconcile", "--e2b", "--owner=cli-e2b", "--json", &store].map(String::from).to_vec();
+    let run = e2b_run(&fake, KEY, &args);
+    run.expect_code(0);
+    let report = run.json();
+    let e2b = &report["report"]["providers"][0];
+    assert_eq!(e2b["name"], "e2b", "{run}");
+    assert_eq!(e2b["orphans"]["status"], "swept", "{run}");
+    assert_eq!(e2b["orphans"]["destroyed"], 7, "{run}");
+    assert_eq!(fake.alive(), [json!("stranger")]);
+    assert!(!run.stdout.contains(KEY) && !run.stderr.contains(KEY));
+}
+
+#[test]
+fn a_refused_key_exits_3_naming_the_variable_and_never_the_key() {
+    let fake = Fake::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("--store=sqlite:{}", dir.path().join("store.db").display());
+    for json_flag in [true, false] {
+        let mut args: Vec<String> = ["reconcile", "--e2b", &store].map(String::from).to_vec();
+        if json_flag {
+            args.push("--json".into());
+        }
+        let run = e2b_run(&fake, "e2b_wrong_secret", &args);
+        run.expect_code(3);
+        let printed = format!("{}{}", run.stdout, run.stderr);
+        assert!(printed.contains("E2B_API_KEY") && printed.contains("401"), "{run}");
+        assert!(!printed.contains("e2b_wrong_secret"), "{run}");
+    }
+}
+
+#[test]
+fn the_e2b_section_of_the_config_turns_the_provider_on_with_its_own_key_and_url() {
+    let fake = Fake::start();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("sandbox-reclaim.toml");
+    let mut file = std::fs::File::create(&config).unwrap();
+    writeln!(file, "[e2b]\nname = \"e2b-prod\"\napi-key = \"{KEY}\"\napi-url = \"{}\"", fake.url).unwrap();
+    fake.call(
+        reqwest::Method::POST,
+        "sandboxes",
+        Some(json!([{ "sandboxID": "old", "startedAt": "2026-01-01T00:00:00Z",
+                       "metadata": { "io.sandbox-reclaim.owner": "sandbox-reclaim" } }])),
+    );
+    let store = format!("--store=sqlite:{}", dir.path().join("store.db").display());
+    let args: Vec<String> =
+        ["orphans", "--json", &store, &format!("--config={}", config.display())].map(String::from).to_vec();
+    let mut command = common::command(&args);
+    command.env_remove("E2B_API_KEY").env("E2B_API_URL", "http://127.0.0.1:9");
+    let output = command.stdin(Stdio::null()).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    let report: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(report["report"]["providers"][0]["name"], "e2b-prod", "{report}");
+    assert!(fake.alive().is_empty());
+    assert!(!stdout.contains(KEY));
+
+    let empty_key = dir.path().join("empty.toml");
+    std::fs::write(&empty_key, "[e2b]\napi-key = \"\"\n").unwrap();
+    let run = common::run(&["reconcile".into(), store, format!("--config={}", empty_key.display())]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("e2b.api-key"), "{run}");
+}

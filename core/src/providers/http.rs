@@ -1,0 +1,312 @@
+//! What every hosted provider (E2B, and the vendors after it) shares: one
+//! HTTPS client on rustls, the credential header marked sensitive, a bounded
+//! wait on `429 Retry-After`, and errors that name the vendor and the variable
+//! to set, never the credential.
+//!
+//! Cancellation is the caller's: a destroy's deadline drops the future, and
+//! dropping a `reqwest` future aborts its request.
+
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use reqwest::{Method, StatusCode};
+
+use super::InvalidInput;
+use crate::errors::ProviderError;
+use crate::messages;
+
+/// How often one request is re-sent after a `429` before it fails.
+const MAX_RATE_LIMITED_RETRIES: u32 = 5;
+/// The wait after a `429` without a readable `Retry-After`.
+const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
+/// The longest `Retry-After` honoured; a longer one fails the request (the
+/// ledger retries the destroy on a later pass).
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+/// How much of an error body an error message quotes.
+const MAX_DETAIL_CHARS: usize = 200;
+
+/// Who a client talks to, for its messages.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Vendor {
+    /// The vendor's name in messages (`E2B`).
+    pub label: &'static str,
+    /// The environment variable holding the credential (`E2B_API_KEY`).
+    pub credential_variable: &'static str,
+    /// The provider option holding the credential (`apiKey`).
+    pub credential_option: &'static str,
+}
+
+/// A vendor's answer: status, headers and the whole body.
+pub(crate) struct Answer {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    /// A header as text, if present and readable.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|value| value.to_str().ok())
+    }
+}
+
+/// One vendor's HTTPS client.
+pub(crate) struct HostedClient {
+    vendor: Vendor,
+    client: reqwest::Client,
+    base_url: String,
+}
+
+impl HostedClient {
+    /// A client for `base_url` sending `credential` in header `auth_header`
+    /// (with `auth_prefix` before it, e.g. `Bearer `). Bad input names its field.
+    pub fn new(
+        vendor: Vendor,
+        base_url: &str,
+        auth_header: &'static str,
+        auth_prefix: &str,
+        credential: &str,
+        request_timeout: Duration,
+    ) -> Result<Self, InvalidInput> {
+        let base_url = base_url.trim_end_matches('/').to_owned();
+        match reqwest::Url::parse(&base_url) {
+            Ok(url) if matches!(url.scheme(), "http" | "https") && url.host_str().is_some() => {}
+            _ => return Err(InvalidInput::new("apiUrl", messages::hosted_bad_url(vendor.label, &base_url))),
+        }
+        if credential.is_empty() {
+            return Err(InvalidInput::new(
+                vendor.credential_option,
+                messages::hosted_missing_credential(vendor.label, vendor.credential_variable, vendor.credential_option),
+            ));
+        }
+        let mut value = HeaderValue::from_str(&format!("{auth_prefix}{credential}")).map_err(|_| {
+            InvalidInput::new(vendor.credential_option, messages::hosted_unprintable_credential(vendor.label))
+        })?;
+        // Sensitive: never printed by reqwest's or hyper's debug output.
+        value.set_sensitive(true);
+        let mut headers = HeaderMap::new();
+        headers.insert(HeaderName::from_static(auth_header), value);
+        let client = reqwest::Client::builder()
+            .default_headers(headers)
+            .user_agent(concat!("sandbox-reclaim/", env!("CARGO_PKG_VERSION")))
+            .timeout(request_timeout)
+            .connect_timeout(request_timeout.min(Duration::from_secs(10)))
+            .build()
+            .map_err(|error| InvalidInput::new("apiUrl", error.without_url().to_string()))?;
+        Ok(Self { vendor, client, base_url })
+    }
+
+    /// Sends `method path` (path with its query), waiting out `429`s with
+    /// their `Retry-After`. A 401/403 is an authentication error naming the
+    /// variable to set; every other status is returned to the caller.
+    pub async fn send(&self, method: Method, path: &str) -> Result<Answer, ProviderError> {
+        let mut rate_limited = 0;
+        loop {
+            let request = self.client.request(method.clone(), format!("{}{path}", self.base_url));
+            let response = request.send().await.map_err(|error| self.transport(&method, path, error))?;
+            let status = response.status();
+            let headers = response.headers().clone();
+            let body = response.bytes().await.map_err(|error| self.transport(&method, path, error))?.to_vec();
+            let answer = Answer { status, headers, body };
+            if status == StatusCode::TOO_MANY_REQUESTS && rate_limited < MAX_RATE_LIMITED_RETRIES {
+                if let Some(wait) = retry_after(&answer) {
+                    rate_limited += 1;
+                    tokio::time::sleep(wait).await;
+                    continue;
+                }
+            }
+            if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+                return Err(ProviderError::backend(HostedError::Unauthorized(messages::hosted_unauthorized(
+                    self.vendor.label,
+                    status.as_u16(),
+                    self.vendor.credential_variable,
+                    self.vendor.credential_option,
+                ))));
+            }
+            return Ok(answer);
+        }
+    }
+
+    /// The error for an answer the caller did not expect.
+    pub fn unexpected(&self, method: &Method, path: &str, answer: &Answer) -> ProviderError {
+        let detail = error_detail(&answer.body);
+        ProviderError::backend(HostedError::Failed(messages::hosted_status(
+            self.vendor.label,
+            method.as_str(),
+            path_only(path),
+            answer.status.as_u16(),
+            &detail,
+        )))
+    }
+
+    /// The error for an answer whose body does not read as documented.
+    pub fn malformed(&self, method: &Method, path: &str, why: &str) -> ProviderError {
+        ProviderError::backend(HostedError::Failed(messages::hosted_malformed(
+            self.vendor.label,
+            method.as_str(),
+            path_only(path),
+            why,
+        )))
+    }
+
+    fn transport(&self, method: &Method, path: &str, error: reqwest::Error) -> ProviderError {
+        // `without_url`: the base URL may carry user info; the path is ours.
+        let cause = if error.is_timeout() { "timed out".to_owned() } else { error.without_url().to_string() };
+        ProviderError::backend(HostedError::Failed(messages::hosted_transport(
+            self.vendor.label,
+            method.as_str(),
+            path_only(path),
+            &cause,
+        )))
+    }
+}
+
+/// A hosted provider's failure. `Unauthorized` is kept apart so the command
+/// can exit 3 (unavailable) with it.
+#[derive(Debug, thiserror::Error)]
+pub enum HostedError {
+    /// The vendor refused the credential (401/403).
+    #[error("{0}")]
+    Unauthorized(String),
+    /// Any other failure: a status, a transport error, a malformed answer.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// A `Retry-After` in seconds (the vendors send seconds), capped; `None` when
+/// the wait is longer than we hold a request for.
+fn retry_after(answer: &Answer) -> Option<Duration> {
+    let wait = match answer.headers.get(RETRY_AFTER).and_then(|value| value.to_str().ok()) {
+        Some(text) => match text.trim().parse::<f64>() {
+            Ok(seconds) if seconds.is_finite() && seconds >= 0.0 => Duration::from_secs_f64(seconds.min(1e6)),
+            _ => DEFAULT_RETRY_AFTER,
+        },
+        None => DEFAULT_RETRY_AFTER,
+    };
+    (wait <= MAX_RETRY_AFTER).then_some(wait)
+}
+
+/// The vendor's own message from an error body (`{"message": ...}` or
+/// `{"error": {"message": ...}}`), else the body's start, shortened.
+fn error_detail(body: &[u8]) -> String {
+    let parsed: Option<serde_json::Value> = serde_json::from_slice(body).ok();
+    let message = parsed.as_ref().and_then(|value| {
+        value
+            .get("message")
+            .and_then(|message| message.as_str())
+            .or_else(|| value.get("error").and_then(|error| error.get("message")).and_then(|message| message.as_str()))
+            .or_else(|| value.get("error").and_then(|error| error.as_str()))
+            .map(str::to_owned)
+    });
+    let text = message.unwrap_or_else(|| String::from_utf8_lossy(body).into_owned());
+    let mut short: String = text.chars().take(MAX_DETAIL_CHARS).collect();
+    if text.chars().count() > MAX_DETAIL_CHARS {
+        short.push('…');
+    }
+    short
+}
+
+/// A request's path without its query (queries carry filters and tokens).
+fn path_only(path: &str) -> &str {
+    path.split('?').next().unwrap_or(path)
+}
+
+/// Percent-encodes a query component (RFC 3986 unreserved characters kept).
+pub(crate) fn encode_component(text: &str) -> String {
+    let mut encoded = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            encoded.push(byte as char);
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    encoded
+}
+
+/// An RFC 3339 timestamp (`2026-12-01T10:00:00.123Z`, or with an offset) as
+/// epoch milliseconds; `None` for anything else (the sweep then fails closed).
+pub(crate) fn parse_rfc3339_millis(text: &str) -> Option<u64> {
+    let bytes = text.as_bytes();
+    let digits = |from: usize, count: usize| -> Option<i64> {
+        let part = text.get(from..from + count)?;
+        part.bytes().all(|b| b.is_ascii_digit()).then(|| part.parse().ok())?
+    };
+    if bytes.len() < 20 || bytes[4] != b'-' || bytes[7] != b'-' || !matches!(bytes[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    if bytes[13] != b':' || bytes[16] != b':' {
+        return None;
+    }
+    let (year, month, day) = (digits(0, 4)?, digits(5, 2)?, digits(8, 2)?);
+    let (hour, minute, second) = (digits(11, 2)?, digits(14, 2)?, digits(17, 2)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    let mut at = 19;
+    let mut millis = 0i64;
+    if bytes.get(at) == Some(&b'.') {
+        let start = at + 1;
+        let mut end = start;
+        while end < bytes.len() && bytes[end].is_ascii_digit() {
+            end += 1;
+        }
+        if end == start {
+            return None;
+        }
+        let fraction = &text[start..end.min(start + 3)];
+        millis = fraction.parse::<i64>().ok()? * 10i64.pow(3 - fraction.len() as u32);
+        at = end;
+    }
+    let offset_minutes = match text.get(at..)? {
+        "Z" | "z" => 0,
+        zone if zone.len() == 6 && matches!(zone.as_bytes()[0], b'+' | b'-') && zone.as_bytes()[3] == b':' => {
+            let sign = if zone.starts_with('-') { -1 } else { 1 };
+            sign * (digits(at + 1, 2)? * 60 + digits(at + 4, 2)?)
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(year, month, day);
+    let seconds = days * 86_400 + hour * 3_600 + minute * 60 + second - offset_minutes * 60;
+    u64::try_from(seconds * 1_000 + millis).ok()
+}
+
+// Howard Hinnant's days_from_civil: days since 1970-01-01 of a Gregorian date.
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year - era * 400;
+    let day_of_year = (153 * (month + if month > 2 { -3 } else { 9 }) + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_parse_to_epoch_millis() {
+        assert_eq!(parse_rfc3339_millis("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(parse_rfc3339_millis("2026-12-01T10:00:00.123Z"), Some(1_796_119_200_123));
+        assert_eq!(parse_rfc3339_millis("2026-12-01T11:00:00.123456789+01:00"), Some(1_796_119_200_123));
+        assert_eq!(parse_rfc3339_millis("2024-02-29T00:00:00.5Z"), Some(1_709_164_800_500));
+        for bad in ["", "2026-12-01", "2026-13-01T00:00:00Z", "2026-12-01T00:00:00", "2026-12-01T00:00:00.Z", "x"] {
+            assert_eq!(parse_rfc3339_millis(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn query_components_are_percent_encoded() {
+        assert_eq!(encode_component("io.sandbox-reclaim.owner=a b&c"), "io.sandbox-reclaim.owner%3Da%20b%26c");
+        assert_eq!(encode_component("ü"), "%C3%BC");
+    }
+
+    #[test]
+    fn error_details_prefer_the_vendors_message_and_stay_short() {
+        assert_eq!(error_detail(br#"{"code":500,"message":"boom"}"#), "boom");
+        assert_eq!(error_detail(br#"{"error":{"message":"nested"}}"#), "nested");
+        assert_eq!(error_detail(b"plain"), "plain");
+        assert_eq!(error_detail("x".repeat(500).as_bytes()).chars().count(), MAX_DETAIL_CHARS + 1);
+    }
+}

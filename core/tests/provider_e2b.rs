@@ -1,0 +1,270 @@
+//! `E2bProvider` against the local E2B fake (tests/fakes/e2b.mjs, proven by
+//! E2B's official SDK in tests/node/e2b-fake.test.mjs): honest destroys,
+//! every page of an owner-filtered listing, and the faults a real fleet
+//! meets. The fake runs under `node`, which `make test` has; without it these
+//! tests FAIL, never pass.
+#![cfg(feature = "e2b")]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sandbox_reclaim::{
+    reclaim_sandbox, reconcile, E2bConfig, E2bProvider, HostedError, InMemorySandboxInstanceStore, LeakLedger,
+    ProviderError, ReclaimOptions, ReclaimOutcome, ReconcileOptions, RunRecord, RunStatus, SandboxInstanceRecord,
+    SandboxInstanceStore, SandboxProvider, SweepStatus,
+};
+use serde_json::{json, Value};
+
+const KEY: &str = "e2b_test_key";
+const OWNER_LABEL: &str = "io.sandbox-reclaim.owner";
+
+/// The fake, serving until dropped.
+struct Fake {
+    child: Child,
+    url: String,
+    http: reqwest::Client,
+}
+
+impl Fake {
+    fn start() -> Self {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fakes/e2b.mjs");
+        let mut child = Command::new("node")
+            .arg(script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("these tests need `node` on PATH to run the E2B fake");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let started: Value = serde_json::from_str(&line).expect("the fake prints {\"url\": ...}");
+        Self { child, url: started["url"].as_str().unwrap().to_owned(), http: reqwest::Client::new() }
+    }
+
+    fn provider(&self, page_size: u32) -> E2bProvider {
+        self.provider_with_key(KEY, page_size)
+    }
+
+    fn provider_with_key(&self, key: &str, page_size: u32) -> E2bProvider {
+        let config = E2bConfig {
+            api_key: Some(key.to_owned()),
+            api_url: Some(self.url.clone()),
+            page_size,
+            request_timeout: Duration::from_secs(10),
+            ..E2bConfig::default()
+        };
+        E2bProvider::new(config).unwrap()
+    }
+
+    async fn post(&self, route: &str, body: Value) {
+        let response = self.http.post(format!("{}/_fake/{route}", self.url)).body(body.to_string()).send().await;
+        assert!(response.unwrap().status().is_success());
+    }
+
+    /// Seeds sandboxes `{prefix}{i}` started an hour ago, under `owner` (or unlabelled).
+    async fn seed(&self, prefix: &str, count: usize, owner: Option<&str>) {
+        let started = "2026-01-01T00:00:00.000Z";
+        let sandboxes: Vec<Value> = (0..count)
+            .map(|index| {
+                let metadata = owner.map_or_else(|| json!({}), |owner| json!({ OWNER_LABEL: owner }));
+                let state = if index % 2 == 0 { "running" } else { "paused" };
+                json!({ "sandboxID": format!("{prefix}{index:03}"), "startedAt": started, "metadata": metadata, "state": state })
+            })
+            .collect();
+        self.post("sandboxes", Value::Array(sandboxes)).await;
+    }
+
+    async fn faults(&self, faults: Value) {
+        self.post("faults", faults).await;
+    }
+
+    async fn state(&self) -> Value {
+        let response = self.http.get(format!("{}/_fake/state", self.url)).send().await.unwrap();
+        serde_json::from_slice(&response.bytes().await.unwrap()).unwrap()
+    }
+
+    async fn alive(&self) -> Vec<String> {
+        strings(&self.state().await["alive"])
+    }
+
+    async fn deletes_of(&self, id: &str) -> usize {
+        let path = format!("/sandboxes/{id}");
+        let state = self.state().await;
+        state["requests"].as_array().unwrap().iter().filter(|r| r["method"] == "DELETE" && r["path"] == path).count()
+    }
+}
+
+impl Drop for Fake {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value.as_array().unwrap().iter().map(|item| item.as_str().unwrap().to_owned()).collect()
+}
+
+fn sweep_options<'a>(provider: &'a E2bProvider, store: &'a InMemorySandboxInstanceStore) -> ReconcileOptions<'a> {
+    let mut options = ReconcileOptions::new(vec![provider as &dyn SandboxProvider], store);
+    options.orphan_grace = Duration::from_secs(60);
+    options.backoff = Duration::from_millis(1);
+    options.max_backoff = Duration::from_millis(1);
+    options
+}
+
+#[tokio::test]
+async fn destroy_kills_permanently_and_reads_not_found_as_gone() {
+    let fake = Fake::start();
+    fake.seed("sbx", 2, Some("sandbox-reclaim")).await;
+    let provider = fake.provider(100);
+    provider.destroy("sbx000").await.unwrap();
+    assert_eq!(fake.alive().await, ["sbx001"]);
+    provider.destroy("sbx000").await.expect("already gone is success");
+    provider.destroy("never-existed").await.expect("unknown is gone");
+    assert!(provider.destroy("../v2/sandboxes").await.is_err(), "an id that is not one is refused before any request");
+    assert_eq!(fake.deletes_of("sbx000").await, 2);
+}
+
+#[tokio::test]
+async fn a_wrong_key_names_the_variable_to_set_and_never_the_key() {
+    let fake = Fake::start();
+    fake.seed("sbx", 1, Some("sandbox-reclaim")).await;
+    let provider = fake.provider_with_key("e2b_wrong_secret_value", 100);
+    for error in [
+        provider.destroy("sbx000").await.unwrap_err(),
+        provider.list_sandboxes().await.unwrap_err(),
+        provider.check_access().await.unwrap_err(),
+    ] {
+        let message = error.to_string();
+        assert!(message.contains("E2B_API_KEY") && message.contains("401"), "{message}");
+        assert!(!message.contains("e2b_wrong_secret_value"), "{message}");
+        let ProviderError::Backend(inner) = &error else { panic!("{error:?}") };
+        assert!(matches!(inner.downcast_ref::<HostedError>(), Some(HostedError::Unauthorized(_))), "{error:?}");
+    }
+    assert_eq!(fake.alive().await, ["sbx000"]);
+    fake.provider(100).check_access().await.expect("the right key is accepted");
+}
+
+#[tokio::test]
+async fn server_errors_fail_the_destroy_and_rate_limits_wait_for_retry_after() {
+    let fake = Fake::start();
+    fake.seed("sbx", 2, Some("sandbox-reclaim")).await;
+    let provider = fake.provider(100);
+    fake.faults(json!({ "failDeleteEvery": 1 })).await;
+    let failed = provider.destroy("sbx000").await.unwrap_err().to_string();
+    assert!(failed.contains("HTTP 500") && failed.contains("internal server error"), "{failed}");
+    assert_eq!(fake.alive().await, ["sbx000", "sbx001"]);
+
+    fake.faults(json!({ "failDeleteEvery": 0, "rateLimitDeletes": 2, "retryAfterSeconds": 0.4 })).await;
+    let started = Instant::now();
+    provider.destroy("sbx000").await.expect("a 429 is waited out");
+    assert!(started.elapsed() >= Duration::from_millis(800), "waited {:?}", started.elapsed());
+    assert_eq!(fake.alive().await, ["sbx001"]);
+}
+
+#[tokio::test]
+async fn a_hanging_delete_is_cut_by_the_destroy_deadline_and_reaches_the_ledger() {
+    let fake = Fake::start();
+    fake.seed("sbx", 1, Some("sandbox-reclaim")).await;
+    fake.faults(json!({ "hangDeletes": true })).await;
+    let provider = fake.provider(100);
+    let store = InMemorySandboxInstanceStore::with_ledger();
+    let record = SandboxInstanceRecord {
+        key: "k1".into(),
+        provider: "e2b".into(),
+        provider_sandbox_id: "sbx000".into(),
+        latest_snapshot_id: None,
+        thread_id: "thread-1".into(),
+        latest_run_id: None,
+        updated_at: 1,
+    };
+    store.upsert(&record).await.unwrap();
+    let run = RunRecord::new("run-1", "thread-1", RunStatus::Completed).with_sandbox_key("k1");
+    let started = Instant::now();
+    let options = ReclaimOptions::new(&provider, &store).with_destroy_timeout(Duration::from_millis(300));
+    let outcome = reclaim_sandbox(&run, options).await.unwrap();
+    assert_eq!(outcome, ReclaimOutcome::DestroyFailed);
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    let leaks = store.list_leaks(Some("e2b")).await.unwrap();
+    assert_eq!(leaks.iter().map(|leak| leak.provider_sandbox_id.as_str()).collect::<Vec<_>>(), ["sbx000"]);
+}
+
+#[tokio::test]
+async fn the_sweep_lists_every_owned_page_once_and_touches_nothing_else() {
+    let fake = Fake::start();
+    fake.seed("ours", 10, Some("sandbox-reclaim")).await;
+    fake.seed("theirs", 3, Some("another-team")).await;
+    fake.seed("unlabelled", 2, None).await;
+    fake.faults(json!({ "repeatAcrossPages": true })).await;
+    let provider = fake.provider(3);
+    let listed = provider.list_sandboxes().await.unwrap();
+    assert!(listed.len() > 10, "pages repeat an item: {}", listed.len());
+    assert!(listed.iter().all(|sandbox| sandbox.owner.as_deref() == Some("sandbox-reclaim")));
+    assert!(listed.iter().all(|sandbox| sandbox.created_at == Some(1_767_225_600_000)));
+
+    let store = InMemorySandboxInstanceStore::with_ledger();
+    let report = reconcile(sweep_options(&provider, &store)).await.unwrap();
+    let orphans = &report.providers[0].orphans;
+    assert_eq!(orphans.status, SweepStatus::Swept);
+    assert_eq!((orphans.listed, orphans.found, orphans.destroyed), (10, 10, 10));
+    let mut alive = fake.alive().await;
+    alive.sort();
+    assert_eq!(alive, ["theirs000", "theirs001", "theirs002", "unlabelled000", "unlabelled001"]);
+    for index in 0..10 {
+        assert_eq!(fake.deletes_of(&format!("ours{index:03}")).await, 1, "ours{index:03} destroyed once");
+    }
+    assert!(!report.still_leaking);
+}
+
+#[tokio::test]
+async fn a_malformed_page_or_a_failing_listing_makes_the_sweep_unavailable() {
+    let fake = Fake::start();
+    fake.seed("ours", 5, Some("sandbox-reclaim")).await;
+    let provider = fake.provider(2);
+    let store = InMemorySandboxInstanceStore::with_ledger();
+    fake.faults(json!({ "malformedPage": 2 })).await;
+    let report = reconcile(sweep_options(&provider, &store)).await.unwrap();
+    let orphans = &report.providers[0].orphans;
+    assert_eq!(orphans.status, SweepStatus::Unavailable);
+    assert!(orphans.error.as_deref().unwrap_or_default().contains("cannot vouch for"), "{orphans:?}");
+    assert!(report.still_leaking);
+    assert_eq!(fake.alive().await.len(), 5, "nothing destroyed");
+
+    fake.faults(json!({ "malformedPage": 0, "hangLists": true })).await;
+    let mut options = sweep_options(&provider, &store);
+    options.destroy_timeout = Some(Duration::from_millis(300));
+    let report = reconcile(options).await.unwrap();
+    assert_eq!(report.providers[0].orphans.status, SweepStatus::Unavailable);
+    assert_eq!(fake.alive().await.len(), 5, "nothing destroyed");
+}
+
+#[tokio::test]
+async fn failed_deletes_reach_the_ledger_and_a_lagging_listing_is_never_destroyed_twice() {
+    let fake = Fake::start();
+    fake.seed("ours", 6, Some("sandbox-reclaim")).await;
+    fake.faults(json!({ "failDeleteEvery": 2, "deletedStayListedMs": 60_000 })).await;
+    let provider = fake.provider(4);
+    let store = InMemorySandboxInstanceStore::with_ledger();
+
+    let first = reconcile(sweep_options(&provider, &store)).await.unwrap();
+    let orphans = &first.providers[0].orphans;
+    assert_eq!((orphans.found, orphans.destroyed, orphans.failed), (6, 3, 3));
+    assert!(first.still_leaking);
+    assert_eq!(store.list_leaks(Some("e2b")).await.unwrap().len(), 3, "each failed destroy is in the ledger");
+
+    fake.faults(json!({ "failDeleteEvery": 0 })).await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let second = reconcile(sweep_options(&provider, &store)).await.unwrap();
+    assert_eq!(second.providers[0].leaks.destroyed, 3, "the next pass retries the ledger's entries");
+    let orphans = &second.providers[0].orphans;
+    assert_eq!(orphans.listed, 6, "destroyed sandboxes are still listed");
+    assert_eq!(orphans.found, 0, "and never swept again: {orphans:?}");
+    assert!(fake.alive().await.is_empty());
+    assert!(store.list_leaks(Some("e2b")).await.unwrap().is_empty());
+    assert!(!second.still_leaking);
+    for index in 0..6 {
+        let deletes = fake.deletes_of(&format!("ours{index:03}")).await;
+        assert!(deletes <= 2, "ours{index:03}: {deletes} deletes");
+    }
+}
