@@ -23,6 +23,8 @@ module.exports = {
   listLeaks: stores.listLeaks,
   DockerProvider: providers.DockerProvider,
   LocalProvider: providers.LocalProvider,
+  E2bProvider: providers.E2bProvider,
+  ownerLabels: providers.ownerLabels,
   SandboxNotOwnedError,
   SandboxStoreError,
   SandboxStoreOpenError,

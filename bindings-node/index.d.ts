@@ -437,6 +437,51 @@ export declare class LocalProvider extends ManagedSandboxProvider {
   isolation(): LocalIsolation;
 }
 
+// ------------------------------------------------ hosted providers
+
+export interface E2bProviderOptions {
+  /** Provider name instance records carry. Default `'e2b'`. */
+  name?: string;
+  /** Owner namespace: the metadata the listing is filtered by. Default `'sandbox-reclaim'`. */
+  owner?: string;
+  /** API key. Default `process.env.E2B_API_KEY`. Never printed. */
+  apiKey?: string;
+  /** API base URL. Default `E2B_API_URL`, else `https://api.${E2B_DOMAIN}`, else `https://api.e2b.app`. */
+  apiUrl?: string;
+  /** Sandboxes per listing page, 1 to 100. Default 100. */
+  pageSize?: number;
+  /** Longest one HTTP request may take. Default 30 000 ms. */
+  requestTimeoutMs?: number;
+}
+
+/**
+ * E2B sandboxes through E2B's REST API. `destroy` kills for good (`DELETE
+ * /sandboxes/{id}`; already gone is success; any other failure rejects, so a
+ * reclaim reports `destroy-failed` and the ledger retries it); `list` reads
+ * every page under the owner's metadata (running and paused: both bill).
+ * Create sandboxes with E2B's SDK, passing `metadata: ownerLabels(owner, key)`.
+ */
+export declare class E2bProvider implements SandboxProvider {
+  /** Refuses bad options (and a missing key) with a TypeError naming the field. Sends nothing. */
+  constructor(options?: E2bProviderOptions);
+  readonly name: string;
+  readonly owner: string;
+  /** The API base URL in use. */
+  readonly apiUrl: string;
+  destroy(input: ReclaimDestroyInput): Promise<void>;
+  /** Every sandbox under the owner, for the orphan sweep. */
+  list(input?: FleetListInput): Promise<ListedSandbox[]>;
+  /** One small authenticated call; rejects naming `E2B_API_KEY` when E2B refuses the key. */
+  checkAccess(): Promise<void>;
+}
+
+/**
+ * The labels / metadata to attach when creating a sandbox through a vendor
+ * SDK (E2B `metadata`, Daytona `labels`, Docker labels), so `reconcile`'s
+ * orphan sweep knows it as `owner`'s (default `'sandbox-reclaim'`) and for `key`.
+ */
+export declare function ownerLabels(owner: string | undefined, key: string): Record<string, string>;
+
 /** A provider refused to touch a sandbox it does not own. */
 export declare class SandboxNotOwnedError extends Error {
   constructor(message: string);

@@ -17,6 +17,8 @@ export const {
   reconcile,
   DockerProvider,
   LocalProvider,
+  E2bProvider,
+  ownerLabels,
   SandboxNotOwnedError,
   SandboxStoreError,
   SandboxStoreOpenError,

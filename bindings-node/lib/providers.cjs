@@ -131,4 +131,96 @@ class LocalProvider extends ManagedProvider {
   }
 }
 
-module.exports = { DockerProvider, LocalProvider };
+/**
+ * E2B sandboxes through E2B's REST API: `destroy` kills for good (already
+ * gone is success; any other failure rejects, so it reaches the leak ledger),
+ * `list` reads every page under the owner's metadata for the orphan sweep.
+ * Create sandboxes with E2B's SDK, passing `metadata: ownerLabels(owner, key)`.
+ */
+class E2bProvider {
+  #native;
+  #name;
+  #owner;
+
+  /**
+   * @param {{ name?: string, owner?: string, apiKey?: string, apiUrl?: string,
+   *   pageSize?: number, requestTimeoutMs?: number }} [options]
+   */
+  constructor(options = {}) {
+    checkObject(options, 'options');
+    for (const field of ['name', 'owner', 'apiKey', 'apiUrl']) checkOptionalString(options, field, 'options');
+    for (const field of ['pageSize', 'requestTimeoutMs']) {
+      const value = options[field];
+      if (value !== undefined && (!Number.isInteger(value) || value < 1 || value > 0xffffffff)) {
+        throw new TypeError(`options.${field} must be a positive whole number`);
+      }
+    }
+    const { name, owner, apiKey, apiUrl, pageSize, requestTimeoutMs } = options;
+    this.#native = nativeCallSync(() => native.NativeHostedProvider.e2b({ name, owner, apiKey, apiUrl, pageSize, requestTimeoutMs }));
+    this.#name = this.#native.name;
+    this.#owner = this.#native.owner;
+  }
+
+  /** The name instance records carry in `provider` (default `'e2b'`). */
+  get name() {
+    return this.#name;
+  }
+
+  /** The owner namespace the listing is filtered by. */
+  get owner() {
+    return this.#owner;
+  }
+
+  /** The API base URL in use. */
+  get apiUrl() {
+    return this.#native.apiUrl;
+  }
+
+  /**
+   * Kills sandbox `id` for good; already gone is success. An `input.signal`
+   * (the destroy's deadline) aborts the HTTP request when it fires.
+   */
+  async destroy(input) {
+    checkObject(input, 'input');
+    const { id, signal } = input;
+    checkString(id, 'input.id');
+    if (signal === undefined || signal === null) {
+      await nativeCall(() => this.#native.destroy(id));
+      return;
+    }
+    if (signal.aborted) throw signal.reason ?? new Error(`destroying sandbox ${JSON.stringify(id)} was aborted`);
+    const abort = new native.NativeAbort();
+    const onAbort = () => abort.abort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      await nativeCall(() => this.#native.destroy(id, abort));
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Every sandbox under the owner's metadata: `{ id, createdAt, owner, key }`. */
+  async list() {
+    return nativeCall(() => this.#native.list());
+  }
+
+  /** One small authenticated call: rejects, naming E2B_API_KEY, when E2B refuses the key. */
+  async checkAccess() {
+    await nativeCall(() => this.#native.checkAccess());
+  }
+}
+
+/**
+ * The labels (E2B metadata, Daytona labels) to pass when an app creates a
+ * sandbox through a vendor SDK, so `reconcile` knows it as `owner`'s.
+ * @param {string | undefined} owner default `'sandbox-reclaim'`
+ * @param {string} key the sandbox key
+ * @returns {Record<string, string>}
+ */
+function ownerLabels(owner, key) {
+  if (owner !== undefined) checkString(owner, 'owner');
+  checkString(key, 'key');
+  return nativeCallSync(() => native.ownerLabels(owner, key));
+}
+
+module.exports = { DockerProvider, LocalProvider, E2bProvider, ownerLabels };

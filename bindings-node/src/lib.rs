@@ -9,6 +9,7 @@
 
 pub mod cli;
 pub mod flow;
+pub mod hosted_provider;
 pub mod memory_store;
 pub mod packed;
 pub mod provider;

@@ -6,6 +6,9 @@ import {
   InMemorySandboxInstanceStore,
   DockerProvider,
   LocalProvider,
+  E2bProvider,
+  ownerLabels,
+  reconcile,
   SandboxNotOwnedError,
   reclaimSandbox,
   sandboxReclaimer,
@@ -42,12 +45,21 @@ export async function usage(): Promise<void> {
   await memory.claimLeaks?.('docker', 1, 0);
   const error = new SandboxNotOwnedError('nope');
   const code: 'SANDBOX_NOT_OWNED' = error.code;
+  const e2b = new E2bProvider({ owner: 'team-a', pageSize: 50, requestTimeoutMs: 10_000 });
+  await e2b.checkAccess();
+  const swept: ListedSandbox[] = await e2b.list();
+  await reclaimSandbox({ runId: 'r', sandboxKey: 'k' }, { provider: e2b, instances: sqlite });
+  await reconcile({ providers: [e2b, docker], instances: sqlite });
+  const metadata: Record<string, string> = ownerLabels('team-a', 'thread-1:sandbox');
+  void [swept, metadata, e2b.apiUrl];
   await sqlite.close();
   void [isolation, handles, exitCode, summary, leaks, count, code, owner];
   // @ts-expect-error stores are opened, not constructed
   new SqliteSandboxInstanceStore();
   // @ts-expect-error image is required
   new DockerProvider({});
+  // @ts-expect-error pageSize is a number
+  new E2bProvider({ pageSize: '10' });
   // @ts-expect-error unknown isolation
   new LocalProvider({ baseDir: '/tmp', isolation: 'vm' });
 }

@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use sandbox_reclaim::{
-    DockerConfig, DockerProvider, E2bConfig, E2bProvider, InvalidInput, ListedSandbox, ProviderError, SandboxProvider,
-    DEFAULT_OWNER,
+    DockerConfig, DockerProvider, E2bConfig, E2bProvider, HostedSandboxProvider, InvalidInput, ListedSandbox,
+    ProviderError, SandboxProvider, DEFAULT_OWNER,
 };
 
 use crate::config::Settings;

@@ -53,7 +53,7 @@ pub use passes::{reclaim_all, reconcile, FleetOptions, InvalidOption, ReconcileO
 #[cfg(feature = "docker")]
 pub use providers::{DockerConfig, DockerProvider};
 #[cfg(feature = "e2b")]
-pub use providers::{E2bConfig, E2bProvider, HostedError};
+pub use providers::{E2bConfig, E2bProvider, HostedError, HostedSandboxProvider};
 #[cfg(any(feature = "docker", feature = "local", feature = "e2b"))]
 pub use providers::{ExecOutput, InvalidInput, Labels, ManagedSandboxProvider, SandboxHandle};
 // Namespaces, process groups and pid start times: Unix only (a Windows build

@@ -10,9 +10,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use sandbox_reclaim::{
-    reclaim_sandbox, reconcile, E2bConfig, E2bProvider, HostedError, InMemorySandboxInstanceStore, LeakLedger,
-    ProviderError, ReclaimOptions, ReclaimOutcome, ReconcileOptions, RunRecord, RunStatus, SandboxInstanceRecord,
-    SandboxInstanceStore, SandboxProvider, SweepStatus,
+    reclaim_sandbox, reconcile, E2bConfig, E2bProvider, HostedError, HostedSandboxProvider,
+    InMemorySandboxInstanceStore, LeakLedger, ProviderError, ReclaimOptions, ReclaimOutcome, ReconcileOptions,
+    RunRecord, RunStatus, SandboxInstanceRecord, SandboxInstanceStore, SandboxProvider, SweepStatus,
 };
 use serde_json::{json, Value};
 
@@ -186,6 +186,15 @@ async fn a_hanging_delete_is_cut_by_the_destroy_deadline_and_reaches_the_ledger(
     let outcome = reclaim_sandbox(&run, options).await.unwrap();
     assert_eq!(outcome, ReclaimOutcome::DestroyFailed);
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    let mut abandoned = Value::Null;
+    for _ in 0..100 {
+        abandoned = fake.state().await["abandoned"].clone();
+        if abandoned == json!(1) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(abandoned, json!(1), "the deadline dropped the HTTP request itself");
     let leaks = store.list_leaks(Some("e2b")).await.unwrap();
     assert_eq!(leaks.iter().map(|leak| leak.provider_sandbox_id.as_str()).collect::<Vec<_>>(), ["sbx000"]);
 }

@@ -62,6 +62,14 @@ export async function startFakeE2b({ key = DEFAULT_KEY } = {}) {
   let faults = { ...NO_FAULTS };
   let deletes = 0;
   const hanging = new Set();
+  let abandoned = 0; // hanging requests the client gave up on (closed the connection)
+
+  function hang(res) {
+    hanging.add(res);
+    res.on('close', () => {
+      if (hanging.delete(res)) abandoned += 1;
+    });
+  }
 
   function seed(list) {
     for (const item of list) {
@@ -113,7 +121,7 @@ export async function startFakeE2b({ key = DEFAULT_KEY } = {}) {
 
   function destroy(id, res) {
     deletes += 1;
-    if (faults.hangDeletes) return hanging.add(res);
+    if (faults.hangDeletes) return hang(res);
     if (faults.rateLimitDeletes > 0) {
       faults.rateLimitDeletes -= 1;
       res.setHeader('retry-after', String(faults.retryAfterSeconds));
@@ -126,6 +134,10 @@ export async function startFakeE2b({ key = DEFAULT_KEY } = {}) {
     deleted.set(id, { sandbox, at: Date.now() });
     res.writeHead(204);
     res.end();
+  }
+
+  function snapshot() {
+    return { alive: [...sandboxes.keys()].sort(), deleted: [...deleted.keys()].sort(), requests: [...requests], abandoned };
   }
 
   async function control(req, url, res) {
@@ -145,11 +157,14 @@ export async function startFakeE2b({ key = DEFAULT_KEY } = {}) {
         requests.length = 0;
         faults = { ...NO_FAULTS };
         deletes = 0;
-        for (const stuck of hanging) stuck.destroy();
-        hanging.clear();
+        for (const stuck of [...hanging]) {
+          hanging.delete(stuck);
+          stuck.destroy();
+        }
+        abandoned = 0;
         return json(res, 200, {});
       case 'GET /_fake/state':
-        return json(res, 200, { alive: [...sandboxes.keys()].sort(), deleted: [...deleted.keys()].sort(), requests });
+        return json(res, 200, snapshot());
       default:
         return e2bError(res, 404, 'no such control route');
     }
@@ -165,7 +180,7 @@ export async function startFakeE2b({ key = DEFAULT_KEY } = {}) {
     if (req.headers['x-api-key'] !== key) return e2bError(res, 401, 'Invalid API key, please visit https://e2b.dev/docs/api-key');
     const byId = url.pathname.match(/^\/sandboxes\/([^/]+)$/);
     if (req.method === 'GET' && url.pathname === '/v2/sandboxes') {
-      if (faults.hangLists) return hanging.add(res);
+      if (faults.hangLists) return hang(res);
       return list(url, res);
     }
     if (byId && req.method === 'GET') {
@@ -183,9 +198,12 @@ export async function startFakeE2b({ key = DEFAULT_KEY } = {}) {
     key,
     seed,
     setFaults: (more) => { faults = { ...faults, ...more }; },
-    state: () => ({ alive: [...sandboxes.keys()].sort(), deleted: [...deleted.keys()].sort(), requests: [...requests] }),
+    state: snapshot,
     close: () => new Promise((resolve) => {
-      for (const stuck of hanging) stuck.destroy();
+      for (const stuck of [...hanging]) {
+        hanging.delete(stuck);
+        stuck.destroy();
+      }
       server.closeAllConnections();
       server.close(resolve);
     }),

@@ -24,7 +24,7 @@ use reqwest::{Method, StatusCode};
 use serde::Deserialize;
 
 use super::http::{encode_component, parse_rfc3339_millis, HostedClient, Vendor};
-use super::{validate_id, validate_owner, InvalidInput, Labels, DEFAULT_OWNER, LABEL_KEY, LABEL_OWNER};
+use super::{validate_id, validate_owner, HostedSandboxProvider, InvalidInput, DEFAULT_OWNER, LABEL_KEY, LABEL_OWNER};
 use crate::driver::SandboxProvider;
 use crate::errors::ProviderError;
 use crate::fleet::ListedSandbox;
@@ -101,17 +101,9 @@ pub fn e2b_default_api_url() -> String {
         .unwrap_or_else(|| format!("https://api.{}", variable("E2B_DOMAIN").unwrap_or_else(|| "e2b.app".to_owned())))
 }
 
-/// The metadata to pass at create (`Sandbox.create({ metadata })`) so the
-/// sweep knows the sandbox as ours and which key it was for.
-pub fn owner_labels(owner: &str, key: &str) -> Result<Labels, InvalidInput> {
-    validate_owner(owner)?;
-    super::validate_key(key)?;
-    Ok(Labels::from([(LABEL_OWNER.to_owned(), owner.to_owned()), (LABEL_KEY.to_owned(), key.to_owned())]))
-}
-
 impl E2bProvider {
     /// Checks the config and resolves the key and URL from the environment.
-    /// Sends nothing; see [`E2bProvider::check_access`].
+    /// Sends nothing; see [`HostedSandboxProvider::check_access`].
     pub fn new(config: E2bConfig) -> Result<Self, ProviderError> {
         super::validate_provider_name(&config.name)?;
         validate_owner(&config.owner)?;
@@ -123,23 +115,6 @@ impl E2bProvider {
         let api_url = config.api_url.clone().unwrap_or_else(e2b_default_api_url);
         let client = HostedClient::new(VENDOR, &api_url, "x-api-key", "", &api_key, config.request_timeout)?;
         Ok(Self { name: config.name, owner: config.owner, page_size: config.page_size, api_url, client })
-    }
-
-    /// The API base URL in use.
-    pub fn api_url(&self) -> &str {
-        &self.api_url
-    }
-
-    /// One small listing call: fails (naming `E2B_API_KEY`) when E2B refuses
-    /// the key, so a command can stop before its first pass.
-    pub async fn check_access(&self) -> Result<(), ProviderError> {
-        let path = "/v2/sandboxes?limit=1";
-        let answer = self.client.send(Method::GET, path).await?;
-        if answer.status.is_success() {
-            Ok(())
-        } else {
-            Err(self.client.unexpected(&Method::GET, path, &answer))
-        }
     }
 
     fn list_path(&self, next_token: Option<&str>) -> String {
@@ -186,6 +161,25 @@ impl ListedE2bSandbox {
             owner: metadata.get(LABEL_OWNER).cloned(),
             key: metadata.get(LABEL_KEY).cloned(),
         })
+    }
+}
+
+#[async_trait]
+impl HostedSandboxProvider for E2bProvider {
+    fn api_url(&self) -> &str {
+        &self.api_url
+    }
+
+    /// `GET /v2/sandboxes?limit=1`: refused (naming `E2B_API_KEY`) when E2B
+    /// refuses the key, so a command can stop before its first pass.
+    async fn check_access(&self) -> Result<(), ProviderError> {
+        let path = "/v2/sandboxes?limit=1";
+        let answer = self.client.send(Method::GET, path).await?;
+        if answer.status.is_success() {
+            Ok(())
+        } else {
+            Err(self.client.unexpected(&Method::GET, path, &answer))
+        }
     }
 }
 

@@ -107,6 +107,18 @@ pub trait ManagedSandboxProvider: SandboxProvider {
     async fn exec(&self, id: &str, argv: &[String]) -> Result<ExecOutput, ProviderError>;
 }
 
+/// A provider on a vendor's hosted API (E2B, ...): it only destroys and
+/// lists (the vendor's SDK creates), and can check its credential up front.
+#[cfg(feature = "e2b")]
+#[async_trait]
+pub trait HostedSandboxProvider: SandboxProvider {
+    /// The API base URL in use (never carries the credential).
+    fn api_url(&self) -> &str;
+    /// One small authenticated call: fails naming the variable to set when
+    /// the vendor refuses the credential.
+    async fn check_access(&self) -> Result<(), ProviderError>;
+}
+
 /// Bad input refused before any side effect, naming the offending field.
 ///
 /// Providers return it inside [`ProviderError::Backend`]; bindings downcast it
@@ -131,6 +143,15 @@ impl From<InvalidInput> for ProviderError {
     fn from(invalid: InvalidInput) -> Self {
         ProviderError::backend(invalid)
     }
+}
+
+/// The labels (E2B metadata, Daytona labels, Docker labels) to attach to a
+/// sandbox an app creates through a vendor SDK, so the orphan sweep knows it
+/// as `owner`'s and which key it was for.
+pub fn owner_labels(owner: &str, key: &str) -> Result<Labels, InvalidInput> {
+    validate_owner(owner)?;
+    validate_key(key)?;
+    Ok(Labels::from([(LABEL_OWNER.to_owned(), owner.to_owned()), (LABEL_KEY.to_owned(), key.to_owned())]))
 }
 
 /// Checks a provider name (what records carry in `provider`): non-empty.
