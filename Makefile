@@ -17,7 +17,7 @@ bench:
 	bash scripts/bench.sh
 
 # The pieces scripts/test.sh runs (inside the services it starts).
-CORE_FEATURES := --features sandbox-reclaim/sqlite,sandbox-reclaim/postgres,sandbox-reclaim/docker,sandbox-reclaim/local,sandbox-reclaim/e2b
+CORE_FEATURES := --features sandbox-reclaim/sqlite,sandbox-reclaim/postgres,sandbox-reclaim/docker,sandbox-reclaim/local,sandbox-reclaim/e2b,sandbox-reclaim/daytona,sandbox-reclaim/vercel
 
 # The module graph of every crate's src/ has no cycle (core: errors, messages
 # and records at the bottom; contracts and reports; the effect protocol; the

@@ -24,6 +24,8 @@ module.exports = {
   DockerProvider: providers.DockerProvider,
   LocalProvider: providers.LocalProvider,
   E2bProvider: providers.E2bProvider,
+  DaytonaProvider: providers.DaytonaProvider,
+  VercelProvider: providers.VercelProvider,
   ownerLabels: providers.ownerLabels,
   SandboxNotOwnedError,
   SandboxStoreError,

@@ -439,31 +439,41 @@ export declare class LocalProvider extends ManagedSandboxProvider {
 
 // ------------------------------------------------ hosted providers
 
-export interface E2bProviderOptions {
-  /** Provider name instance records carry. Default `'e2b'`. */
+/** What every hosted provider takes. */
+export interface HostedProviderOptions {
+  /** Provider name instance records carry. Default the vendor's: `'e2b'`, `'daytona'`, `'vercel'`. */
   name?: string;
-  /** Owner namespace: the metadata the listing is filtered by. Default `'sandbox-reclaim'`. */
+  /** Owner namespace: the label / metadata / tag the listing is filtered by. Default `'sandbox-reclaim'`. */
   owner?: string;
-  /** API key. Default `process.env.E2B_API_KEY`. Never printed. */
+  /** API key (Vercel: access token). Default the vendor's variable (`E2B_API_KEY`, `DAYTONA_API_KEY`, `VERCEL_TOKEN`). Never printed. */
   apiKey?: string;
-  /** API base URL. Default `E2B_API_URL`, else `https://api.${E2B_DOMAIN}`, else `https://api.e2b.app`. */
+  /** API base URL. Default the vendor's variable (`E2B_API_URL`, `DAYTONA_API_URL`), else its public API. */
   apiUrl?: string;
-  /** Sandboxes per listing page, 1 to 100. Default 100. */
+  /** Sandboxes per listing page. Default (and most) E2B 100, Daytona 100 (most 200), Vercel 50. */
   pageSize?: number;
   /** Longest one HTTP request may take. Default 30 000 ms. */
   requestTimeoutMs?: number;
 }
 
+export type E2bProviderOptions = HostedProviderOptions;
+export type DaytonaProviderOptions = HostedProviderOptions;
+
+export interface VercelProviderOptions extends HostedProviderOptions {
+  /** Default `VERCEL_TEAM_ID` (absent: the token's personal account). */
+  teamId?: string;
+  /** Required: default `VERCEL_PROJECT_ID`. */
+  projectId?: string;
+}
+
 /**
- * E2B sandboxes through E2B's REST API. `destroy` kills for good (`DELETE
- * /sandboxes/{id}`; already gone is success; any other failure rejects, so a
- * reclaim reports `destroy-failed` and the ledger retries it); `list` reads
- * every page under the owner's metadata (running and paused: both bill).
- * Create sandboxes with E2B's SDK, passing `metadata: ownerLabels(owner, key)`.
+ * A provider on a vendor's hosted API: an honest `destroy` (the vendor's
+ * permanent delete; already gone is success; any other failure rejects, so a
+ * reclaim reports `destroy-failed` and the ledger retries it; the destroy's
+ * `signal` aborts the HTTP request) and a `list` of every page under the
+ * owner, for `reconcile`. Create sandboxes with the vendor's SDK, passing
+ * `ownerLabels(owner, key)` as labels / metadata / tags.
  */
-export declare class E2bProvider implements SandboxProvider {
-  /** Refuses bad options (and a missing key) with a TypeError naming the field. Sends nothing. */
-  constructor(options?: E2bProviderOptions);
+declare abstract class HostedSandboxProvider implements FleetProvider {
   readonly name: string;
   readonly owner: string;
   /** The API base URL in use. */
@@ -471,8 +481,24 @@ export declare class E2bProvider implements SandboxProvider {
   destroy(input: ReclaimDestroyInput): Promise<void>;
   /** Every sandbox under the owner, for the orphan sweep. */
   list(input?: FleetListInput): Promise<ListedSandbox[]>;
-  /** One small authenticated call; rejects naming `E2B_API_KEY` when E2B refuses the key. */
+  /** One small authenticated call; rejects naming the variable to set when the vendor refuses the credential. */
   checkAccess(): Promise<void>;
+}
+
+/** E2B: destroy kills (`DELETE /sandboxes/{id}`); lists running and paused sandboxes by metadata. */
+export declare class E2bProvider extends HostedSandboxProvider {
+  /** Refuses bad options (and a missing key) with a TypeError naming the field. Sends nothing. */
+  constructor(options?: E2bProviderOptions);
+}
+
+/** Daytona: destroy deletes (`DELETE /sandbox/{id}`); lists by label; `destroying` ones are listed `deleting`. */
+export declare class DaytonaProvider extends HostedSandboxProvider {
+  constructor(options?: DaytonaProviderOptions);
+}
+
+/** Vercel Sandbox: destroy deletes (`DELETE /v2/sandboxes/{name}`), not only stops; lists by tag. */
+export declare class VercelProvider extends HostedSandboxProvider {
+  constructor(options?: VercelProviderOptions);
 }
 
 /**
@@ -586,6 +612,8 @@ export interface ListedSandbox {
   owner?: string | null;
   /** The sandbox key it was created for, when known. */
   key?: string | null;
+  /** The vendor is already deleting it (Daytona `destroying`): counted as `deleting`, never destroyed again. */
+  deleting?: boolean;
 }
 
 /** What a provider's `list` receives: `signal` only when a deadline applies (`destroyTimeoutMs`). */
@@ -814,6 +842,8 @@ export interface ProviderReport {
     referenced: number;
     /** Unreferenced but inside the grace period. */
     young: number;
+    /** Already being deleted by the vendor (Daytona `destroying`): never destroyed again. */
+    deleting: number;
     /** Orphans found (destroyed, failed, deferred or planned). */
     found: number;
     destroyed: number;

@@ -18,6 +18,8 @@ export const {
   DockerProvider,
   LocalProvider,
   E2bProvider,
+  DaytonaProvider,
+  VercelProvider,
   ownerLabels,
   SandboxNotOwnedError,
   SandboxStoreError,

@@ -23,6 +23,8 @@ echo; echo "== Python: pure-Python asyncio vs binding (Python host objects) vs b
 
 echo; echo "== fleet passes (Rust): reclaimAll 2,000 × 20 ms at concurrency 64 against the ideal; reconcile over 10,000 orphans"
 cargo run --quiet --release -p sandbox-reclaim --features sqlite --example fleet_bench
+echo; echo "== hosted providers (Rust): reconcile over 10,000 E2B sandboxes on the local fake (pages of 100, 20 ms per request) at 64"
+cargo run --quiet --release -p sandbox-reclaim --features e2b --example hosted_bench
 echo; echo "== fleet passes (Node, Python): reclaimAll 2,000 × 20 ms at 64 against the ideal and the sequential reference loop"
 node bench/node/fleet.mjs
 .venv/bin/python bench/python/fleet.py

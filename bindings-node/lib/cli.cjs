@@ -68,8 +68,8 @@ function rejectionKind(error, errors) {
   return error instanceof errors.SandboxStoreError ? 'store' : 'other';
 }
 
-/** `--docker` and `--local` as the binary builds them (Docker first), then the module's providers. */
-function buildProviders(plan, own, named, binding) {
+/** `--docker`, `--local`, `--e2b`, `--daytona`, `--vercel` as the binary builds them (in that order), then the module's providers. */
+function buildProviders(plan, own, named, binding, native) {
   const owner = plan.owner ?? undefined;
   const providers = [];
   if (plan.docker) {
@@ -77,6 +77,12 @@ function buildProviders(plan, own, named, binding) {
   }
   if (plan.local) providers.push(new binding.LocalProvider({ baseDir: plan.local.baseDir, owner, name: plan.local.name }));
   const taken = new Map(providers.map((provider) => [provider.name, plan.docker && provider.name === plan.docker.name ? '--docker' : '--local']));
+  // Built natively from the flags, config and environment: no credential crosses to JS.
+  const hosted = plan.hosted.length === 0 ? [] : native.hostHostedProviders(JSON.stringify(plan));
+  hosted.forEach((nativeProvider, index) => {
+    providers.push(require('./providers.cjs').hostedFromNative(nativeProvider));
+    taken.set(plan.hosted[index].name, plan.hosted[index].flag);
+  });
   own.forEach((provider, index) => {
     if (taken.has(provider.name)) {
       throw usage(`${named}: provider [${index}] is named ${JSON.stringify(provider.name)}, as the ${taken.get(provider.name)} provider`);
@@ -150,8 +156,8 @@ async function runHosted(plan, native) {
   try {
     let providers;
     try {
-      providers = buildProviders(plan, own.providers, own.named, binding);
-      if (providers.length === 0) throw usage(`${own.named} exports no provider, and neither --docker nor --local is given`);
+      providers = buildProviders(plan, own.providers, own.named, binding, native);
+      if (providers.length === 0) throw usage(`${own.named} exports no provider, and none of --docker, --local, --e2b, --daytona, --vercel is given`);
     } catch (error) {
       return fail(error instanceof Failure ? error : new Failure('unavailable', 'provider', error.message));
     }

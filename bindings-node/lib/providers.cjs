@@ -131,37 +131,37 @@ class LocalProvider extends ManagedProvider {
   }
 }
 
+/** The options every hosted provider takes, and which each vendor adds. */
+const HOSTED_OPTIONS = ['name', 'owner', 'apiKey', 'apiUrl'];
+const HOSTED_NUMBERS = ['pageSize', 'requestTimeoutMs'];
+
 /**
- * E2B sandboxes through E2B's REST API: `destroy` kills for good (already
- * gone is success; any other failure rejects, so it reaches the leak ledger),
- * `list` reads every page under the owner's metadata for the orphan sweep.
- * Create sandboxes with E2B's SDK, passing `metadata: ownerLabels(owner, key)`.
+ * What the hosted providers share: `name`, `owner`, an honest `destroy`, a
+ * paged `list` for the sweep and `checkAccess`, over one native provider.
+ * The vendor's own SDK creates sandboxes.
  */
-class E2bProvider {
+class HostedProvider {
   #native;
   #name;
   #owner;
 
-  /**
-   * @param {{ name?: string, owner?: string, apiKey?: string, apiUrl?: string,
-   *   pageSize?: number, requestTimeoutMs?: number }} [options]
-   */
-  constructor(options = {}) {
+  constructor(factory, options, extraStrings = []) {
     checkObject(options, 'options');
-    for (const field of ['name', 'owner', 'apiKey', 'apiUrl']) checkOptionalString(options, field, 'options');
-    for (const field of ['pageSize', 'requestTimeoutMs']) {
+    for (const field of [...HOSTED_OPTIONS, ...extraStrings]) checkOptionalString(options, field, 'options');
+    for (const field of HOSTED_NUMBERS) {
       const value = options[field];
       if (value !== undefined && (!Number.isInteger(value) || value < 1 || value > 0xffffffff)) {
         throw new TypeError(`options.${field} must be a positive whole number`);
       }
     }
-    const { name, owner, apiKey, apiUrl, pageSize, requestTimeoutMs } = options;
-    this.#native = nativeCallSync(() => native.NativeHostedProvider.e2b({ name, owner, apiKey, apiUrl, pageSize, requestTimeoutMs }));
+    const read = {};
+    for (const field of [...HOSTED_OPTIONS, ...extraStrings, ...HOSTED_NUMBERS]) read[field] = options[field];
+    this.#native = nativeCallSync(() => factory(read));
     this.#name = this.#native.name;
     this.#owner = this.#native.owner;
   }
 
-  /** The name instance records carry in `provider` (default `'e2b'`). */
+  /** The name instance records carry in `provider`. */
   get name() {
     return this.#name;
   }
@@ -177,8 +177,8 @@ class E2bProvider {
   }
 
   /**
-   * Kills sandbox `id` for good; already gone is success. An `input.signal`
-   * (the destroy's deadline) aborts the HTTP request when it fires.
+   * Destroys sandbox `id` for good; already gone is success. An
+   * `input.signal` (the destroy's deadline) aborts the HTTP request.
    */
   async destroy(input) {
     checkObject(input, 'input');
@@ -199,14 +199,53 @@ class E2bProvider {
     }
   }
 
-  /** Every sandbox under the owner's metadata: `{ id, createdAt, owner, key }`. */
+  /** Every sandbox under the owner: `{ id, createdAt, owner, key, deleting }`. */
   async list() {
     return nativeCall(() => this.#native.list());
   }
 
-  /** One small authenticated call: rejects, naming E2B_API_KEY, when E2B refuses the key. */
+  /** One small authenticated call: rejects, naming the variable to set, when the vendor refuses the credential. */
   async checkAccess() {
     await nativeCall(() => this.#native.checkAccess());
+  }
+}
+
+/**
+ * E2B sandboxes: `destroy` kills (`DELETE /sandboxes/{id}`), `list` reads
+ * every page under the owner's metadata. Key: `E2B_API_KEY`; URL:
+ * `E2B_API_URL`, else `https://api.$E2B_DOMAIN`. Create with E2B's SDK,
+ * passing `metadata: ownerLabels(owner, key)`.
+ */
+class E2bProvider extends HostedProvider {
+  /** @param {{ name?: string, owner?: string, apiKey?: string, apiUrl?: string, pageSize?: number, requestTimeoutMs?: number }} [options] */
+  constructor(options = {}) {
+    super((read) => native.NativeHostedProvider.e2b(read), options);
+  }
+}
+
+/**
+ * Daytona sandboxes: `destroy` deletes (`DELETE /sandbox/{id}`), `list` reads
+ * every cursor page under the owner's label; a sandbox Daytona is already
+ * destroying is listed `deleting: true` and never destroyed again. Key:
+ * `DAYTONA_API_KEY`; URL: `DAYTONA_API_URL`, else Daytona's public API.
+ */
+class DaytonaProvider extends HostedProvider {
+  /** @param {{ name?: string, owner?: string, apiKey?: string, apiUrl?: string, pageSize?: number, requestTimeoutMs?: number }} [options] */
+  constructor(options = {}) {
+    super((read) => native.NativeHostedProvider.daytona(read), options);
+  }
+}
+
+/**
+ * Vercel Sandbox: `destroy` deletes (`DELETE /v2/sandboxes/{name}`), which
+ * TanStack's Vercel provider does not (it only stops); `list` reads every
+ * page under the owner's tag. Token: `VERCEL_TOKEN`; team: `VERCEL_TEAM_ID`;
+ * project (required): `VERCEL_PROJECT_ID`.
+ */
+class VercelProvider extends HostedProvider {
+  /** @param {{ name?: string, owner?: string, apiKey?: string, teamId?: string, projectId?: string, apiUrl?: string, pageSize?: number, requestTimeoutMs?: number }} [options] */
+  constructor(options = {}) {
+    super((read) => native.NativeHostedProvider.vercel(read), options, ['teamId', 'projectId']);
   }
 }
 
@@ -223,4 +262,9 @@ function ownerLabels(owner, key) {
   return nativeCallSync(() => native.ownerLabels(owner, key));
 }
 
-module.exports = { DockerProvider, LocalProvider, E2bProvider, ownerLabels };
+/** A facade over a native hosted provider the command crate built (the hosted command's `--e2b`, ...). */
+function hostedFromNative(nativeProvider) {
+  return new HostedProvider(() => nativeProvider, {});
+}
+
+module.exports = { DockerProvider, LocalProvider, E2bProvider, DaytonaProvider, VercelProvider, ownerLabels, hostedFromNative };

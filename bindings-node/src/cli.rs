@@ -63,6 +63,15 @@ pub fn run_cli(env: &Env, args: Vec<String>) -> Result<PromiseRaw<'_, i32>> {
     })
 }
 
+/// The plan's `--e2b`, `--daytona`, `--vercel` providers, built natively
+/// (no credential crosses to JS), in the plan's `hosted` order.
+#[napi]
+pub fn host_hosted_providers(plan: String) -> Result<Vec<crate::hosted_provider::NativeHostedProvider>> {
+    let built =
+        sandbox_reclaim_cli::host::host_hosted(&plan).map_err(|message| Error::new(Status::GenericFailure, message))?;
+    Ok(built.into_iter().map(crate::hosted_provider::NativeHostedProvider::from_built).collect())
+}
+
 /// `args` without `--providers VALUE` / `--providers=VALUE`, as the program's argv.
 fn argv_without_providers(args: &[String]) -> Vec<OsString> {
     let mut argv = vec![OsString::from("sandbox-reclaim")];

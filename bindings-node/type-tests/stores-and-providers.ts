@@ -7,6 +7,8 @@ import {
   DockerProvider,
   LocalProvider,
   E2bProvider,
+  DaytonaProvider,
+  VercelProvider,
   ownerLabels,
   reconcile,
   SandboxNotOwnedError,
@@ -49,7 +51,9 @@ export async function usage(): Promise<void> {
   await e2b.checkAccess();
   const swept: ListedSandbox[] = await e2b.list();
   await reclaimSandbox({ runId: 'r', sandboxKey: 'k' }, { provider: e2b, instances: sqlite });
-  await reconcile({ providers: [e2b, docker], instances: sqlite });
+  const daytona = new DaytonaProvider({ apiUrl: 'http://127.0.0.1:1/api' });
+  const vercel = new VercelProvider({ teamId: 't', projectId: 'p' });
+  await reconcile({ providers: [e2b, daytona, vercel, docker], instances: sqlite });
   const metadata: Record<string, string> = ownerLabels('team-a', 'thread-1:sandbox');
   void [swept, metadata, e2b.apiUrl];
   await sqlite.close();
@@ -58,6 +62,8 @@ export async function usage(): Promise<void> {
   new SqliteSandboxInstanceStore();
   // @ts-expect-error image is required
   new DockerProvider({});
+  // @ts-expect-error teamId is Vercel's alone
+  new DaytonaProvider({ teamId: 't' });
   // @ts-expect-error pageSize is a number
   new E2bProvider({ pageSize: '10' });
   // @ts-expect-error unknown isolation

@@ -14,6 +14,7 @@ mod bridge;
 mod cli;
 mod errors;
 mod flow;
+mod hosted;
 mod providers;
 mod records;
 mod sql_store;
@@ -49,6 +50,12 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(providers::docker_provider, module)?)?;
     #[cfg(unix)]
     module.add_function(wrap_pyfunction!(providers::local_provider, module)?)?;
+    module.add_class::<hosted::HostedProvider>()?;
+    module.add_function(wrap_pyfunction!(hosted::e2b_provider, module)?)?;
+    module.add_function(wrap_pyfunction!(hosted::daytona_provider, module)?)?;
+    module.add_function(wrap_pyfunction!(hosted::vercel_provider, module)?)?;
+    module.add_function(wrap_pyfunction!(hosted::owner_labels, module)?)?;
+    module.add_function(wrap_pyfunction!(hosted::host_hosted_providers, module)?)?;
     module.add_function(wrap_pyfunction!(bridge::shutdown, module)?)?;
     module.add_function(wrap_pyfunction!(cli::run_cli, module)?)?;
     module.add_function(wrap_pyfunction!(cli::host_plan, module)?)?;

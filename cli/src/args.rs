@@ -44,6 +44,14 @@ pub struct GlobalArgs {
     /// https://api.$E2B_DOMAIN, else https://api.e2b.app; or the [e2b] section)
     #[arg(long, global = true)]
     pub e2b: bool,
+    /// Reclaim Daytona sandboxes (key: DAYTONA_API_KEY; API: DAYTONA_API_URL,
+    /// else https://app.daytona.io/api; or the [daytona] section)
+    #[arg(long, global = true)]
+    pub daytona: bool,
+    /// Reclaim Vercel sandboxes (VERCEL_TOKEN, VERCEL_TEAM_ID, VERCEL_PROJECT_ID;
+    /// or the [vercel] section)
+    #[arg(long, global = true)]
+    pub vercel: bool,
     /// Owner namespace whose sandboxes are ours to sweep [default: sandbox-reclaim]
     #[arg(long, global = true, value_name = "NAME")]
     pub owner: Option<String>,

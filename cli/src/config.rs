@@ -26,7 +26,9 @@ pub struct ConfigFile {
     pub metrics_addr: Option<String>,
     pub docker: Option<DockerSection>,
     pub local: Option<LocalSection>,
-    pub e2b: Option<E2bSection>,
+    pub e2b: Option<HostedSection>,
+    pub daytona: Option<HostedSection>,
+    pub vercel: Option<VercelSection>,
     pub reconcile: Option<ReconcileSection>,
 }
 
@@ -47,26 +49,60 @@ pub struct LocalSection {
     pub name: Option<String>,
 }
 
-/// `[e2b]`: a section alone turns the provider on, as `--e2b` does.
+/// `[e2b]`, `[daytona]`, `[vercel]`: a section alone turns its provider on,
+/// as `--e2b`, `--daytona`, `--vercel` do. `team-id` and `project-id` are
+/// Vercel's alone (a typo elsewhere is refused, as every unknown key is).
 #[derive(Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct E2bSection {
-    /// The provider name instance records carry [default: e2b].
+pub struct HostedSection {
+    /// The provider name instance records carry [default: the vendor's].
     pub name: Option<String>,
-    /// The API key [default: E2B_API_KEY].
+    /// The API key (Vercel: the access token) [default: the vendor's variable].
     pub api_key: Option<String>,
-    /// The API base URL [default: E2B_API_URL, else https://api.$E2B_DOMAIN].
+    /// The API base URL [default: the vendor's variable, else its public API].
     pub api_url: Option<String>,
+    #[serde(skip)]
+    pub team_id: Option<String>,
+    #[serde(skip)]
+    pub project_id: Option<String>,
+}
+
+/// `[vercel]`: [`HostedSection`] plus the team and project.
+#[derive(Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct VercelSection {
+    pub name: Option<String>,
+    pub api_key: Option<String>,
+    pub api_url: Option<String>,
+    /// [default: VERCEL_TEAM_ID]
+    pub team_id: Option<String>,
+    /// [default: VERCEL_PROJECT_ID]
+    pub project_id: Option<String>,
+}
+
+impl From<VercelSection> for HostedSection {
+    fn from(section: VercelSection) -> Self {
+        let VercelSection { name, api_key, api_url, team_id, project_id } = section;
+        Self { name, api_key, api_url, team_id, project_id }
+    }
 }
 
 // By hand: the key never reaches a log line or an error through `{:?}`.
-impl std::fmt::Debug for E2bSection {
+impl std::fmt::Debug for HostedSection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("E2bSection")
+        f.debug_struct("HostedSection")
             .field("name", &self.name)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("api_url", &self.api_url)
-            .finish()
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for VercelSection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VercelSection")
+            .field("name", &self.name)
+            .field("project_id", &self.project_id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -100,17 +136,43 @@ pub struct LocalSpec {
     pub name: String,
 }
 
-/// The E2B provider's settings; `None` fields fall back to E2B's variables.
+/// A hosted vendor the command can reclaim on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Vendor {
+    E2b,
+    Daytona,
+    Vercel,
+}
+
+impl Vendor {
+    /// The flag, the config section and the default provider name.
+    pub fn key(self) -> &'static str {
+        match self {
+            Self::E2b => "e2b",
+            Self::Daytona => "daytona",
+            Self::Vercel => "vercel",
+        }
+    }
+}
+
+/// A hosted provider's settings; `None` fields fall back to the vendor's variables.
 #[derive(Clone, PartialEq, Eq)]
-pub struct E2bSpec {
+pub struct HostedSpec {
+    pub vendor: Vendor,
     pub name: String,
     pub api_key: Option<String>,
     pub api_url: Option<String>,
+    pub team_id: Option<String>,
+    pub project_id: Option<String>,
 }
 
-impl std::fmt::Debug for E2bSpec {
+impl std::fmt::Debug for HostedSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("E2bSpec").field("name", &self.name).field("api_url", &self.api_url).finish_non_exhaustive()
+        f.debug_struct("HostedSpec")
+            .field("vendor", &self.vendor)
+            .field("name", &self.name)
+            .field("api_url", &self.api_url)
+            .finish_non_exhaustive()
     }
 }
 
@@ -135,7 +197,8 @@ pub struct Settings {
     pub connect_timeout: Duration,
     pub docker: Option<DockerSpec>,
     pub local: Option<LocalSpec>,
-    pub e2b: Option<E2bSpec>,
+    /// `--e2b`, `--daytona`, `--vercel` (or their sections), in that order.
+    pub hosted: Vec<HostedSpec>,
     pub owner: Option<String>,
     pub host: Option<String>,
     pub json: bool,
@@ -227,21 +290,29 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
         }
         check_name(&local.name, &key("local.name"))?;
     }
-    let e2b = match (global.e2b, &file.e2b) {
-        (false, None) => None,
-        (_, section) => {
-            let section = section.clone().unwrap_or_default();
-            let name = section.name.unwrap_or_else(|| "e2b".to_owned());
-            check_name(&name, &key("e2b.name"))?;
-            if section.api_key.as_deref() == Some("") {
-                return Err(Failure::usage(
-                    key("e2b.api-key"),
-                    "must be a non-empty key (or leave it out for E2B_API_KEY)",
-                ));
-            }
-            Some(E2bSpec { name, api_key: section.api_key, api_url: section.api_url })
+    let wanted = [
+        (Vendor::E2b, global.e2b, file.e2b.clone()),
+        (Vendor::Daytona, global.daytona, file.daytona.clone()),
+        (Vendor::Vercel, global.vercel, file.vercel.clone().map(HostedSection::from)),
+    ];
+    let mut hosted = Vec::new();
+    for (vendor, flag, section) in wanted {
+        if !flag && section.is_none() {
+            continue;
         }
-    };
+        let section = section.unwrap_or_default();
+        let name = section.name.unwrap_or_else(|| vendor.key().to_owned());
+        check_name(&name, &key(&format!("{}.name", vendor.key())))?;
+        let texts = [("api-key", &section.api_key), ("api-url", &section.api_url), ("team-id", &section.team_id)];
+        for (field, value) in texts.into_iter().chain([("project-id", &section.project_id)]) {
+            if value.as_deref() == Some("") {
+                let flag = key(&format!("{}.{field}", vendor.key()));
+                return Err(Failure::usage(flag, "must not be empty (leave it out to use the vendor's variable)"));
+            }
+        }
+        let HostedSection { api_key, api_url, team_id, project_id, .. } = section;
+        hosted.push(HostedSpec { vendor, name, api_key, api_url, team_id, project_id });
+    }
     // Records name their provider: two providers of one name would be one.
     let mut named: Vec<(&str, &str)> = Vec::new();
     if let Some(docker) = &docker {
@@ -250,8 +321,9 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
     if let Some(local) = &local {
         named.push((local.name.as_str(), "local.name"));
     }
-    if let Some(e2b) = &e2b {
-        named.push((e2b.name.as_str(), "e2b.name"));
+    let hosted_keys: Vec<String> = hosted.iter().map(|spec| format!("{}.name", spec.vendor.key())).collect();
+    for (spec, config_key) in hosted.iter().zip(&hosted_keys) {
+        named.push((spec.name.as_str(), config_key.as_str()));
     }
     for (index, (name, config_key)) in named.iter().enumerate() {
         if let Some((_, first)) = named[..index].iter().find(|(other, _)| other == name) {
@@ -305,7 +377,7 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
         connect_timeout,
         docker,
         local,
-        e2b,
+        hosted,
         owner,
         host,
         json: global.json || file.json.unwrap_or(false),

@@ -104,7 +104,7 @@ pub fn flag_of_option(field: &str) -> String {
         "budgetMs" => "--budget",
         "maxIdleMs" => "--max-idle",
         "limit" => "--limit",
-        "providers" => "--docker/--local/--e2b",
+        "providers" => "--docker/--local/--e2b/--daytona/--vercel",
         "owner" => "--owner",
         other => return format!("option `{other}`"),
     }

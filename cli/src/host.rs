@@ -157,6 +157,8 @@ pub fn host_plan(args: Vec<String>) -> Result<String, Refused> {
         "connectTimeoutMs": millis(Some(settings.connect_timeout)),
         "docker": settings.docker.as_ref().map(|docker| json!({ "url": docker.url, "name": docker.name })),
         "local": settings.local.as_ref().map(|local| json!({ "baseDir": local.base_dir, "name": local.name })),
+        // Names and flags only: a credential never enters the plan.
+        "hosted": settings.hosted.iter().map(|spec| json!({ "flag": format!("--{}", spec.vendor.key()), "name": spec.name })).collect::<Vec<_>>(),
         "owner": settings.owner,
         "host": settings.host,
         "json": settings.json,
@@ -200,6 +202,20 @@ fn settings_of(plan: &Value) -> Result<config::Settings, crate::error::Failure> 
         None => config::ConfigFile::default(),
     };
     config::resolve(&cli.global, file)
+}
+
+/// The plan's `--e2b`, `--daytona`, `--vercel` providers, built natively from
+/// the flags, config and environment (so no credential crosses to the host),
+/// in the plan's `hosted` order. [`host_open`] already checked their access.
+pub fn host_hosted(plan: &str) -> Result<Vec<Box<dyn sandbox_reclaim::HostedSandboxProvider>>, String> {
+    let plan: Value = serde_json::from_str(plan).map_err(|error| format!("malformed plan: {error}"))?;
+    let settings = settings_of(&plan).map_err(|failure| failure.to_string())?;
+    let owner = settings.owner.clone().unwrap_or_else(|| sandbox_reclaim::DEFAULT_OWNER.to_owned());
+    settings
+        .hosted
+        .iter()
+        .map(|spec| crate::providers::build_hosted(spec, &owner).map_err(|failure| failure.to_string()))
+        .collect()
 }
 
 /// Opens the plan's store as the binary does (within `--connect-timeout`,

@@ -319,6 +319,7 @@ mod tests {
                     foreign: 0,
                     referenced: 1,
                     young: 0,
+                    deleting: 0,
                     found: 2,
                     destroyed: 2,
                     failed: 0,

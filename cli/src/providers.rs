@@ -1,4 +1,4 @@
-//! The providers `--docker`, `--local` and `--e2b` name, each wrapped so the metrics
+//! The providers `--docker`, `--local`, `--e2b`, `--daytona` and `--vercel` name, each wrapped so the metrics
 //! see every destroy's latency and result.
 
 use std::sync::Arc;
@@ -6,11 +6,11 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use sandbox_reclaim::{
-    DockerConfig, DockerProvider, E2bConfig, E2bProvider, HostedSandboxProvider, InvalidInput, ListedSandbox,
-    ProviderError, SandboxProvider, DEFAULT_OWNER,
+    DaytonaConfig, DaytonaProvider, DockerConfig, DockerProvider, E2bConfig, E2bProvider, HostedSandboxProvider,
+    InvalidInput, ListedSandbox, ProviderError, SandboxProvider, VercelConfig, VercelProvider, DEFAULT_OWNER,
 };
 
-use crate::config::Settings;
+use crate::config::{HostedSpec, Settings, Vendor};
 use crate::error::Failure;
 use crate::metrics::Metrics;
 
@@ -84,7 +84,7 @@ impl SandboxProvider for TimedProvider {
     }
 }
 
-/// The configured providers, in a fixed order (Docker, local, E2B).
+/// The configured providers, in a fixed order (Docker, local, E2B, Daytona, Vercel).
 pub struct Providers {
     pub list: Vec<TimedProvider>,
 }
@@ -119,14 +119,14 @@ impl Providers {
         if let Some(local) = &settings.local {
             list.push(TimedProvider::new(local_provider(local, &owner)?, metrics.clone()));
         }
-        if let Some(e2b) = &settings.e2b {
-            list.push(TimedProvider::new(e2b_provider(e2b, &owner).await?, metrics.clone()));
+        for spec in &settings.hosted {
+            list.push(TimedProvider::new(hosted_provider(spec, &owner).await?, metrics.clone()));
         }
         if required && list.is_empty() {
             return Err(Failure::usage(
-                "--docker/--local/--e2b",
-                "no provider to reclaim with: pass --docker, --local BASE_DIR and/or --e2b (or [docker] / [local] / \
-                 [e2b] in --config)",
+                "--docker/--local/--e2b/--daytona/--vercel",
+                "no provider to reclaim with: pass --docker, --local BASE_DIR, --e2b, --daytona and/or --vercel (or \
+                 their sections in --config)",
             ));
         }
         Ok(Self { list })
@@ -151,35 +151,90 @@ fn local_provider(local: &crate::config::LocalSpec, owner: &str) -> Result<Box<d
     Ok(Box::new(provider))
 }
 
-/// The E2B provider, checked against E2B with one small listing: a refused
-/// key stops the command before its first pass (exit 3), naming E2B_API_KEY.
-async fn e2b_provider(e2b: &crate::config::E2bSpec, owner: &str) -> Result<Box<dyn SandboxProvider>, Failure> {
-    let config = E2bConfig {
-        name: e2b.name.clone(),
-        owner: owner.to_owned(),
-        api_key: e2b.api_key.clone(),
-        api_url: e2b.api_url.clone(),
-        ..E2bConfig::default()
-    };
-    let provider = E2bProvider::new(config).map_err(|error| match invalid_input(&error) {
-        Some(invalid) => Failure::usage(e2b_flag(invalid.field), invalid.to_string()),
-        None => Failure::unavailable("E2B", error.to_string()),
-    })?;
+/// A hosted provider, checked with one small authenticated call: a refused
+/// key stops the command before its first pass (exit 3), naming the
+/// variable to set.
+async fn hosted_provider(spec: &HostedSpec, owner: &str) -> Result<Box<dyn SandboxProvider>, Failure> {
+    let provider = build_hosted(spec, owner)?;
     provider
         .check_access()
         .await
-        .map_err(|error| Failure::unavailable("E2B", format!("{}: {error}", provider.api_url())))?;
-    Ok(Box::new(provider))
+        .map_err(|error| Failure::unavailable(vendor_label(spec.vendor), format!("{}: {error}", provider.api_url())))?;
+    Ok(Box::new(HostedBox(provider)))
 }
 
-/// Where an E2B setting comes from, for a usage error.
-fn e2b_flag(field: &str) -> &'static str {
-    match field {
-        "apiKey" => "E2B_API_KEY (or [e2b] api-key)",
-        "apiUrl" => "E2B_API_URL (or [e2b] api-url)",
-        "owner" => "--owner",
-        _ => "--e2b",
+/// A hosted provider as `spec` and `--owner` configure it (nothing sent).
+pub fn build_hosted(spec: &HostedSpec, owner: &str) -> Result<Box<dyn HostedSandboxProvider>, Failure> {
+    let (name, owner) = (spec.name.clone(), owner.to_owned());
+    let (api_key, api_url) = (spec.api_key.clone(), spec.api_url.clone());
+    let built: Result<Box<dyn HostedSandboxProvider>, ProviderError> = match spec.vendor {
+        Vendor::E2b => E2bProvider::new(E2bConfig { name, owner, api_key, api_url, ..E2bConfig::default() })
+            .map(|provider| Box::new(provider) as Box<dyn HostedSandboxProvider>),
+        Vendor::Daytona => {
+            DaytonaProvider::new(DaytonaConfig { name, owner, api_key, api_url, ..DaytonaConfig::default() })
+                .map(|provider| Box::new(provider) as Box<dyn HostedSandboxProvider>)
+        }
+        Vendor::Vercel => {
+            let (team_id, project_id) = (spec.team_id.clone(), spec.project_id.clone());
+            let config =
+                VercelConfig { name, owner, token: api_key, team_id, project_id, api_url, ..VercelConfig::default() };
+            VercelProvider::new(config).map(|provider| Box::new(provider) as Box<dyn HostedSandboxProvider>)
+        }
+    };
+    built.map_err(|error| match invalid_input(&error) {
+        Some(invalid) => Failure::usage(hosted_flag(spec.vendor, invalid.field), invalid.to_string()),
+        None => Failure::unavailable(vendor_label(spec.vendor), error.to_string()),
+    })
+}
+
+/// A boxed hosted provider as the command's `dyn SandboxProvider`.
+struct HostedBox(Box<dyn HostedSandboxProvider>);
+
+#[async_trait]
+impl SandboxProvider for HostedBox {
+    fn name(&self) -> &str {
+        self.0.name()
     }
+
+    async fn destroy(&self, provider_sandbox_id: &str) -> Result<(), ProviderError> {
+        self.0.destroy(provider_sandbox_id).await
+    }
+
+    fn can_list(&self) -> bool {
+        self.0.can_list()
+    }
+
+    async fn list_sandboxes(&self) -> Result<Vec<ListedSandbox>, ProviderError> {
+        self.0.list_sandboxes().await
+    }
+
+    fn owner(&self) -> Option<&str> {
+        self.0.owner()
+    }
+}
+
+fn vendor_label(vendor: Vendor) -> &'static str {
+    match vendor {
+        Vendor::E2b => "E2B",
+        Vendor::Daytona => "Daytona",
+        Vendor::Vercel => "Vercel",
+    }
+}
+
+/// Where a hosted setting comes from, for a usage error.
+fn hosted_flag(vendor: Vendor, field: &str) -> String {
+    let (variable, section) = match (vendor, field) {
+        (_, "owner") => return "--owner".to_owned(),
+        (Vendor::E2b, "apiKey") => ("E2B_API_KEY", "api-key"),
+        (Vendor::E2b, "apiUrl") => ("E2B_API_URL", "api-url"),
+        (Vendor::Daytona, "apiKey") => ("DAYTONA_API_KEY", "api-key"),
+        (Vendor::Daytona, "apiUrl") => ("DAYTONA_API_URL", "api-url"),
+        (Vendor::Vercel, "apiKey") => ("VERCEL_TOKEN", "api-key"),
+        (Vendor::Vercel, "projectId") => ("VERCEL_PROJECT_ID", "project-id"),
+        (Vendor::Vercel, "apiUrl") => return "[vercel] api-url".to_owned(),
+        _ => return format!("--{}", vendor.key()),
+    };
+    format!("{variable} (or [{}] {section})", vendor.key())
 }
 
 fn invalid_input(error: &ProviderError) -> Option<&InvalidInput> {

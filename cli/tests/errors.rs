@@ -33,7 +33,7 @@ fn bad_flags_exit_2_naming_the_flag() {
         (args(&["reconcile", "--metrics-addr", "not-an-address", "--every", "1m", &store, &local]), "--metrics-addr"),
         (args(&["reconcile", "--metrics-addr", "127.0.0.1:9464", &store, &local]), "--metrics-addr"),
         (args(&["reconcile", "--log-format", "xml", &store, &local]), "--log-format"),
-        (args(&["reconcile", &store]), "--docker/--local/--e2b"),
+        (args(&["reconcile", &store]), "--docker/--local/--e2b/--daytona/--vercel"),
         (args(&["reconcile", "--store", "mysql://db/x", &local]), "--store"),
         (args(&["reconcile", "--store", "sqlite:", &local]), "--store"),
         (args(&["--docker=reconcile", "reconcile", &store]), "--docker"),

@@ -225,7 +225,7 @@ fn json_output_has_the_documented_fields() {
     assert_eq!(keys(&provider["leaks"]), ["deferred", "destroyed", "due", "failed"]);
     assert_eq!(
         keys(&provider["orphans"]),
-        ["deferred", "destroyed", "failed", "foreign", "found", "listed", "referenced", "status", "young"]
+        ["deferred", "deleting", "destroyed", "failed", "foreign", "found", "listed", "referenced", "status", "young"]
     );
     assert!(document["store"].as_str().unwrap().starts_with("sqlite:"));
     assert!(document["report"]["host"].is_string());

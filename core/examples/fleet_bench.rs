@@ -118,6 +118,7 @@ async fn main() {
             created_at: Some(now - 3_600_000),
             owner: Some(sandbox_reclaim::DEFAULT_OWNER.into()),
             key: Some(format!("lost-{n}")),
+            deleting: false,
         })
         .collect();
     let provider = ScriptedProvider { listed };

@@ -114,7 +114,7 @@ pub struct Field {
     pub wire: &'static str,
     /// Its attribute in the Python contract (snake_case).
     pub python: &'static str,
-    /// `text`, `millis` (epoch milliseconds) or `count` (a u32).
+    /// `text`, `millis` (epoch milliseconds), `count` (a u32) or `flag` (a bool).
     pub kind: &'static str,
     /// Absent (or None) is refused; an optional one absent is left out.
     pub required: bool,
@@ -261,6 +261,7 @@ const LISTED: Option<Shape> = Some(Shape {
         field("createdAt", "created_at", "millis", false),
         field("owner", "owner", "text", false),
         field("key", "key", "text", false),
+        field("deleting", "deleting", "flag", false),
     ],
 });
 

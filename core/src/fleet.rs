@@ -184,4 +184,8 @@ pub struct ListedSandbox {
     /// The sandbox key it was created for, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
+    /// The vendor is already deleting it (Daytona `destroying`): counted as
+    /// `deleting`, never destroyed again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deleting: bool,
 }

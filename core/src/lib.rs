@@ -29,7 +29,7 @@ pub mod messages;
 pub mod model;
 pub mod options;
 pub mod passes;
-#[cfg(any(feature = "docker", feature = "local", feature = "e2b"))]
+#[cfg(any(feature = "docker", feature = "local", feature = "e2b", feature = "daytona", feature = "vercel"))]
 pub mod providers;
 pub mod reports;
 pub mod start;
@@ -50,12 +50,18 @@ pub use ledger::{LeakEntry, LeakLedger, NewLeak, RetryOptions, RetrySummary};
 pub use memory::InMemorySandboxInstanceStore;
 pub use model::{InvalidRecord, ReclaimOutcome, RunRecord, RunStatus, SandboxInstanceRecord};
 pub use passes::{reclaim_all, reconcile, FleetOptions, InvalidOption, ReconcileOptions, DEFAULT_OWNER};
+#[cfg(feature = "daytona")]
+pub use providers::{DaytonaConfig, DaytonaProvider};
 #[cfg(feature = "docker")]
 pub use providers::{DockerConfig, DockerProvider};
 #[cfg(feature = "e2b")]
-pub use providers::{E2bConfig, E2bProvider, HostedError, HostedSandboxProvider};
-#[cfg(any(feature = "docker", feature = "local", feature = "e2b"))]
+pub use providers::{E2bConfig, E2bProvider};
+#[cfg(any(feature = "docker", feature = "local", feature = "e2b", feature = "daytona", feature = "vercel"))]
 pub use providers::{ExecOutput, InvalidInput, Labels, ManagedSandboxProvider, SandboxHandle};
+#[cfg(any(feature = "e2b", feature = "daytona", feature = "vercel"))]
+pub use providers::{HostedError, HostedSandboxProvider};
+#[cfg(feature = "vercel")]
+pub use providers::{VercelConfig, VercelProvider};
 // Namespaces, process groups and pid start times: Unix only (a Windows build
 // of the bindings has DockerProvider, and LocalProvider says it is missing).
 #[cfg(all(feature = "local", unix))]

@@ -194,6 +194,9 @@ pub struct OrphanCounts {
     pub referenced: u64,
     /// Unreferenced but inside the grace period.
     pub young: u64,
+    /// Already being deleted by the vendor (Daytona `destroying`): never destroyed again.
+    #[serde(default)]
+    pub deleting: u64,
     /// Orphans found (destroyed, failed, deferred or planned).
     pub found: u64,
     pub destroyed: u64,

@@ -437,11 +437,17 @@ fn decode(op: u32, json: &str) -> Completion {
                 let Some(id) = item.get("id").and_then(Value::as_str) else {
                     return failed(format!("listed sandbox {index} has no string `id`"));
                 };
+                let deleting = match item.get("deleting") {
+                    None | Some(Value::Null) => false,
+                    Some(Value::Bool(deleting)) => *deleting,
+                    Some(_) => return failed(format!("listed sandbox {index} has a `deleting` that is not a boolean")),
+                };
                 sandboxes.push(ListedSandbox {
                     id: id.to_owned(),
                     created_at: item.get("createdAt").and_then(whole),
                     owner: item.get("owner").and_then(Value::as_str).map(str::to_owned),
                     key: item.get("key").and_then(Value::as_str).map(str::to_owned),
+                    deleting,
                 });
             }
             Completion::Sandboxes(sandboxes)

@@ -122,6 +122,7 @@ impl SandboxProvider for FileProvider {
                     created_at: created_at.parse().ok(),
                     owner: Some(DEFAULT_OWNER.to_owned()),
                     key: None,
+                    deleting: false,
                 })
             })
             .collect())

@@ -87,7 +87,13 @@ fn new_leak(key: &str, provider: &str, id: &str, failed_at: u64) -> NewLeak {
 }
 
 fn listed(id: &str, created_at: u64, owner: &str) -> ListedSandbox {
-    ListedSandbox { id: id.to_owned(), created_at: Some(created_at), owner: Some(owner.to_owned()), key: None }
+    ListedSandbox {
+        id: id.to_owned(),
+        created_at: Some(created_at),
+        owner: Some(owner.to_owned()),
+        key: None,
+        deleting: false,
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -309,6 +309,7 @@ fn listed(handle: &sandbox_reclaim::SandboxHandle, owner: &str) -> ListedSandbox
         created_at: Some(handle.created_at),
         owner: Some(owner.to_string()),
         key: Some(handle.key.clone()),
+        deleting: false,
     }
 }
 
@@ -357,6 +358,7 @@ async fn list_sandboxes_reports_its_owners_containers_and_unknowns_as_none() {
         created_at: None,
         owner: Some(owner.clone()),
         key: key.map(str::to_string),
+        deleting: false,
     };
     let mut expected = expected;
     expected.extend([

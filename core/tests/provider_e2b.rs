@@ -5,8 +5,6 @@
 //! tests FAIL, never pass.
 #![cfg(feature = "e2b")]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use sandbox_reclaim::{
@@ -14,95 +12,45 @@ use sandbox_reclaim::{
     InMemorySandboxInstanceStore, LeakLedger, ProviderError, ReclaimOptions, ReclaimOutcome, ReconcileOptions,
     RunRecord, RunStatus, SandboxInstanceRecord, SandboxInstanceStore, SandboxProvider, SweepStatus,
 };
-use serde_json::{json, Value};
+use serde_json::json;
 
 const KEY: &str = "e2b_test_key";
 const OWNER_LABEL: &str = "io.sandbox-reclaim.owner";
 
-/// The fake, serving until dropped.
-struct Fake {
-    child: Child,
-    url: String,
-    http: reqwest::Client,
+mod hosted_support;
+
+use hosted_support::Fake;
+
+fn start() -> Fake {
+    Fake::start("e2b.mjs", &["--key", KEY])
 }
 
-impl Fake {
-    fn start() -> Self {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fakes/e2b.mjs");
-        let mut child = Command::new("node")
-            .arg(script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("these tests need `node` on PATH to run the E2B fake");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let started: Value = serde_json::from_str(&line).expect("the fake prints {\"url\": ...}");
-        Self { child, url: started["url"].as_str().unwrap().to_owned(), http: reqwest::Client::new() }
-    }
-
-    fn provider(&self, page_size: u32) -> E2bProvider {
-        self.provider_with_key(KEY, page_size)
-    }
-
-    fn provider_with_key(&self, key: &str, page_size: u32) -> E2bProvider {
-        let config = E2bConfig {
-            api_key: Some(key.to_owned()),
-            api_url: Some(self.url.clone()),
-            page_size,
-            request_timeout: Duration::from_secs(10),
-            ..E2bConfig::default()
-        };
-        E2bProvider::new(config).unwrap()
-    }
-
-    async fn post(&self, route: &str, body: Value) {
-        let response = self.http.post(format!("{}/_fake/{route}", self.url)).body(body.to_string()).send().await;
-        assert!(response.unwrap().status().is_success());
-    }
-
-    /// Seeds sandboxes `{prefix}{i}` started an hour ago, under `owner` (or unlabelled).
-    async fn seed(&self, prefix: &str, count: usize, owner: Option<&str>) {
-        let started = "2026-01-01T00:00:00.000Z";
-        let sandboxes: Vec<Value> = (0..count)
-            .map(|index| {
-                let metadata = owner.map_or_else(|| json!({}), |owner| json!({ OWNER_LABEL: owner }));
-                let state = if index % 2 == 0 { "running" } else { "paused" };
-                json!({ "sandboxID": format!("{prefix}{index:03}"), "startedAt": started, "metadata": metadata, "state": state })
-            })
-            .collect();
-        self.post("sandboxes", Value::Array(sandboxes)).await;
-    }
-
-    async fn faults(&self, faults: Value) {
-        self.post("faults", faults).await;
-    }
-
-    async fn state(&self) -> Value {
-        let response = self.http.get(format!("{}/_fake/state", self.url)).send().await.unwrap();
-        serde_json::from_slice(&response.bytes().await.unwrap()).unwrap()
-    }
-
-    async fn alive(&self) -> Vec<String> {
-        strings(&self.state().await["alive"])
-    }
-
-    async fn deletes_of(&self, id: &str) -> usize {
-        let path = format!("/sandboxes/{id}");
-        let state = self.state().await;
-        state["requests"].as_array().unwrap().iter().filter(|r| r["method"] == "DELETE" && r["path"] == path).count()
-    }
+fn provider(fake: &Fake, page_size: u32) -> E2bProvider {
+    provider_with_key(fake, KEY, page_size)
 }
 
-impl Drop for Fake {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn provider_with_key(fake: &Fake, key: &str, page_size: u32) -> E2bProvider {
+    let config = E2bConfig {
+        api_key: Some(key.to_owned()),
+        api_url: Some(fake.url.clone()),
+        page_size,
+        request_timeout: Duration::from_secs(10),
+        ..E2bConfig::default()
+    };
+    E2bProvider::new(config).unwrap()
 }
 
-fn strings(value: &Value) -> Vec<String> {
-    value.as_array().unwrap().iter().map(|item| item.as_str().unwrap().to_owned()).collect()
+/// Seeds sandboxes `{prefix}{i:03}` started long ago, under `owner` (or unlabelled).
+async fn seed(fake: &Fake, prefix: &str, count: usize, owner: Option<&str>) {
+    let sandboxes = (0..count)
+        .map(|index| {
+            let metadata = owner.map_or_else(|| json!({}), |owner| json!({ OWNER_LABEL: owner }));
+            let state = if index % 2 == 0 { "running" } else { "paused" };
+            json!({ "sandboxID": format!("{prefix}{index:03}"), "startedAt": "2026-01-01T00:00:00.000Z",
+                    "metadata": metadata, "state": state })
+        })
+        .collect();
+    fake.seed(sandboxes).await;
 }
 
 fn sweep_options<'a>(provider: &'a E2bProvider, store: &'a InMemorySandboxInstanceStore) -> ReconcileOptions<'a> {
@@ -115,9 +63,9 @@ fn sweep_options<'a>(provider: &'a E2bProvider, store: &'a InMemorySandboxInstan
 
 #[tokio::test]
 async fn destroy_kills_permanently_and_reads_not_found_as_gone() {
-    let fake = Fake::start();
-    fake.seed("sbx", 2, Some("sandbox-reclaim")).await;
-    let provider = fake.provider(100);
+    let fake = start();
+    seed(&fake, "sbx", 2, Some("sandbox-reclaim")).await;
+    let provider = provider(&fake, 100);
     provider.destroy("sbx000").await.unwrap();
     assert_eq!(fake.alive().await, ["sbx001"]);
     provider.destroy("sbx000").await.expect("already gone is success");
@@ -128,13 +76,13 @@ async fn destroy_kills_permanently_and_reads_not_found_as_gone() {
 
 #[tokio::test]
 async fn a_wrong_key_names_the_variable_to_set_and_never_the_key() {
-    let fake = Fake::start();
-    fake.seed("sbx", 1, Some("sandbox-reclaim")).await;
-    let provider = fake.provider_with_key("e2b_wrong_secret_value", 100);
+    let fake = start();
+    seed(&fake, "sbx", 1, Some("sandbox-reclaim")).await;
+    let refused = provider_with_key(&fake, "e2b_wrong_secret_value", 100);
     for error in [
-        provider.destroy("sbx000").await.unwrap_err(),
-        provider.list_sandboxes().await.unwrap_err(),
-        provider.check_access().await.unwrap_err(),
+        refused.destroy("sbx000").await.unwrap_err(),
+        refused.list_sandboxes().await.unwrap_err(),
+        refused.check_access().await.unwrap_err(),
     ] {
         let message = error.to_string();
         assert!(message.contains("E2B_API_KEY") && message.contains("401"), "{message}");
@@ -143,14 +91,14 @@ async fn a_wrong_key_names_the_variable_to_set_and_never_the_key() {
         assert!(matches!(inner.downcast_ref::<HostedError>(), Some(HostedError::Unauthorized(_))), "{error:?}");
     }
     assert_eq!(fake.alive().await, ["sbx000"]);
-    fake.provider(100).check_access().await.expect("the right key is accepted");
+    provider(&fake, 100).check_access().await.expect("the right key is accepted");
 }
 
 #[tokio::test]
 async fn server_errors_fail_the_destroy_and_rate_limits_wait_for_retry_after() {
-    let fake = Fake::start();
-    fake.seed("sbx", 2, Some("sandbox-reclaim")).await;
-    let provider = fake.provider(100);
+    let fake = start();
+    seed(&fake, "sbx", 2, Some("sandbox-reclaim")).await;
+    let provider = provider(&fake, 100);
     fake.faults(json!({ "failDeleteEvery": 1 })).await;
     let failed = provider.destroy("sbx000").await.unwrap_err().to_string();
     assert!(failed.contains("HTTP 500") && failed.contains("internal server error"), "{failed}");
@@ -165,10 +113,10 @@ async fn server_errors_fail_the_destroy_and_rate_limits_wait_for_retry_after() {
 
 #[tokio::test]
 async fn a_hanging_delete_is_cut_by_the_destroy_deadline_and_reaches_the_ledger() {
-    let fake = Fake::start();
-    fake.seed("sbx", 1, Some("sandbox-reclaim")).await;
+    let fake = start();
+    seed(&fake, "sbx", 1, Some("sandbox-reclaim")).await;
     fake.faults(json!({ "hangDeletes": true })).await;
-    let provider = fake.provider(100);
+    let provider = provider(&fake, 100);
     let store = InMemorySandboxInstanceStore::with_ledger();
     let record = SandboxInstanceRecord {
         key: "k1".into(),
@@ -186,27 +134,19 @@ async fn a_hanging_delete_is_cut_by_the_destroy_deadline_and_reaches_the_ledger(
     let outcome = reclaim_sandbox(&run, options).await.unwrap();
     assert_eq!(outcome, ReclaimOutcome::DestroyFailed);
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
-    let mut abandoned = Value::Null;
-    for _ in 0..100 {
-        abandoned = fake.state().await["abandoned"].clone();
-        if abandoned == json!(1) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert_eq!(abandoned, json!(1), "the deadline dropped the HTTP request itself");
+    assert_eq!(fake.abandoned(1).await, 1, "the deadline dropped the HTTP request itself");
     let leaks = store.list_leaks(Some("e2b")).await.unwrap();
     assert_eq!(leaks.iter().map(|leak| leak.provider_sandbox_id.as_str()).collect::<Vec<_>>(), ["sbx000"]);
 }
 
 #[tokio::test]
 async fn the_sweep_lists_every_owned_page_once_and_touches_nothing_else() {
-    let fake = Fake::start();
-    fake.seed("ours", 10, Some("sandbox-reclaim")).await;
-    fake.seed("theirs", 3, Some("another-team")).await;
-    fake.seed("unlabelled", 2, None).await;
+    let fake = start();
+    seed(&fake, "ours", 10, Some("sandbox-reclaim")).await;
+    seed(&fake, "theirs", 3, Some("another-team")).await;
+    seed(&fake, "unlabelled", 2, None).await;
     fake.faults(json!({ "repeatAcrossPages": true })).await;
-    let provider = fake.provider(3);
+    let provider = provider(&fake, 3);
     let listed = provider.list_sandboxes().await.unwrap();
     assert!(listed.len() > 10, "pages repeat an item: {}", listed.len());
     assert!(listed.iter().all(|sandbox| sandbox.owner.as_deref() == Some("sandbox-reclaim")));
@@ -228,9 +168,9 @@ async fn the_sweep_lists_every_owned_page_once_and_touches_nothing_else() {
 
 #[tokio::test]
 async fn a_malformed_page_or_a_failing_listing_makes_the_sweep_unavailable() {
-    let fake = Fake::start();
-    fake.seed("ours", 5, Some("sandbox-reclaim")).await;
-    let provider = fake.provider(2);
+    let fake = start();
+    seed(&fake, "ours", 5, Some("sandbox-reclaim")).await;
+    let provider = provider(&fake, 2);
     let store = InMemorySandboxInstanceStore::with_ledger();
     fake.faults(json!({ "malformedPage": 2 })).await;
     let report = reconcile(sweep_options(&provider, &store)).await.unwrap();
@@ -250,10 +190,10 @@ async fn a_malformed_page_or_a_failing_listing_makes_the_sweep_unavailable() {
 
 #[tokio::test]
 async fn failed_deletes_reach_the_ledger_and_a_lagging_listing_is_never_destroyed_twice() {
-    let fake = Fake::start();
-    fake.seed("ours", 6, Some("sandbox-reclaim")).await;
+    let fake = start();
+    seed(&fake, "ours", 6, Some("sandbox-reclaim")).await;
     fake.faults(json!({ "failDeleteEvery": 2, "deletedStayListedMs": 60_000 })).await;
-    let provider = fake.provider(4);
+    let provider = provider(&fake, 4);
     let store = InMemorySandboxInstanceStore::with_ledger();
 
     let first = reconcile(sweep_options(&provider, &store)).await.unwrap();

@@ -448,6 +448,7 @@ fn listed(handle: &sandbox_reclaim::SandboxHandle, owner: &str) -> ListedSandbox
         created_at: Some(handle.created_at),
         owner: Some(owner.to_string()),
         key: Some(handle.key.clone()),
+        deleting: false,
     }
 }
 
@@ -494,7 +495,8 @@ async fn list_sandboxes_reports_its_owners_sandboxes_and_unknowns_as_none() {
     edit_owner_file(&canonical.join(&handles[1].id), "createdAt", None);
     edit_owner_file(&canonical.join(&handles[2].id), "createdAt", Some(serde_json::json!(-5)));
     std::fs::write(canonical.join(&handles[3].id).join("owner.json"), b"{ not json").unwrap();
-    let unknown_owner = ListedSandbox { id: handles[3].id.clone(), created_at: None, owner: None, key: None };
+    let unknown_owner =
+        ListedSandbox { id: handles[3].id.clone(), created_at: None, owner: None, key: None, deleting: false };
     let mut expected: Vec<ListedSandbox> = handles[..3]
         .iter()
         .map(|handle| ListedSandbox { created_at: None, ..listed(handle, "team-a") })
@@ -536,6 +538,7 @@ async fn list_sandboxes_scans_thousands_of_directories() {
                 created_at: Some(1_700_000_000_000 + index),
                 owner: Some(owner.into()),
                 key: Some(format!("key-{index}")),
+                deleting: false,
             });
         }
     }

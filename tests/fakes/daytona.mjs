@@ -94,6 +94,14 @@ export async function startFakeDaytona({ key = DEFAULT_KEY } = {}) {
   let faults = { ...NO_FAULTS };
   let deletes = 0;
   const hanging = new Set();
+  let abandoned = 0; // hanging requests the client gave up on (closed the connection)
+
+  function hang(res) {
+    hanging.add(res);
+    res.on('close', () => {
+      if (hanging.delete(res)) abandoned += 1;
+    });
+  }
 
   function seed(list) {
     for (const item of list) {
@@ -220,7 +228,7 @@ export async function startFakeDaytona({ key = DEFAULT_KEY } = {}) {
 
   function destroy(req, idOrName, res) {
     deletes += 1;
-    if (faults.hangDeletes) return hanging.add(res);
+    if (faults.hangDeletes) return hang(res);
     if (faults.rateLimitDeletes > 0) {
       faults.rateLimitDeletes -= 1;
       return daytonaError(req, res, 429, 'ThrottlerException: Too Many Requests', { [faults.retryAfterHeader]: String(faults.retryAfterSeconds) });
@@ -249,6 +257,7 @@ export async function startFakeDaytona({ key = DEFAULT_KEY } = {}) {
     return {
       alive: all.filter((s) => s.deletedAt === undefined).map((s) => s.id).sort(),
       deleted: all.filter((s) => s.deletedAt !== undefined).map((s) => s.id).sort(),
+      abandoned,
     };
   }
 
@@ -268,8 +277,11 @@ export async function startFakeDaytona({ key = DEFAULT_KEY } = {}) {
         requests.length = 0;
         faults = { ...NO_FAULTS };
         deletes = 0;
-        for (const stuck of hanging) stuck.destroy();
-        hanging.clear();
+        for (const stuck of [...hanging]) {
+          hanging.delete(stuck);
+          stuck.destroy();
+        }
+        abandoned = 0;
         return json(res, 200, {});
       case 'GET /_fake/state':
         return json(res, 200, { ...snapshot(), requests });
@@ -291,7 +303,7 @@ export async function startFakeDaytona({ key = DEFAULT_KEY } = {}) {
     const path = url.pathname.slice(PREFIX.length);
     const byId = path.match(/^\/sandbox\/([^/]+)$/);
     if (req.method === 'GET' && path === '/sandbox') {
-      if (faults.hangLists) return hanging.add(res);
+      if (faults.hangLists) return hang(res);
       return list(req, url, res);
     }
     if (byId && req.method === 'GET') {
@@ -314,7 +326,10 @@ export async function startFakeDaytona({ key = DEFAULT_KEY } = {}) {
     setFaults: (more) => { faults = { ...faults, ...more }; },
     state: () => ({ ...snapshot(), requests: [...requests] }),
     close: () => new Promise((resolve) => {
-      for (const stuck of hanging) stuck.destroy();
+      for (const stuck of [...hanging]) {
+        hanging.delete(stuck);
+        stuck.destroy();
+      }
       server.closeAllConnections();
       server.close(resolve);
     }),

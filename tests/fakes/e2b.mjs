@@ -28,6 +28,7 @@ const NO_FAULTS = {
   malformedPage: 0, // page N (1-based) of every listing is not a sandbox array
   repeatAcrossPages: false, // each page after the first repeats the previous page's last item
   deletedStayListedMs: 0, // a killed sandbox stays in listings this long
+  latencyMs: 0, // every API answer waits this long (the benchmark's 20 ms per request)
 };
 
 function e2bError(res, status, message) {
@@ -177,6 +178,14 @@ export async function startFakeE2b({ key = DEFAULT_KEY } = {}) {
       return;
     }
     requests.push({ method: req.method, path: url.pathname, query: url.search });
+    if (faults.latencyMs > 0) {
+      setTimeout(() => serve(req, url, res), faults.latencyMs);
+      return undefined;
+    }
+    return serve(req, url, res);
+  });
+
+  function serve(req, url, res) {
     if (req.headers['x-api-key'] !== key) return e2bError(res, 401, 'Invalid API key, please visit https://e2b.dev/docs/api-key');
     const byId = url.pathname.match(/^\/sandboxes\/([^/]+)$/);
     if (req.method === 'GET' && url.pathname === '/v2/sandboxes') {
@@ -190,7 +199,7 @@ export async function startFakeE2b({ key = DEFAULT_KEY } = {}) {
     }
     if (byId && req.method === 'DELETE') return destroy(decodeURIComponent(byId[1]), res);
     return e2bError(res, 404, `no route ${req.method} ${url.pathname}`);
-  });
+  }
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${server.address().port}`;
   return {

@@ -94,6 +94,14 @@ export async function startFakeVercel({ token = DEFAULT_TOKEN, teamId = DEFAULT_
   let faults = { ...NO_FAULTS };
   let deletes = 0;
   const hanging = new Set();
+  let abandoned = 0; // hanging requests the client gave up on (closed the connection)
+
+  function hang(res) {
+    hanging.add(res);
+    res.on('close', () => {
+      if (hanging.delete(res)) abandoned += 1;
+    });
+  }
 
   function seed(list) {
     for (const item of list) {
@@ -185,7 +193,7 @@ export async function startFakeVercel({ token = DEFAULT_TOKEN, teamId = DEFAULT_
   function destroy(name, url, res) {
     if (wrongProject(res, url.searchParams.get('projectId'))) return undefined;
     deletes += 1;
-    if (faults.hangDeletes) return hanging.add(res);
+    if (faults.hangDeletes) return hang(res);
     if (faults.rateLimitDeletes > 0) {
       faults.rateLimitDeletes -= 1;
       return vercelError(res, 429, 'rate_limited', 'Rate limit exceeded', {}, { 'retry-after': String(faults.retryAfterSeconds) });
@@ -230,8 +238,11 @@ export async function startFakeVercel({ token = DEFAULT_TOKEN, teamId = DEFAULT_
         requests.length = 0;
         faults = { ...NO_FAULTS };
         deletes = 0;
-        for (const stuck of hanging) stuck.destroy();
-        hanging.clear();
+        for (const stuck of [...hanging]) {
+          hanging.delete(stuck);
+          stuck.destroy();
+        }
+        abandoned = 0;
         return json(res, 200, {});
       case 'GET /_fake/state':
         return json(res, 200, state());
@@ -242,7 +253,7 @@ export async function startFakeVercel({ token = DEFAULT_TOKEN, teamId = DEFAULT_
 
   function state() {
     const statuses = Object.fromEntries([...sandboxes.values()].map((box) => [box.name, box.status]));
-    return { alive: [...sandboxes.keys()].sort(), deleted: [...deleted.keys()].sort(), statuses, requests: [...requests] };
+    return { alive: [...sandboxes.keys()].sort(), deleted: [...deleted.keys()].sort(), statuses, requests: [...requests], abandoned };
   }
 
   const server = http.createServer((req, res) => {
@@ -261,7 +272,7 @@ export async function startFakeVercel({ token = DEFAULT_TOKEN, teamId = DEFAULT_
     const stopping = path.match(/^\/v2\/sandboxes\/sessions\/([^/]+)\/stop$/);
     const byName = path.match(/^\/v2\/sandboxes\/([^/]+)$/);
     if (req.method === 'GET' && path === '/v2/sandboxes') {
-      if (faults.hangLists) return hanging.add(res);
+      if (faults.hangLists) return hang(res);
       return list(url, res);
     }
     if (stopping && req.method === 'POST') return stop(decodeURIComponent(stopping[1]), res);
@@ -283,7 +294,10 @@ export async function startFakeVercel({ token = DEFAULT_TOKEN, teamId = DEFAULT_
     setFaults: (more) => { faults = { ...faults, ...more }; },
     state,
     close: () => new Promise((resolve) => {
-      for (const stuck of hanging) stuck.destroy();
+      for (const stuck of [...hanging]) {
+        hanging.delete(stuck);
+        stuck.destroy();
+      }
       server.closeAllConnections();
       server.close(resolve);
     }),

@@ -398,6 +398,7 @@ test('CommonJS and ESM entry points export the very same objects', () => {
   const names = ['reclaimSandbox', 'sandboxReclaimer', 'SandboxReclaimFailedError', 'SandboxDestroyTimeoutError', 'InMemorySandboxInstanceStore', 'defineSandboxInstanceStore'];
   names.push('SqliteSandboxInstanceStore', 'PostgresSandboxInstanceStore', 'listLeaks', 'retryLeaks', 'DockerProvider', 'LocalProvider', 'SandboxNotOwnedError');
   names.push('SandboxStoreError', 'SandboxStoreOpenError', 'SchemaTooNewError', 'reclaimAll', 'reconcile');
+  names.push('E2bProvider', 'DaytonaProvider', 'VercelProvider', 'ownerLabels');
   assert.deepStrictEqual(Object.keys(cjs).sort(), [...names].sort(), 'exactly the documented exports');
   for (const name of names) {
     assert.equal(typeof binding[name], 'function', name);

@@ -274,7 +274,7 @@ module.exports = [{
   // Plain lines; the failed orphan is now referenced by its ledger entry.
   const plain = npx(['--store', `sqlite:${db}`, '--providers', cjs, 'orphans', '--dry-run']);
   assert.equal(plain.status, 0, plain.stderr);
-  assert.match(plain.stdout, /^provider name=flaky sweep=swept listed=1 foreign=0 referenced=1 young=0 orphans_found=0 /m);
+  assert.match(plain.stdout, /^provider name=flaky sweep=swept listed=1 foreign=0 referenced=1 young=0 deleting=0 orphans_found=0 /m);
   assert.match(plain.stdout, /^orphans host=\S+ dry_run=true planned=0 .* still_leaking=false$/m);
 });
 
@@ -462,4 +462,57 @@ test('--providers against PostgreSQL (--pg-schema): the host provider\'s orphans
   assert.deepStrictEqual(logLines(log), ['start p-1', 'done p-1']);
   const audit = JSON.parse(npx([...store, 'audit', '--json']).stdout).entries;
   assert.deepStrictEqual(audit.map((entry) => [entry.provider, entry.providerSandboxId, entry.result]), [['host', 'p-1', 'destroyed']]);
+});
+
+// ------------------------------------------------------------ hosted providers
+
+/** A vendor fake in a process of its own (spawnSync blocks this one); `{ url, control, stop }`. */
+async function fakeProcess(script, args) {
+  const { spawn } = await import('node:child_process');
+  const child = spawn(process.execPath, [join(root, 'tests', 'fakes', script), ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const line = await new Promise((resolveLine, reject) => {
+    let text = '';
+    child.stdout.on('data', (chunk) => {
+      text += chunk;
+      if (text.includes('\n')) resolveLine(text.split('\n')[0]);
+    });
+    child.on('error', reject);
+  });
+  const { url } = JSON.parse(line);
+  const control = async (method, route, body) => {
+    const response = await fetch(`${url}/_fake/${route}`, { method, body: body === undefined ? undefined : JSON.stringify(body) });
+    return response.json();
+  };
+  return { url, control, stop: () => child.kill() };
+}
+
+test('--providers with --e2b: E2B sandboxes are swept natively beside the module\'s, and the key never crosses', { timeout: 120_000 }, async () => {
+  const fake = await fakeProcess('e2b.mjs', ['--key', 'e2b_npx_secret']);
+  try {
+    await fake.control('POST', 'sandboxes', [
+      { sandboxID: 'old', startedAt: '2026-01-01T00:00:00Z', metadata: { 'io.sandbox-reclaim.owner': 'sandbox-reclaim' } },
+    ]);
+    const none = module('none-for-e2b.mjs', 'export default [];\n');
+    const db = fresh('store') + '.db';
+    const env = { E2B_API_URL: fake.url, E2B_API_KEY: 'e2b_npx_secret' };
+    const refused = npx(['--store', `sqlite:${db}`, '--providers', none, '--e2b', 'reconcile', '--json'], { env: { ...env, E2B_API_KEY: 'e2b_wrong' } });
+    assert.equal(refused.status, 3, refused.stderr);
+    assert.match(refused.stdout, /E2B_API_KEY/);
+    assert.ok(!`${refused.stdout}${refused.stderr}`.includes('e2b_wrong'));
+
+    const result = npx(['--store', `sqlite:${db}`, '--providers', none, '--e2b', 'reconcile', '--json'], { env });
+    assert.equal(result.status, 0, result.stderr);
+    const document = JSON.parse(result.stdout);
+    assert.deepStrictEqual(document.report.providers.map((provider) => provider.name), ['e2b']);
+    assert.equal(document.report.providers[0].orphans.destroyed, 1);
+    assert.deepStrictEqual((await fake.control('GET', 'state')).alive, []);
+    assert.ok(!result.stdout.includes('e2b_npx_secret'));
+
+    const clash = module('named-e2b.mjs', "export default [{ name: 'e2b', destroy() {} }];\n");
+    const clashed = npx(['--store', `sqlite:${db}`, '--providers', clash, '--e2b', 'reconcile'], { env });
+    assert.equal(clashed.status, 2, clashed.stderr);
+    assert.match(clashed.stderr, /--e2b/);
+  } finally {
+    fake.stop();
+  }
 });

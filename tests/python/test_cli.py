@@ -226,6 +226,7 @@ def test_host_provider_orphans_and_leaks_are_destroyed_and_audited(
         "foreign": 1,
         "referenced": 1,
         "young": 1,
+        "deleting": 0,
         "found": 2,
         "destroyed": 2,
         "failed": 0,

@@ -594,6 +594,7 @@ def test_a_reconcile_report_reads_the_core_json_and_writes_it_back() -> None:
                     "foreign": 0,
                     "referenced": 0,
                     "young": 0,
+                    "deleting": 0,
                     "found": 0,
                     "destroyed": 0,
                     "failed": 0,

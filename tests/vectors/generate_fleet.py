@@ -369,7 +369,7 @@ def orphans(status: str, **given: Any) -> dict[str, Any]:
     base: dict[str, Any] = {"status": status}
     if "error" in given:
         base["error"] = given.pop("error")
-    for name in ("listed", "foreign", "referenced", "young", "found", "destroyed", "failed", "deferred"):
+    for name in ("listed", "foreign", "referenced", "young", "deleting", "found", "destroyed", "failed", "deferred"):
         base[name] = given.pop(name, 0)
     assert not given, given
     return base
@@ -383,10 +383,12 @@ def action_counts(**given: int) -> dict[str, int]:
     return {name: given.get(name, 0) for name in ("planned", "destroyed", "failed", "deferred", "touched")}
 
 
-def sandbox(sandbox_id: str, created_at: int | None, owner: str | None = OWNER, key: str | None = None) -> dict[str, Any]:
+def sandbox(sandbox_id: str, created_at: int | None, owner: str | None = OWNER, key: str | None = None, deleting: bool = False) -> dict[str, Any]:
     listed: dict[str, Any] = {"id": sandbox_id, "createdAt": created_at, "owner": owner}
     if key is not None:
         listed["key"] = key
+    if deleting:
+        listed["deleting"] = True
     return listed
 
 
@@ -528,6 +530,16 @@ def reconcile_cases() -> list[dict[str, Any]]:
             },
             options={"backoffMs": 1000},
             providers=[local([sandbox("o1", old)], {"o1": {"mode": "reject", "message": "busy", "latencyMs": 5}})],
+        ),
+        case(
+            "reconcile: a sandbox the vendor is already deleting is never destroyed again",
+            "A listed sandbox marked deleting (Daytona's destroying) is counted as deleting, not swept, and spares nothing else; its unknown creation time does not fail the sweep closed.",
+            {
+                "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept", listed=3, deleting=2, found=1, destroyed=1)}]},
+                "calls": [due("local"), claim_sweep(), references(0), listing(0), destroy("o1", 0, "local"), store("appendAudit", [1], 0), release_sweep(0)],
+                "auditAfter": [audit(0, "local", "o1", None, "orphan", "destroyed")],
+            },
+            providers=[local([sandbox("o1", old), sandbox("d1", old, deleting=True), sandbox("d2", None, deleting=True)])],
         ),
         case(
             "reconcile: fails closed on a sandbox of unknown creation time",

@@ -43,7 +43,15 @@ from ._flows import (
 )
 from ._logging import ERRORS_LEVEL, SANDBOX_LEVEL, WARN_LEVEL
 from ._memory import InMemoryLeakLedgerStore, InMemorySandboxInstanceStore
-from ._providers import DEFAULT_OWNER, DockerProvider, LocalProvider
+from ._providers import (
+    DEFAULT_OWNER,
+    DaytonaProvider,
+    DockerProvider,
+    E2bProvider,
+    LocalProvider,
+    VercelProvider,
+    owner_labels,
+)
 from ._protocols import FleetStore, LeakLedgerStore, ReclaimLogger, SandboxInstanceStore, SandboxProvider
 from ._records import (
     AuditEntry,
@@ -98,8 +106,10 @@ __all__ = [
     "ActionReason",
     "ActionResult",
     "AuditEntry",
+    "DaytonaProvider",
     "DockerProvider",
     "DueLeak",
+    "E2bProvider",
     "ExecResult",
     "FleetReclaimReport",
     "FleetStore",
@@ -143,7 +153,9 @@ __all__ = [
     "SchemaTooNewError",
     "SqliteSandboxInstanceStore",
     "SweepStatus",
+    "VercelProvider",
     "list_leaks",
+    "owner_labels",
     "reclaim_all",
     "reclaim_sandbox",
     "reconcile",

@@ -28,7 +28,7 @@ from typing import Any, NoReturn, TextIO
 from . import _native
 from ._errors import SandboxStoreError
 from ._flows import reconcile
-from ._providers import DEFAULT_OWNER, DockerProvider, LocalProvider
+from ._providers import DEFAULT_OWNER, DockerProvider, LocalProvider, hosted_from_native
 from ._reports import ReconcileReport
 from ._stores import PostgresSandboxInstanceStore, SqliteSandboxInstanceStore
 
@@ -124,7 +124,7 @@ async def _host(plan: dict[str, Any], plan_text: str) -> int:
             return opened  # printed by the command crate
         store = (SqliteSandboxInstanceStore if plan["store"]["kind"] == "sqlite" else PostgresSandboxInstanceStore)(opened)
         try:
-            providers = _managed_providers(plan) + given
+            providers = _managed_providers(plan, plan_text) + given
             _check_names(plan, providers, len(providers) - len(given))
             return await _passes(plan, hosted, store, providers, stop)
         finally:
@@ -221,9 +221,11 @@ def _describe(error: BaseException) -> str:
 
 
 def _check_names(plan: dict[str, Any], providers: list[object], managed: int) -> None:
-    """The module's providers must not reuse ``--docker``/``--local``'s names
-    (records are routed by name); and some provider is needed."""
+    """The module's providers must not reuse the names of the command's own
+    (``--docker``, ``--local``, ``--e2b``, ...: records are routed by name);
+    and some provider is needed."""
     flags = [flag for flag in ("--docker", "--local") if plan[flag[2:]] is not None]
+    flags += [hosted["flag"] for hosted in plan["hosted"]]
     names: dict[str, str] = {}
     for index, provider in enumerate(providers):
         name: str = getattr(provider, "name")
@@ -233,13 +235,15 @@ def _check_names(plan: dict[str, Any], providers: list[object], managed: int) ->
         names[name] = given
     if not providers:
         raise Failure.usage(
-            "--providers", f"{plan['providers']} holds no provider, and neither --docker nor --local is given"
+            "--providers", f"{plan['providers']} holds no provider, and none of --docker, --local, --e2b, --daytona, --vercel is given"
         )
 
 
-def _managed_providers(plan: dict[str, Any]) -> list[object]:
-    """``--docker`` and ``--local`` as the binary builds them (Docker first),
-    under ``--owner``; the command crate already checked that they answer."""
+def _managed_providers(plan: dict[str, Any], plan_text: str) -> list[object]:
+    """``--docker``, ``--local``, ``--e2b``, ``--daytona``, ``--vercel`` as the
+    binary builds them (in that order), under ``--owner``; the command crate
+    already checked that they answer. The hosted ones are built natively from
+    the flags, config and environment: no credential crosses to Python."""
     owner: str = plan["owner"] or DEFAULT_OWNER
     providers: list[object] = []
     try:
@@ -248,6 +252,8 @@ def _managed_providers(plan: dict[str, Any]) -> list[object]:
             providers.append(DockerProvider(image=_UNUSED_IMAGE, owner=owner, name=docker["name"], docker_host=docker["url"]))
         if plan["local"] is not None:
             providers.append(LocalProvider(base_dir=plan["local"]["baseDir"], owner=owner, name=plan["local"]["name"]))
+        if plan["hosted"]:
+            providers.extend(hosted_from_native(built) for built in _native.host_hosted_providers(plan_text))
     except Exception as error:  # noqa: BLE001 - as the binary: the provider is unavailable
         raise Failure.unavailable("provider", str(error)) from None
     return providers

@@ -106,7 +106,13 @@ def _count(value: object, what: str) -> int:
     return value
 
 
-_KINDS = {"text": _text, "millis": _millis, "count": _count}
+def _flag(value: object, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{what} must be a bool, got {type(value).__name__}")
+    return value
+
+
+_KINDS = {"text": _text, "millis": _millis, "count": _count, "flag": _flag}
 
 
 def json_reader(shape: dict[str, Any], method: str) -> Any:

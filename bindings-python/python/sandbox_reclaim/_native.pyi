@@ -192,6 +192,39 @@ def local_provider(
     base_dir: str, owner: str, keep_alive: list[str] | None, isolation: str, name: str, /
 ) -> ManagedProvider: ...
 
+class HostedProvider:
+    """A native hosted provider handle (E2B, Daytona, Vercel); operations return awaitables."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def owner(self) -> str: ...
+    @property
+    def api_url(self) -> str: ...
+    def destroy(self, sandbox_id: str, /) -> Awaitable[None]: ...
+    def list_sandboxes(self) -> Awaitable[list[tuple[str, int | None, str | None, str | None, bool]]]: ...
+    def check_access(self) -> Awaitable[None]: ...
+
+def e2b_provider(
+    name: str, owner: str, api_key: str | None, api_url: str | None, page_size: int, request_timeout: float, /
+) -> HostedProvider: ...
+def daytona_provider(
+    name: str, owner: str, api_key: str | None, api_url: str | None, page_size: int, request_timeout: float, /
+) -> HostedProvider: ...
+def vercel_provider(
+    name: str,
+    owner: str,
+    api_key: str | None,
+    team_id: str | None,
+    project_id: str | None,
+    api_url: str | None,
+    page_size: int,
+    request_timeout: float,
+    /,
+) -> HostedProvider: ...
+def owner_labels(owner: str, key: str, /) -> dict[str, str]: ...
+def host_hosted_providers(plan: str, /) -> list[HostedProvider]: ...
+
 # ---- the `sandbox-reclaim` console script (sandbox_reclaim/_cli.py) ----
 
 def run_cli(args: list[str], /) -> int:

@@ -1,6 +1,8 @@
-"""Managed providers on the Rust core: ``DockerProvider`` (containers through
-the Docker Engine API, Docker or podman) and ``LocalProvider`` (a private
-directory plus a supervised process tree, in namespaces where possible).
+"""Providers on the Rust core: the managed ``DockerProvider`` (containers
+through the Docker Engine API, Docker or podman) and ``LocalProvider`` (a
+private directory plus a supervised process tree, in namespaces where
+possible), and the hosted ``E2bProvider``, ``DaytonaProvider`` and
+``VercelProvider`` (destroy and list only: the vendor's SDK creates).
 
 Each is a ``SandboxProvider`` (``name`` + ``async destroy``) that also
 creates, lists and runs commands in its sandboxes, and lists them for
@@ -187,3 +189,175 @@ class LocalProvider(_ManagedProvider):
 
     def __repr__(self) -> str:
         return f"<LocalProvider name={self.name!r} isolation={self.isolation()!r}>"
+
+
+def _page_size(value: object, most: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"`page_size` must be an int, got {type(value).__name__}")
+    if not 1 <= value <= most:
+        raise ValueError(f"invalid `page_size`: must be between 1 and {most}, got {value}")
+    return value
+
+
+def _seconds(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"`request_timeout` must be a number of seconds, got {type(value).__name__}")
+    return float(value)
+
+
+def _optional_text(field: str, value: object) -> str | None:
+    return None if value is None else _text(field, value)
+
+
+class _HostedProvider:
+    """What the hosted providers share: ``name``, ``owner``, an honest
+    ``destroy`` (the vendor's permanent delete; already gone is success; any
+    other failure raises :class:`SandboxProviderError`, so a reclaim reports
+    ``destroy-failed`` and the ledger retries it; cancelling it, as a
+    destroy's deadline does, drops the HTTP request), ``list_sandboxes`` of
+    every page under ``owner`` for :func:`reconcile`, and ``check_access``.
+    The vendor's own SDK creates sandboxes: pass it
+    :func:`owner_labels` as labels / metadata / tags. Credentials are never
+    printed; nothing is sent until a call."""
+
+    __slots__ = ("_native",)
+    _native: _native.HostedProvider
+
+    @property
+    def name(self) -> str:
+        """The provider name instance records carry in ``provider``."""
+        return self._native.name
+
+    @property
+    def owner(self) -> str:
+        """The owner namespace the listing is filtered by."""
+        return self._native.owner
+
+    @property
+    def api_url(self) -> str:
+        """The API base URL in use."""
+        return self._native.api_url
+
+    async def destroy(self, sandbox_id: str) -> None:
+        """Destroys the sandbox for good (already gone is success)."""
+        await self._native.destroy(_text("sandbox_id", sandbox_id))
+
+    async def list_sandboxes(self) -> builtins.list[ListedSandbox]:
+        """Every sandbox under ``owner``, for the orphan sweep."""
+        return [ListedSandbox(*sandbox) for sandbox in await self._native.list_sandboxes()]
+
+    async def check_access(self) -> None:
+        """One small authenticated call: raises :class:`SandboxProviderError`
+        naming the variable to set when the vendor refuses the credential."""
+        await self._native.check_access()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} name={self.name!r} api_url={self.api_url!r}>"
+
+
+class E2bProvider(_HostedProvider):
+    """E2B sandboxes: ``destroy`` kills (``DELETE /sandboxes/{id}``);
+    ``list_sandboxes`` reads running and paused sandboxes (both bill) by
+    metadata. ``api_key`` defaults to ``E2B_API_KEY``; ``api_url`` to
+    ``E2B_API_URL``, else ``https://api.$E2B_DOMAIN``, else ``https://api.e2b.app``.
+    """
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        *,
+        name: str = "e2b",
+        owner: str = DEFAULT_OWNER,
+        api_key: str | None = None,
+        api_url: str | None = None,
+        page_size: int = 100,
+        request_timeout: float = 30.0,
+    ) -> None:
+        self._native = _native.e2b_provider(
+            _text("name", name),
+            _text("owner", owner),
+            _optional_text("api_key", api_key),
+            _optional_text("api_url", api_url),
+            _page_size(page_size, 100),
+            _seconds(request_timeout),
+        )
+
+
+class DaytonaProvider(_HostedProvider):
+    """Daytona sandboxes: ``destroy`` deletes (``DELETE /sandbox/{id}``);
+    ``list_sandboxes`` reads every cursor page by label, and a sandbox Daytona
+    is already destroying is listed ``deleting`` (never destroyed again).
+    ``api_key`` defaults to ``DAYTONA_API_KEY``; ``api_url`` to
+    ``DAYTONA_API_URL``, else ``https://app.daytona.io/api``.
+    """
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        *,
+        name: str = "daytona",
+        owner: str = DEFAULT_OWNER,
+        api_key: str | None = None,
+        api_url: str | None = None,
+        page_size: int = 100,
+        request_timeout: float = 30.0,
+    ) -> None:
+        self._native = _native.daytona_provider(
+            _text("name", name),
+            _text("owner", owner),
+            _optional_text("api_key", api_key),
+            _optional_text("api_url", api_url),
+            _page_size(page_size, 200),
+            _seconds(request_timeout),
+        )
+
+
+class VercelProvider(_HostedProvider):
+    """Vercel Sandbox: ``destroy`` deletes (``DELETE /v2/sandboxes/{name}``),
+    where TanStack's Vercel provider only stops (a stopped sandbox still
+    bills); ``list_sandboxes`` reads every page by tag. ``api_key`` (the
+    access token) defaults to ``VERCEL_TOKEN``, ``team_id`` to
+    ``VERCEL_TEAM_ID``, ``project_id`` (required) to ``VERCEL_PROJECT_ID``.
+    """
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        *,
+        name: str = "vercel",
+        owner: str = DEFAULT_OWNER,
+        api_key: str | None = None,
+        team_id: str | None = None,
+        project_id: str | None = None,
+        api_url: str | None = None,
+        page_size: int = 50,
+        request_timeout: float = 30.0,
+    ) -> None:
+        self._native = _native.vercel_provider(
+            _text("name", name),
+            _text("owner", owner),
+            _optional_text("api_key", api_key),
+            _optional_text("team_id", team_id),
+            _optional_text("project_id", project_id),
+            _optional_text("api_url", api_url),
+            _page_size(page_size, 50),
+            _seconds(request_timeout),
+        )
+
+
+def hosted_from_native(native: _native.HostedProvider) -> _HostedProvider:
+    """A facade over a native hosted provider the command crate built (the
+    hosted command's ``--e2b``, ...)."""
+    provider = _HostedProvider.__new__(_HostedProvider)
+    provider._native = native
+    return provider
+
+
+def owner_labels(owner: str, key: str) -> dict[str, str]:
+    """The labels (E2B ``metadata``, Daytona ``labels``) to pass when creating a
+    sandbox through a vendor SDK, so :func:`reconcile` knows it as ``owner``'s
+    and which ``key`` it was for."""
+    return _native.owner_labels(_text("owner", owner), _text("key", key))

@@ -516,10 +516,14 @@ class ListedSandbox:
     """The owner namespace it was created under; ``None``: unknown."""
     key: str | None = None
     """The sandbox key it was created for, when known."""
+    deleting: bool = False
+    """The vendor is already deleting it (Daytona ``destroying``): counted, never destroyed again."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The camelCase wire form (``key`` omitted when unknown)."""
+        """The camelCase wire form (``key`` omitted when unknown, ``deleting`` when false)."""
         wire: dict[str, Any] = {"id": self.id, "createdAt": self.created_at, "owner": self.owner}
         if self.key is not None:
             wire["key"] = self.key
+        if self.deleting:
+            wire["deleting"] = True
         return wire

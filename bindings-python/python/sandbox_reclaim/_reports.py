@@ -250,6 +250,8 @@ class OrphanCounts(_WireForm):
     destroyed: int
     failed: int
     deferred: int
+    deleting: int = 0
+    """Already being deleted by the vendor (Daytona ``destroying``): never destroyed again."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -228,6 +228,7 @@ impl Reconcile {
                         foreign: 0,
                         referenced: 0,
                         young: 0,
+                        deleting: 0,
                         found: 0,
                         destroyed: 0,
                         failed: 0,
@@ -447,7 +448,9 @@ impl Reconcile {
         let mut seen = HashSet::new();
         listed.retain(|sandbox| seen.insert(sandbox.id.clone()));
         // Fail closed: one sandbox we cannot judge spares them all.
-        let unknown = listed.iter().find_map(|sandbox| {
+        // A sandbox the vendor is already deleting is never destroyed, so
+        // what else it lacks does not matter.
+        let unknown = listed.iter().filter(|sandbox| !sandbox.deleting).find_map(|sandbox| {
             if sandbox.created_at.is_none() {
                 Some(messages::unknown_created_at(&sandbox.id))
             } else if sandbox.owner.is_none() {
@@ -469,6 +472,8 @@ impl Reconcile {
             let orphans = &mut self.report.providers[provider].orphans;
             if sandbox.owner.as_deref() != Some(owner.as_str()) {
                 orphans.foreign += 1;
+            } else if sandbox.deleting {
+                orphans.deleting += 1;
             } else if referenced.contains(&sandbox.id) || self.acted_on[provider].contains(&sandbox.id) {
                 orphans.referenced += 1;
             } else if sandbox.created_at.unwrap_or(Millis::MAX).saturating_add(grace) > now {

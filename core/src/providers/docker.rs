@@ -295,6 +295,7 @@ fn listed_from_labels(id: String, labels: &HashMap<String, String>) -> ListedSan
         created_at: labels.get(LABEL_CREATED_AT).and_then(|text| text.parse().ok()),
         owner: labels.get(LABEL_OWNER).cloned(),
         key: labels.get(LABEL_KEY).cloned(),
+        deleting: false,
     }
 }
 

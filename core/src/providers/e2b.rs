@@ -160,6 +160,7 @@ impl ListedE2bSandbox {
             created_at,
             owner: metadata.get(LABEL_OWNER).cloned(),
             key: metadata.get(LABEL_KEY).cloned(),
+            deleting: false,
         })
     }
 }
@@ -292,7 +293,13 @@ mod tests {
         let listed = parsed.into_iter().next().unwrap().into_listed().unwrap();
         assert_eq!(
             listed,
-            ListedSandbox { id: "i1".into(), created_at: Some(1000), owner: Some("o".into()), key: Some("k".into()) }
+            ListedSandbox {
+                id: "i1".into(),
+                created_at: Some(1000),
+                owner: Some("o".into()),
+                key: Some("k".into()),
+                deleting: false
+            }
         );
         let odd = r#"[{"sandboxID":"i2","startedAt":"yesterday","state":"killing"}]"#;
         let parsed: Vec<ListedE2bSandbox> = serde_json::from_str(odd).unwrap();

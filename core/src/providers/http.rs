@@ -174,9 +174,14 @@ pub enum HostedError {
 }
 
 /// A `Retry-After` in seconds (the vendors send seconds), capped; `None` when
-/// the wait is longer than we hold a request for.
+/// the wait is longer than we hold a request for. Daytona names its limiter
+/// in the header (`Retry-After-sandbox-lifecycle`), so any `Retry-After-*`
+/// counts too.
 fn retry_after(answer: &Answer) -> Option<Duration> {
-    let wait = match answer.headers.get(RETRY_AFTER).and_then(|value| value.to_str().ok()) {
+    let named =
+        answer.headers.iter().find(|(name, _)| name.as_str().starts_with("retry-after-")).map(|(_, value)| value);
+    let header = answer.headers.get(RETRY_AFTER).or(named);
+    let wait = match header.and_then(|value| value.to_str().ok()) {
         Some(text) => match text.trim().parse::<f64>() {
             Ok(seconds) if seconds.is_finite() && seconds >= 0.0 => Duration::from_secs_f64(seconds.min(1e6)),
             _ => DEFAULT_RETRY_AFTER,

@@ -408,7 +408,8 @@ fn scan_base_dir(base_dir: &Path) -> std::io::Result<Vec<ScannedDir>> {
             Some(Ok(value)) => (OwnerFields::of(&value), serde_json::from_value::<OwnerRecord>(value).is_ok()),
             _ => (OwnerFields::default(), false),
         };
-        let listed = ListedSandbox { id, created_at: fields.created_at, owner: fields.owner, key: fields.key };
+        let listed =
+            ListedSandbox { id, created_at: fields.created_at, owner: fields.owner, key: fields.key, deleting: false };
         found.push(ScannedDir { listed, intact });
     }
     Ok(found)

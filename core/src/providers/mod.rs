@@ -26,23 +26,31 @@ use async_trait::async_trait;
 use crate::driver::SandboxProvider;
 use crate::errors::ProviderError;
 
+#[cfg(feature = "daytona")]
+pub mod daytona;
 #[cfg(feature = "docker")]
 pub mod docker;
 #[cfg(feature = "e2b")]
 pub mod e2b;
-#[cfg(feature = "e2b")]
+#[cfg(any(feature = "e2b", feature = "daytona", feature = "vercel"))]
 mod http;
 #[cfg(all(feature = "local", unix))]
 pub mod local;
+#[cfg(feature = "vercel")]
+pub mod vercel;
 
+#[cfg(feature = "daytona")]
+pub use daytona::{DaytonaConfig, DaytonaProvider};
 #[cfg(feature = "docker")]
 pub use docker::{DockerConfig, DockerProvider};
 #[cfg(feature = "e2b")]
 pub use e2b::{E2bConfig, E2bProvider};
-#[cfg(feature = "e2b")]
+#[cfg(any(feature = "e2b", feature = "daytona", feature = "vercel"))]
 pub use http::HostedError;
 #[cfg(all(feature = "local", unix))]
 pub use local::{Isolation, IsolationRequest, LocalConfig, LocalProvider};
+#[cfg(feature = "vercel")]
+pub use vercel::{VercelConfig, VercelProvider};
 
 /// The owner namespace both providers use unless configured otherwise.
 pub const DEFAULT_OWNER: &str = "sandbox-reclaim";
@@ -107,9 +115,10 @@ pub trait ManagedSandboxProvider: SandboxProvider {
     async fn exec(&self, id: &str, argv: &[String]) -> Result<ExecOutput, ProviderError>;
 }
 
-/// A provider on a vendor's hosted API (E2B, ...): it only destroys and
-/// lists (the vendor's SDK creates), and can check its credential up front.
-#[cfg(feature = "e2b")]
+/// A provider on a vendor's hosted API (E2B, Daytona, Vercel): it only
+/// destroys and lists (the vendor's SDK creates), and can check its
+/// credential up front.
+#[cfg(any(feature = "e2b", feature = "daytona", feature = "vercel"))]
 #[async_trait]
 pub trait HostedSandboxProvider: SandboxProvider {
     /// The API base URL in use (never carries the credential).

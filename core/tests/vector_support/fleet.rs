@@ -394,6 +394,7 @@ fn settle(
                         created_at: sandbox["createdAt"].as_i64().map(|at| (start as i64 + at) as u64),
                         owner: sandbox["owner"].as_str().map(str::to_owned),
                         key: sandbox["key"].as_str().map(str::to_owned),
+                        deleting: sandbox["deleting"].as_bool().unwrap_or(false),
                     })
                     .collect(),
             )

@@ -1,7 +1,8 @@
-//! `--e2b` and `[e2b]` against the local E2B fake (tests/fakes/e2b.mjs, which
-//! E2B's official SDK accepts in tests/node/e2b-fake.test.mjs): a pass sweeps
-//! the owner's old sandboxes page by page; a refused key exits 3 naming
-//! E2B_API_KEY and never printing the key. Needs `node` (FAILS without it).
+//! `--e2b`, `--daytona`, `--vercel` and their config sections against the
+//! local vendor fakes (tests/fakes/*.mjs, which the vendors' official SDKs
+//! accept in tests/node/*-fake.test.mjs): a pass sweeps the owner's old
+//! sandboxes page by page; a refused key exits 3 naming the variable and
+//! never printing the key. Needs `node` (FAILS without it).
 
 mod common;
 
@@ -19,9 +20,14 @@ struct Fake {
 
 impl Fake {
     fn start() -> Self {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fakes/e2b.mjs");
+        Self::start_vendor("e2b.mjs", &["--key", KEY])
+    }
+
+    fn start_vendor(script: &str, args: &[&str]) -> Self {
+        let script = format!("{}/../tests/fakes/{script}", env!("CARGO_MANIFEST_DIR"));
         let mut child = Command::new("node")
-            .args([script, "--key", KEY])
+            .arg(script)
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -141,4 +147,70 @@ fn the_e2b_section_of_the_config_turns_the_provider_on_with_its_own_key_and_url(
     let run = common::run(&["reconcile".into(), store, format!("--config={}", empty_key.display())]);
     run.expect_code(2);
     assert!(run.stderr.contains("e2b.api-key"), "{run}");
+}
+
+#[test]
+fn daytona_and_vercel_passes_sweep_their_owners_sandboxes_and_refuse_a_wrong_key() {
+    let vendors = [
+        (
+            "daytona.mjs",
+            vec!["--key", "dtn_cli_key"],
+            "--daytona",
+            vec![("DAYTONA_API_KEY", "dtn_cli_key")],
+            "DAYTONA_API_URL",
+            "DAYTONA_API_KEY",
+            json!({ "id": "old", "labels": { "io.sandbox-reclaim.owner": "cli-hosted" }, "state": "archived",
+                    "createdAt": "2026-01-01T00:00:00Z" }),
+        ),
+        (
+            "vercel.mjs",
+            vec!["--token", "vcl_cli_key", "--team", "team_c", "--project", "prj_c"],
+            "--vercel",
+            vec![("VERCEL_TOKEN", "vcl_cli_key"), ("VERCEL_TEAM_ID", "team_c"), ("VERCEL_PROJECT_ID", "prj_c")],
+            "",
+            "VERCEL_TOKEN",
+            json!({ "name": "old", "tags": { "io.sandbox-reclaim.owner": "cli-hosted" }, "status": "stopped",
+                    "createdAt": 1_767_225_600_000_u64 }),
+        ),
+    ];
+    for (script, fake_args, flag, env, url_variable, key_variable, sandbox) in vendors {
+        let fake = Fake::start_vendor(script, &fake_args);
+        fake.call(reqwest::Method::POST, "sandboxes", Some(json!([sandbox])));
+        let dir = tempfile::tempdir().unwrap();
+        let store = format!("--store=sqlite:{}", dir.path().join("store.db").display());
+        let config = dir.path().join("c.toml");
+        let section = flag.trim_start_matches("--");
+        std::fs::write(&config, format!("[{section}]\napi-url = \"{}\"\n", fake.url)).unwrap();
+        let args: Vec<String> =
+            ["reconcile", flag, "--owner=cli-hosted", "--json", &store, &format!("--config={}", config.display())]
+                .map(String::from)
+                .to_vec();
+        let run_with = |key: &str| {
+            let mut command = common::command(&args);
+            for (name, value) in &env {
+                command.env(name, if *name == key_variable { key } else { value });
+            }
+            if !url_variable.is_empty() {
+                command.env_remove(url_variable);
+            }
+            let output = command.stdin(Stdio::null()).output().unwrap();
+            common::Run {
+                code: output.status.code().unwrap_or(-1),
+                stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            }
+        };
+        let refused = run_with("wrong_cli_secret");
+        refused.expect_code(3);
+        assert!(refused.stdout.contains(key_variable), "{refused}");
+        assert!(!format!("{}{}", refused.stdout, refused.stderr).contains("wrong_cli_secret"), "{refused}");
+
+        let right_key = env.iter().find(|(name, _)| *name == key_variable).unwrap().1;
+        let run = run_with(right_key);
+        run.expect_code(0);
+        let report = run.json();
+        assert_eq!(report["report"]["providers"][0]["name"], section, "{run}");
+        assert_eq!(report["report"]["providers"][0]["orphans"]["destroyed"], 1, "{run}");
+        assert!(fake.alive().is_empty(), "{script}: {run}");
+    }
 }

@@ -1,0 +1,121 @@
+// DaytonaProvider and VercelProvider through the Node binding, against their
+// fakes (proven by the vendors' official SDKs in daytona-fake.test.mjs and
+// vercel-fake.test.mjs), one table of vendors: a reclaim destroys for good, a
+// failed destroy is `destroy-failed` and reaches the ledger, the deadline
+// aborts the request, a wrong key names the variable, and reconcile sweeps
+// every page once (never what the vendor is already deleting).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import * as binding from '../../bindings-node/index.mjs';
+import { startFakeDaytona } from '../fakes/daytona.mjs';
+import { startFakeVercel } from '../fakes/vercel.mjs';
+
+const { DaytonaProvider, VercelProvider, InMemorySandboxInstanceStore, reclaimSandbox, reconcile, listLeaks } = binding;
+
+const OWNER_LABEL = 'io.sandbox-reclaim.owner';
+const CREATED = Date.UTC(2026, 0, 1);
+
+const VENDORS = [
+  {
+    name: 'daytona',
+    variable: 'DAYTONA_API_KEY',
+    start: () => startFakeDaytona(),
+    make: (fake, options) => new DaytonaProvider({ apiKey: fake.key, apiUrl: fake.url, ...options }),
+    sandbox: (id, labels, extra = {}) => ({ id, labels, state: 'stopped', createdAt: new Date(CREATED).toISOString(), ...extra }),
+    deletingSandbox: (id, labels) => ({ id, labels, state: 'started', desiredState: 'destroyed', createdAt: new Date(CREATED).toISOString() }),
+  },
+  {
+    name: 'vercel',
+    variable: 'VERCEL_TOKEN',
+    start: () => startFakeVercel(),
+    make: (fake, options) => new VercelProvider({ apiKey: fake.token, teamId: fake.teamId, projectId: fake.projectId, apiUrl: fake.url, ...options }),
+    sandbox: (name, tags) => ({ name, tags, status: 'stopped', createdAt: CREATED }),
+    deletingSandbox: null, // Vercel has no deleting state: a lagging listing shows `stopped`
+  },
+];
+
+const run = (key) => ({ runId: `run-${key}`, threadId: 'thread-1', status: 'completed', startedAt: 1, sandboxKey: key });
+
+async function storeWith(vendor, records) {
+  const store = new InMemorySandboxInstanceStore({ ledger: true });
+  for (const [key, id] of records) {
+    await store.upsert({ key, provider: vendor, providerSandboxId: id, threadId: 'thread-1', updatedAt: 1 });
+  }
+  return store;
+}
+
+for (const vendor of VENDORS) {
+  const withFake = async (body) => {
+    const fake = await vendor.start();
+    try {
+      await body(fake, (options = {}) => vendor.make(fake, options));
+    } finally {
+      await fake.close();
+    }
+  };
+
+  test(`${vendor.name}: bad options are TypeErrors naming the field`, () => {
+    const Provider = vendor.name === 'daytona' ? DaytonaProvider : VercelProvider;
+    assert.throws(() => new Provider({ apiKey: 5 }), { name: 'TypeError', message: /options\.apiKey/ });
+    assert.throws(() => new Provider({ apiKey: 'k', projectId: 'p', apiUrl: 'nope' }), { name: 'TypeError', message: /apiUrl/ });
+    assert.throws(() => new Provider({ apiKey: 'k', projectId: 'p', pageSize: 1000 }), { name: 'TypeError', message: /pageSize/ });
+    const provider = new Provider({ apiKey: 'secret_value_123', projectId: 'p', apiUrl: 'http://127.0.0.1:9' });
+    assert.equal(provider.name, vendor.name);
+    assert.ok(!JSON.stringify(provider).includes('secret_value_123'));
+  });
+
+  test(`${vendor.name}: a reclaim destroys for good; a failed destroy is destroy-failed and reaches the ledger`, async () => {
+    await withFake(async (fake, make) => {
+      fake.seed([vendor.sandbox('a0', {}), vendor.sandbox('a1', {})]);
+      const provider = make();
+      const store = await storeWith(vendor.name, [['k0', 'a0'], ['k1', 'a1']]);
+      assert.equal(await reclaimSandbox(run('k0'), { provider, instances: store }), 'destroyed');
+      assert.deepEqual(fake.state().alive, ['a1']);
+      fake.setFaults({ failDeleteEvery: 1 });
+      assert.equal(await reclaimSandbox(run('k1'), { provider, instances: store }), 'destroy-failed');
+      assert.deepEqual(fake.state().alive, ['a1']);
+      const leaks = await listLeaks(store);
+      assert.deepEqual(leaks.map((leak) => leak.providerSandboxId), ['a1']);
+      assert.match(leaks[0].lastError, /HTTP 500/);
+    });
+  });
+
+  test(`${vendor.name}: the destroy deadline aborts the request itself`, async () => {
+    await withFake(async (fake, make) => {
+      fake.seed([vendor.sandbox('a0', {})]);
+      fake.setFaults({ hangDeletes: true });
+      const store = await storeWith(vendor.name, [['k0', 'a0']]);
+      assert.equal(await reclaimSandbox(run('k0'), { provider: make(), instances: store, destroyTimeoutMs: 200 }), 'destroy-failed');
+      for (let tries = 0; fake.state().abandoned === 0 && tries < 100; tries += 1) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(fake.state().abandoned, 1);
+    });
+  });
+
+  test(`${vendor.name}: a wrong key rejects naming ${vendor.variable}, never the key`, async () => {
+    await withFake(async (fake, make) => {
+      const provider = make({ apiKey: 'wrong_secret_value' });
+      for (const call of [() => provider.checkAccess(), () => provider.list(), () => provider.destroy({ id: 'a0' })]) {
+        await assert.rejects(call(), (error) => error.message.includes(vendor.variable) && !error.message.includes('wrong_secret_value'));
+      }
+    });
+  });
+
+  test(`${vendor.name}: reconcile sweeps every page of the owner once and spares the rest`, async () => {
+    await withFake(async (fake, make) => {
+      const ours = Array.from({ length: 7 }, (_, i) => vendor.sandbox(`ours${i}`, { [OWNER_LABEL]: 'sandbox-reclaim' }));
+      fake.seed([...ours, vendor.sandbox('theirs', { [OWNER_LABEL]: 'other' }), vendor.sandbox('bare', {})]);
+      if (vendor.deletingSandbox) fake.seed([vendor.deletingSandbox('going', { [OWNER_LABEL]: 'sandbox-reclaim' })]);
+      fake.setFaults({ repeatAcrossPages: true });
+      const provider = make({ pageSize: 3 });
+      const report = await reconcile({ providers: [provider], instances: await storeWith(vendor.name, []), orphanGraceMs: 60_000 });
+      const orphans = report.providers[0].orphans;
+      assert.equal(orphans.status, 'swept');
+      assert.equal(orphans.destroyed, 7);
+      assert.equal(orphans.deleting, vendor.deletingSandbox ? 1 : 0);
+      const alive = fake.state().alive;
+      assert.deepEqual(alive, vendor.deletingSandbox ? ['bare', 'going', 'theirs'] : ['bare', 'theirs']);
+      assert.equal(fake.state().requests.filter((r) => r.method === 'DELETE').length, 7, 'each destroyed once');
+    });
+  });
+}

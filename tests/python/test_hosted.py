@@ -1,0 +1,211 @@
+"""DaytonaProvider and VercelProvider through the Python binding, against
+their fakes (tests/fakes/daytona.mjs and vercel.mjs, proven by the vendors'
+official SDKs in tests/node/*-fake.test.mjs), one table of vendors: a reclaim
+destroys for good, a failed destroy is ``destroy-failed`` and reaches the
+ledger, the deadline drops the request, a wrong key names the variable, and
+reconcile sweeps every page once (never what the vendor is already deleting).
+The fakes run under ``node`` (``make test`` has it; without it these FAIL)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sandbox_reclaim import (
+    DaytonaProvider,
+    InMemoryLeakLedgerStore,
+    ReclaimOutcome,
+    RunRecord,
+    RunStatus,
+    SandboxInstanceRecord,
+    SandboxProviderError,
+    SweepStatus,
+    VercelProvider,
+    list_leaks,
+    reclaim_sandbox,
+    reconcile,
+)
+
+FAKES = Path(__file__).resolve().parents[1] / "fakes"
+OWNER_LABEL = "io.sandbox-reclaim.owner"
+CREATED_MS = 1_767_225_600_000
+
+
+@dataclass(frozen=True)
+class Vendor:
+    name: str
+    script: str
+    args: list[str]
+    variable: str
+    make: Callable[[str, str], DaytonaProvider | VercelProvider]
+    sandbox: Callable[[str, dict[str, str]], dict[str, Any]]
+    deleting: Callable[[str, dict[str, str]], dict[str, Any]] | None
+
+
+def _daytona(url: str, key: str) -> DaytonaProvider:
+    return DaytonaProvider(api_key=key, api_url=url, page_size=3)
+
+
+def _vercel(url: str, key: str) -> VercelProvider:
+    return VercelProvider(api_key=key, team_id="team_t", project_id="prj_p", api_url=url, page_size=3)
+
+
+VENDORS = [
+    Vendor(
+        "daytona",
+        "daytona.mjs",
+        ["--key", "dtn_key"],
+        "DAYTONA_API_KEY",
+        lambda url, key: _daytona(url, key),
+        lambda id, labels: {"id": id, "labels": labels, "state": "stopped", "createdAt": "2026-01-01T00:00:00Z"},
+        lambda id, labels: {
+            "id": id,
+            "labels": labels,
+            "state": "started",
+            "desiredState": "destroyed",
+            "createdAt": "2026-01-01T00:00:00Z",
+        },
+    ),
+    Vendor(
+        "vercel",
+        "vercel.mjs",
+        ["--token", "vcl_key", "--team", "team_t", "--project", "prj_p"],
+        "VERCEL_TOKEN",
+        lambda url, key: _vercel(url, key),
+        lambda name, tags: {"name": name, "tags": tags, "status": "stopped", "createdAt": CREATED_MS},
+        None,
+    ),
+]
+KEYS = {"daytona": "dtn_key", "vercel": "vcl_key"}
+
+
+class Fake:
+    def __init__(self, vendor: Vendor, url: str) -> None:
+        self.vendor = vendor
+        self.url = url
+
+    def _call(self, method: str, route: str, body: Any = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(f"{self.url}/_fake/{route}", data=data, method=method)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.loads(response.read())
+
+    def seed(self, sandboxes: list[dict[str, Any]]) -> None:
+        self._call("POST", "sandboxes", sandboxes)
+
+    def faults(self, **faults: object) -> None:
+        self._call("POST", "faults", faults)
+
+    def state(self) -> dict[str, Any]:
+        state: dict[str, Any] = self._call("GET", "state")
+        return state
+
+    def provider(self, key: str | None = None) -> DaytonaProvider | VercelProvider:
+        return self.vendor.make(self.url, key or KEYS[self.vendor.name])
+
+
+@pytest.fixture(params=VENDORS, ids=lambda vendor: vendor.name)
+def fake(request: pytest.FixtureRequest) -> Iterator[Fake]:
+    vendor: Vendor = request.param
+    command = ["node", str(FAKES / vendor.script), *vendor.args]
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        yield Fake(vendor, json.loads(process.stdout.readline())["url"])
+    finally:
+        process.kill()
+        process.wait()
+
+
+def run(key: str) -> RunRecord:
+    return RunRecord(run_id=f"run-{key}", thread_id="t1", status=RunStatus.COMPLETED, started_at=1, sandbox_key=key)
+
+
+async def store_with(provider: str, *records: tuple[str, str]) -> InMemoryLeakLedgerStore:
+    store = InMemoryLeakLedgerStore()
+    for key, sandbox_id in records:
+        record = SandboxInstanceRecord(key=key, provider=provider, provider_sandbox_id=sandbox_id, thread_id="t1", updated_at=1)
+        await store.upsert(record)
+    return store
+
+
+def test_bad_options_are_refused_naming_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    for variable in ("DAYTONA_API_KEY", "VERCEL_TOKEN", "VERCEL_PROJECT_ID"):
+        monkeypatch.delenv(variable, raising=False)
+    with pytest.raises(ValueError, match="DAYTONA_API_KEY"):
+        DaytonaProvider()
+    with pytest.raises(ValueError, match="VERCEL_PROJECT_ID"):
+        VercelProvider(api_key="k")
+    with pytest.raises(ValueError, match="VERCEL_TOKEN"):
+        VercelProvider(project_id="p")
+    with pytest.raises(ValueError, match="page_size"):
+        DaytonaProvider(api_key="k", page_size=201)
+    with pytest.raises(ValueError, match="page_size"):
+        VercelProvider(api_key="k", project_id="p", page_size=51)
+    with pytest.raises(TypeError, match="team_id"):
+        VercelProvider(api_key="k", project_id="p", team_id=5)  # type: ignore[arg-type]
+    provider = VercelProvider(api_key="vcl_secret_value", project_id="p")
+    assert (provider.name, provider.api_url) == ("vercel", "https://api.vercel.com")
+    assert "secret" not in repr(provider)
+    assert DaytonaProvider(api_key="k").api_url == "https://app.daytona.io/api"
+
+
+async def test_a_reclaim_destroys_for_good_and_a_failed_destroy_reaches_the_ledger(fake: Fake) -> None:
+    fake.seed([fake.vendor.sandbox("a0", {}), fake.vendor.sandbox("a1", {})])
+    provider = fake.provider()
+    store = await store_with(fake.vendor.name, ("k0", "a0"), ("k1", "a1"))
+    assert await reclaim_sandbox(run("k0"), provider=provider, instances=store) is ReclaimOutcome.DESTROYED
+    assert fake.state()["alive"] == ["a1"]
+    fake.faults(failDeleteEvery=1)
+    assert await reclaim_sandbox(run("k1"), provider=provider, instances=store) is ReclaimOutcome.DESTROY_FAILED
+    assert fake.state()["alive"] == ["a1"]
+    leaks = await list_leaks(store)
+    assert [leak.provider_sandbox_id for leak in leaks] == ["a1"]
+    assert "HTTP 500" in (leaks[0].last_error or "")
+
+
+async def test_the_destroy_deadline_drops_the_request(fake: Fake) -> None:
+    fake.seed([fake.vendor.sandbox("a0", {})])
+    fake.faults(hangDeletes=True)
+    store = await store_with(fake.vendor.name, ("k0", "a0"))
+    outcome = await reclaim_sandbox(run("k0"), provider=fake.provider(), instances=store, destroy_timeout=0.2)
+    assert outcome is ReclaimOutcome.DESTROY_FAILED
+    for _ in range(100):
+        if fake.state()["abandoned"] == 1:
+            break
+        await asyncio.sleep(0.01)
+    assert fake.state()["abandoned"] == 1
+
+
+async def test_a_wrong_key_names_the_variable_never_the_key(fake: Fake) -> None:
+    provider = fake.provider("wrong_secret_value")
+    for call in (provider.check_access, provider.list_sandboxes, lambda: provider.destroy("a0")):
+        with pytest.raises(SandboxProviderError) as raised:
+            await call()
+        assert fake.vendor.variable in str(raised.value)
+        assert "wrong_secret_value" not in str(raised.value)
+
+
+async def test_reconcile_sweeps_every_page_once_and_spares_the_rest(fake: Fake) -> None:
+    ours = [fake.vendor.sandbox(f"ours{i}", {OWNER_LABEL: "sandbox-reclaim"}) for i in range(7)]
+    fake.seed([*ours, fake.vendor.sandbox("theirs", {OWNER_LABEL: "other"}), fake.vendor.sandbox("bare", {})])
+    if fake.vendor.deleting is not None:
+        fake.seed([fake.vendor.deleting("going", {OWNER_LABEL: "sandbox-reclaim"})])
+    fake.faults(repeatAcrossPages=True)
+    store = await store_with(fake.vendor.name)
+    report = await reconcile(providers=[fake.provider()], instances=store, orphan_grace=60)
+    orphans = report.providers[0].orphans
+    assert orphans.status is SweepStatus.SWEPT
+    assert orphans.destroyed == 7
+    assert orphans.deleting == (1 if fake.vendor.deleting else 0)
+    expected = ["bare", "going", "theirs"] if fake.vendor.deleting else ["bare", "theirs"]
+    assert fake.state()["alive"] == expected
+    assert len([r for r in fake.state()["requests"] if r["method"] == "DELETE"]) == 7
