@@ -5,7 +5,7 @@
 # Each suite's script installs what it needs (npm packages locally, a Python
 # venv in .venv, Debian packages via apt-get) and starts/stops its services.
 
-.PHONY: test demo bench lint test-rust test-node test-python test-reference test-packaging
+.PHONY: test demo bench lint test-rust test-node test-python test-reference test-packaging test-live
 
 test:
 	bash scripts/test.sh
@@ -15,6 +15,14 @@ demo:
 
 bench:
 	bash scripts/bench.sh
+
+# By hand only (never in make test or CI): the hosted providers against the
+# real E2B, Daytona and Vercel APIs, each vendor with its credentials set
+# (E2B_API_KEY; DAYTONA_API_KEY; VERCEL_TOKEN + VERCEL_TEAM_ID + VERCEL_PROJECT_ID).
+# It creates and reclaims one sandbox per vendor; a vendor without credentials is skipped.
+test-live:
+	cd bindings-node && npm ci --no-audit --no-fund --silent && npm run build --silent
+	node --test tests/live/hosted-live.test.mjs
 
 # The pieces scripts/test.sh runs (inside the services it starts).
 CORE_FEATURES := --features sandbox-reclaim/sqlite,sandbox-reclaim/postgres,sandbox-reclaim/docker,sandbox-reclaim/local,sandbox-reclaim/e2b,sandbox-reclaim/daytona,sandbox-reclaim/vercel
