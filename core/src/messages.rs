@@ -172,8 +172,8 @@ pub fn providers_share_a_name(field: &str, name: &str, python: bool) -> String {
 // ---- hosted providers (E2B, ...): never a credential, always what to set ----
 
 /// A hosted provider built without a credential.
-pub fn hosted_missing_credential(vendor: &str, variable: &str, option: &str) -> String {
-    format!("no {vendor} API key: set {variable} or pass the provider's `{option}` option")
+pub fn hosted_missing_credential(vendor: &str, variable: &str) -> String {
+    format!("no {vendor} API key: set {variable} or pass the provider an API key")
 }
 
 /// A credential that cannot be sent in an HTTP header.
@@ -187,11 +187,8 @@ pub fn hosted_bad_url(vendor: &str, url: &str) -> String {
 }
 
 /// The vendor refused the credential (401/403).
-pub fn hosted_unauthorized(vendor: &str, status: u16, variable: &str, option: &str) -> String {
-    format!(
-        "{vendor} refused the API key (HTTP {status}): set {variable} (or the provider's `{option}` option) \
-         to a valid key"
-    )
+pub fn hosted_unauthorized(vendor: &str, status: u16, variable: &str) -> String {
+    format!("{vendor} refused the API key (HTTP {status}): set {variable} to a valid key (or pass one to the provider)")
 }
 
 /// The vendor answered a status the call does not accept.

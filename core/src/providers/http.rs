@@ -76,7 +76,7 @@ impl HostedClient {
         if credential.is_empty() {
             return Err(InvalidInput::new(
                 vendor.credential_option,
-                messages::hosted_missing_credential(vendor.label, vendor.credential_variable, vendor.credential_option),
+                messages::hosted_missing_credential(vendor.label, vendor.credential_variable),
             ));
         }
         let mut value = HeaderValue::from_str(&format!("{auth_prefix}{credential}")).map_err(|_| {
@@ -120,7 +120,6 @@ impl HostedClient {
                     self.vendor.label,
                     status.as_u16(),
                     self.vendor.credential_variable,
-                    self.vendor.credential_option,
                 ))));
             }
             return Ok(answer);
