@@ -22,10 +22,9 @@ use std::fmt;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use reqwest::{Method, StatusCode};
 use serde::Deserialize;
 
-use super::http::{encode_component, parse_rfc3339_millis, HostedClient, Vendor};
+use super::http::{encode_component, parse_rfc3339_millis, Answer, HostedClient, Vendor};
 use super::{
     validate_id, validate_owner, validate_provider_name, HostedSandboxProvider, InvalidInput, DEFAULT_OWNER, LABEL_KEY,
     LABEL_OWNER,
@@ -214,13 +213,7 @@ impl HostedSandboxProvider for DaytonaProvider {
 
     /// `GET /sandbox?limit=1`: refused (naming `DAYTONA_API_KEY`) when Daytona refuses the key.
     async fn check_access(&self) -> Result<(), ProviderError> {
-        let path = "/sandbox?limit=1";
-        let answer = self.client.send(Method::GET, path).await?;
-        if answer.status.is_success() {
-            Ok(())
-        } else {
-            Err(self.client.unexpected(&Method::GET, path, &answer))
-        }
+        self.client.check("/sandbox?limit=1").await
     }
 }
 
@@ -233,43 +226,22 @@ impl SandboxProvider for DaytonaProvider {
     /// `DELETE /sandbox/{id}`: deleted, or already gone (`404`).
     async fn destroy(&self, provider_sandbox_id: &str) -> Result<(), ProviderError> {
         validate_id(provider_sandbox_id)?;
-        let path = format!("/sandbox/{provider_sandbox_id}");
-        let answer = self.client.send(Method::DELETE, &path).await?;
-        if answer.status.is_success() || answer.status == StatusCode::NOT_FOUND {
-            Ok(())
-        } else {
-            Err(self.client.unexpected(&Method::DELETE, &path, &answer))
-        }
+        self.client.delete_tolerating_gone(&format!("/sandbox/{provider_sandbox_id}")).await
     }
 
     fn can_list(&self) -> bool {
         true
     }
 
-    /// Every page under our owner label. A page that fails or does not read
-    /// as documented fails the whole listing (the sweep is `unavailable`).
+    /// Every page under our owner label, by `nextCursor`.
     async fn list_sandboxes(&self) -> Result<Vec<ListedSandbox>, ProviderError> {
-        let mut listed = Vec::new();
-        let mut cursor: Option<String> = None;
-        loop {
-            let path = self.list_path(cursor.as_deref());
-            let answer = self.client.send(Method::GET, &path).await?;
-            if !answer.status.is_success() {
-                return Err(self.client.unexpected(&Method::GET, &path, &answer));
-            }
-            let page: Page = serde_json::from_slice(&answer.body)
-                .map_err(|error| self.client.malformed(&Method::GET, &path, &error.to_string()))?;
-            for sandbox in page.items {
-                listed.push(sandbox.into_listed().map_err(|why| self.client.malformed(&Method::GET, &path, &why))?);
-            }
-            match page.next_cursor.filter(|next| !next.is_empty()) {
-                Some(next) if cursor.as_deref() == Some(next.as_str()) => {
-                    return Err(self.client.malformed(&Method::GET, &path, "the next page cursor repeats"));
-                }
-                Some(next) => cursor = Some(next),
-                None => return Ok(listed),
-            }
-        }
+        let read = |answer: &Answer| {
+            let page: Page = answer.json()?;
+            let listed =
+                page.items.into_iter().map(ListedDaytonaSandbox::into_listed).collect::<Result<Vec<_>, _>>()?;
+            Ok((listed, page.next_cursor))
+        };
+        self.client.list_pages(|cursor| self.list_path(cursor), read).await
     }
 
     fn owner(&self) -> Option<&str> {

@@ -20,10 +20,9 @@ use std::fmt;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use reqwest::{Method, StatusCode};
 use serde::Deserialize;
 
-use super::http::{encode_component, parse_rfc3339_millis, HostedClient, Vendor};
+use super::http::{encode_component, parse_rfc3339_millis, Answer, HostedClient, Vendor};
 use super::{validate_id, validate_owner, HostedSandboxProvider, InvalidInput, DEFAULT_OWNER, LABEL_KEY, LABEL_OWNER};
 use crate::driver::SandboxProvider;
 use crate::errors::ProviderError;
@@ -174,13 +173,7 @@ impl HostedSandboxProvider for E2bProvider {
     /// `GET /v2/sandboxes?limit=1`: refused (naming `E2B_API_KEY`) when E2B
     /// refuses the key, so a command can stop before its first pass.
     async fn check_access(&self) -> Result<(), ProviderError> {
-        let path = "/v2/sandboxes?limit=1";
-        let answer = self.client.send(Method::GET, path).await?;
-        if answer.status.is_success() {
-            Ok(())
-        } else {
-            Err(self.client.unexpected(&Method::GET, path, &answer))
-        }
+        self.client.check("/v2/sandboxes?limit=1").await
     }
 }
 
@@ -193,43 +186,21 @@ impl SandboxProvider for E2bProvider {
     /// `DELETE /sandboxes/{id}`: killed, or already gone (`404`).
     async fn destroy(&self, provider_sandbox_id: &str) -> Result<(), ProviderError> {
         validate_id(provider_sandbox_id)?;
-        let path = format!("/sandboxes/{provider_sandbox_id}");
-        let answer = self.client.send(Method::DELETE, &path).await?;
-        if answer.status.is_success() || answer.status == StatusCode::NOT_FOUND {
-            Ok(())
-        } else {
-            Err(self.client.unexpected(&Method::DELETE, &path, &answer))
-        }
+        self.client.delete_tolerating_gone(&format!("/sandboxes/{provider_sandbox_id}")).await
     }
 
     fn can_list(&self) -> bool {
         true
     }
 
-    /// Every page under our owner metadata. A page that fails or does not
-    /// read as documented fails the whole listing (the sweep is `unavailable`).
+    /// Every page under our owner metadata, by the `X-Next-Token` header.
     async fn list_sandboxes(&self) -> Result<Vec<ListedSandbox>, ProviderError> {
-        let mut listed = Vec::new();
-        let mut next_token: Option<String> = None;
-        loop {
-            let path = self.list_path(next_token.as_deref());
-            let answer = self.client.send(Method::GET, &path).await?;
-            if !answer.status.is_success() {
-                return Err(self.client.unexpected(&Method::GET, &path, &answer));
-            }
-            let page: Vec<ListedE2bSandbox> = serde_json::from_slice(&answer.body)
-                .map_err(|error| self.client.malformed(&Method::GET, &path, &error.to_string()))?;
-            for sandbox in page {
-                listed.push(sandbox.into_listed().map_err(|why| self.client.malformed(&Method::GET, &path, &why))?);
-            }
-            match answer.header("x-next-token").filter(|token| !token.is_empty()) {
-                Some(token) if next_token.as_deref() == Some(token) => {
-                    return Err(self.client.malformed(&Method::GET, &path, "the next page token repeats"));
-                }
-                Some(token) => next_token = Some(token.to_owned()),
-                None => return Ok(listed),
-            }
-        }
+        let read = |answer: &Answer| {
+            let page: Vec<ListedE2bSandbox> = answer.json()?;
+            let listed = page.into_iter().map(ListedE2bSandbox::into_listed).collect::<Result<Vec<_>, _>>()?;
+            Ok((listed, answer.header("x-next-token").map(str::to_owned)))
+        };
+        self.client.list_pages(|token| self.list_path(token), read).await
     }
 
     fn owner(&self) -> Option<&str> {

@@ -13,6 +13,7 @@ use reqwest::{Method, StatusCode};
 
 use super::InvalidInput;
 use crate::errors::ProviderError;
+use crate::fleet::ListedSandbox;
 use crate::messages;
 
 /// How often one request is re-sent after a `429` before it fails.
@@ -44,6 +45,11 @@ pub(crate) struct Answer {
 }
 
 impl Answer {
+    /// The body as JSON of type `T`; the parse error as text.
+    pub fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T, String> {
+        serde_json::from_slice(&self.body).map_err(|error| error.to_string())
+    }
+
     /// A header as text, if present and readable.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|value| value.to_str().ok())
@@ -126,8 +132,59 @@ impl HostedClient {
         }
     }
 
+    /// `DELETE path`: success, or already gone (`404`, every vendor's "not
+    /// found"); any other answer fails the destroy.
+    pub async fn delete_tolerating_gone(&self, path: &str) -> Result<(), ProviderError> {
+        let answer = self.send(Method::DELETE, path).await?;
+        if answer.status.is_success() || answer.status == StatusCode::NOT_FOUND {
+            Ok(())
+        } else {
+            Err(self.unexpected(&Method::DELETE, path, &answer))
+        }
+    }
+
+    /// `GET path` must succeed: one small authenticated call.
+    pub async fn check(&self, path: &str) -> Result<(), ProviderError> {
+        let answer = self.send(Method::GET, path).await?;
+        if answer.status.is_success() {
+            Ok(())
+        } else {
+            Err(self.unexpected(&Method::GET, path, &answer))
+        }
+    }
+
+    /// Every page of a listing: `path_of(cursor)` is a page's request (no
+    /// cursor: the first); `read` turns an answer into its sandboxes and the
+    /// next cursor (`None` on the last page). A page that fails or does not
+    /// read fails the whole listing, and so does a cursor that repeats
+    /// (a vendor looping would otherwise list forever).
+    pub async fn list_pages(
+        &self,
+        path_of: impl Fn(Option<&str>) -> String,
+        read: impl Fn(&Answer) -> Result<(Vec<ListedSandbox>, Option<String>), String>,
+    ) -> Result<Vec<ListedSandbox>, ProviderError> {
+        let mut listed = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let path = path_of(cursor.as_deref());
+            let answer = self.send(Method::GET, &path).await?;
+            if !answer.status.is_success() {
+                return Err(self.unexpected(&Method::GET, &path, &answer));
+            }
+            let (page, next) = read(&answer).map_err(|why| self.malformed(&Method::GET, &path, &why))?;
+            listed.extend(page);
+            match next.filter(|next| !next.is_empty()) {
+                Some(next) if cursor.as_deref() == Some(next.as_str()) => {
+                    return Err(self.malformed(&Method::GET, &path, "the next page cursor repeats"));
+                }
+                Some(next) => cursor = Some(next),
+                None => return Ok(listed),
+            }
+        }
+    }
+
     /// The error for an answer the caller did not expect.
-    pub fn unexpected(&self, method: &Method, path: &str, answer: &Answer) -> ProviderError {
+    fn unexpected(&self, method: &Method, path: &str, answer: &Answer) -> ProviderError {
         let detail = error_detail(&answer.body);
         ProviderError::backend(HostedError::Failed(messages::hosted_status(
             self.vendor.label,
@@ -139,7 +196,7 @@ impl HostedClient {
     }
 
     /// The error for an answer whose body does not read as documented.
-    pub fn malformed(&self, method: &Method, path: &str, why: &str) -> ProviderError {
+    fn malformed(&self, method: &Method, path: &str, why: &str) -> ProviderError {
         ProviderError::backend(HostedError::Failed(messages::hosted_malformed(
             self.vendor.label,
             method.as_str(),

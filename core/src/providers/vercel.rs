@@ -23,10 +23,9 @@ use std::fmt;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use reqwest::{Method, StatusCode};
 use serde::Deserialize;
 
-use super::http::{encode_component, HostedClient, Vendor};
+use super::http::{encode_component, Answer, HostedClient, Vendor};
 use super::{
     validate_id, validate_owner, validate_provider_name, HostedSandboxProvider, InvalidInput, DEFAULT_OWNER, LABEL_KEY,
     LABEL_OWNER,
@@ -220,12 +219,7 @@ impl HostedSandboxProvider for VercelProvider {
     /// Vercel refuses the token or team.
     async fn check_access(&self) -> Result<(), ProviderError> {
         let path = format!("/v2/sandboxes?{}project={}&limit=1", self.team_query, encode_component(&self.project_id));
-        let answer = self.client.send(Method::GET, &path).await?;
-        if answer.status.is_success() {
-            Ok(())
-        } else {
-            Err(self.client.unexpected(&Method::GET, &path, &answer))
-        }
+        self.client.check(&path).await
     }
 }
 
@@ -238,47 +232,24 @@ impl SandboxProvider for VercelProvider {
     /// `DELETE /v2/sandboxes/{name}`: deleted for good, or already gone (`404`).
     async fn destroy(&self, provider_sandbox_id: &str) -> Result<(), ProviderError> {
         validate_id(provider_sandbox_id)?;
-        let path = format!(
-            "/v2/sandboxes/{provider_sandbox_id}?{}projectId={}",
-            self.team_query,
-            encode_component(&self.project_id)
-        );
-        let answer = self.client.send(Method::DELETE, &path).await?;
-        if answer.status.is_success() || answer.status == StatusCode::NOT_FOUND {
-            Ok(())
-        } else {
-            Err(self.client.unexpected(&Method::DELETE, &path, &answer))
-        }
+        let project = encode_component(&self.project_id);
+        let path = format!("/v2/sandboxes/{provider_sandbox_id}?{}projectId={project}", self.team_query);
+        self.client.delete_tolerating_gone(&path).await
     }
 
     fn can_list(&self) -> bool {
         true
     }
 
-    /// Every page under our owner tag. A page that fails or does not read as
-    /// documented fails the whole listing (the sweep is `unavailable`).
+    /// Every page under our owner tag, by `pagination.next`.
     async fn list_sandboxes(&self) -> Result<Vec<ListedSandbox>, ProviderError> {
-        let mut listed = Vec::new();
-        let mut cursor: Option<String> = None;
-        loop {
-            let path = self.list_path(cursor.as_deref());
-            let answer = self.client.send(Method::GET, &path).await?;
-            if !answer.status.is_success() {
-                return Err(self.client.unexpected(&Method::GET, &path, &answer));
-            }
-            let page: Page = serde_json::from_slice(&answer.body)
-                .map_err(|error| self.client.malformed(&Method::GET, &path, &error.to_string()))?;
-            for sandbox in page.sandboxes {
-                listed.push(sandbox.into_listed().map_err(|why| self.client.malformed(&Method::GET, &path, &why))?);
-            }
-            match page.pagination.next.filter(|next| !next.is_empty()) {
-                Some(next) if cursor.as_deref() == Some(next.as_str()) => {
-                    return Err(self.client.malformed(&Method::GET, &path, "the next page cursor repeats"));
-                }
-                Some(next) => cursor = Some(next),
-                None => return Ok(listed),
-            }
-        }
+        let read = |answer: &Answer| {
+            let page: Page = answer.json()?;
+            let listed =
+                page.sandboxes.into_iter().map(ListedVercelSandbox::into_listed).collect::<Result<Vec<_>, _>>()?;
+            Ok((listed, page.pagination.next))
+        };
+        self.client.list_pages(|cursor| self.list_path(cursor), read).await
     }
 
     fn owner(&self) -> Option<&str> {
