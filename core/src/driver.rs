@@ -409,6 +409,13 @@ fn start<'a>(
                 references.map_or_else(Settled::StoreFailed, Settled::Ids)
             })
         }
+        Effect::RegisteredSandboxes { provider, since } => {
+            let fleet = fleet()?;
+            Box::pin(async move {
+                let registered = fleet.registered_sandboxes(&provider, since).await;
+                registered.map_or_else(Settled::StoreFailed, Settled::Ids)
+            })
+        }
         Effect::ListStale { older_than, limit } => {
             let fleet = fleet()?;
             Box::pin(async move {

@@ -51,9 +51,11 @@ pub mod op {
     pub const APPEND_AUDIT: u32 = 18;
     /// the event as JSON; never completed
     pub const PROGRESS: u32 = 19;
+    /// provider, since; answered with JSON
+    pub const REGISTERED_SANDBOXES: u32 = 20;
 
     /// Every op, in number order.
-    pub const ALL: [u32; 20] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19];
+    pub const ALL: [u32; 21] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20];
 }
 
 /// Whom an effect calls.
@@ -156,7 +158,7 @@ const fn field(wire: &'static str, python: &'static str, kind: &'static str, req
 const FLAG: Option<Shape> = Some(Shape { kind: "flag", noun: "", fields: &[] });
 
 /// Every op's row, in op number order.
-pub const EFFECTS: [EffectSpec; 20] = {
+pub const EFFECTS: [EffectSpec; 21] = {
     use self::{answer as a, operand as o, target as t};
     const fn spec(
         op: u32,
@@ -215,7 +217,7 @@ pub const EFFECTS: [EffectSpec; 20] = {
                 &[o::VALUE, o::VALUE],
                 a::JSON,
             ),
-            Some(Shape { kind: "ids", noun: "an id", fields: &[] }),
+            IDS,
             false,
         ),
         answered(
@@ -250,8 +252,22 @@ pub const EFFECTS: [EffectSpec; 20] = {
         spec(op::RELEASE_SWEEP, "releaseSweep", "release_sweep", t::STORE, &[o::VALUE, o::VALUE], a::OK),
         spec(op::APPEND_AUDIT, "appendAudit", "append_audit", t::STORE, &[o::AUDIT], a::OK),
         spec(op::PROGRESS, "progress", "progress", t::DRIVER, &[o::VALUE], a::NONE),
+        answered(
+            spec(
+                op::REGISTERED_SANDBOXES,
+                "registeredSandboxes",
+                "registered_sandboxes",
+                t::STORE,
+                &[o::VALUE, o::VALUE],
+                a::JSON,
+            ),
+            IDS,
+            false,
+        ),
     ]
 };
+
+const IDS: Option<Shape> = Some(Shape { kind: "ids", noun: "an id", fields: &[] });
 
 const LISTED: Option<Shape> = Some(Shape {
     kind: "records",

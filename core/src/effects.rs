@@ -56,6 +56,11 @@ pub enum Effect {
     /// host, by the audit log) destroyed at or after `destroyed_since`;
     /// complete with [`Completion::Ids`].
     SandboxReferences { provider: String, destroyed_since: Millis },
+    /// The store's `registeredSandboxes(provider, since)`: the ids of
+    /// `provider` its registry names (every sandbox an instance record named,
+    /// whose record still exists or was last written or deleted at or after
+    /// `since`); complete with [`Completion::Ids`].
+    RegisteredSandboxes { provider: String, since: Millis },
     /// The store's `listStale(olderThan, limit)`; complete with [`Completion::Stale`].
     ListStale { older_than: Millis, limit: u32 },
     /// The store's `expireIdle(key, updatedAt, leak)`; complete with [`Completion::Flag`].
@@ -121,7 +126,7 @@ pub enum Completion {
     Failed { message: String },
     /// `list()` answered.
     Sandboxes(Vec<ListedSandbox>),
-    /// `sandboxReferences` answered.
+    /// `sandboxReferences` / `registeredSandboxes` answered.
     Ids(Vec<String>),
     /// `listStale` answered.
     Stale(Vec<StaleRecord>),

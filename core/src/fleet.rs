@@ -100,6 +100,18 @@ pub trait FleetStore: LeakLedger {
     /// listed).
     async fn sandbox_references(&self, provider: &str, destroyed_since: u64) -> Result<Vec<String>, StoreError>;
 
+    /// The registry: every `providerSandboxId` of `provider` an instance
+    /// record named, whose record was last written or deleted at or after
+    /// `since` (or still exists). The sweep takes a listed sandbox without an
+    /// owner label (owner `""`) for ours only when the registry names it, so
+    /// what TanStack's providers created unlabelled, and a swallowed destroy
+    /// left running, is still found. A store without a registry names
+    /// nothing (the default).
+    async fn registered_sandboxes(&self, provider: &str, since: u64) -> Result<Vec<String>, StoreError> {
+        let _ = (provider, since);
+        Ok(Vec::new())
+    }
+
     /// Records a leak without touching any instance record (an orphan whose
     /// destroy failed). Recording a known sandbox again bumps its attempts.
     async fn record_leak(&self, leak: NewLeak, reason: LeakReason, next_attempt_at: u64) -> Result<(), StoreError>;

@@ -34,6 +34,9 @@ struct State {
     sweeps: HashMap<String, (String, u64)>,
     /// The audit log, in append order.
     audit: Vec<AuditEntry>,
+    /// The registry: (provider, providerSandboxId) of every sandbox a record
+    /// named → epoch milliseconds its record was last written or deleted.
+    registry: HashMap<(String, String), u64>,
 }
 
 /// A ledger entry with its fleet bookkeeping.
@@ -54,6 +57,20 @@ impl Leak {
 }
 
 impl State {
+    /// Registers what `record` names, as last seen at `at`.
+    fn register(&mut self, provider: &str, provider_sandbox_id: &str, at: u64) {
+        let seen = self.registry.entry((provider.to_owned(), provider_sandbox_id.to_owned())).or_insert(at);
+        *seen = (*seen).max(at);
+    }
+
+    /// Removes record `key`, keeping its sandbox in the registry as last
+    /// seen now (the retention counts from the record's deletion).
+    fn remove_record(&mut self, key: &str) {
+        if let Some(record) = self.records.remove(key) {
+            self.register(&record.provider, &record.provider_sandbox_id, now_millis());
+        }
+    }
+
     /// Records `leak`, or bumps the attempts of the entry for the same
     /// sandbox (keeping its place and any claim on it), as the SQL stores'
     /// `ON CONFLICT` does.
@@ -154,12 +171,14 @@ impl SandboxInstanceStore for InMemorySandboxInstanceStore {
 
     async fn upsert(&self, record: &SandboxInstanceRecord) -> Result<(), StoreError> {
         record.validate()?;
-        self.lock().records.insert(record.key.clone(), record.clone());
+        let mut state = self.lock();
+        state.register(&record.provider, &record.provider_sandbox_id, record.updated_at);
+        state.records.insert(record.key.clone(), record.clone());
         Ok(())
     }
 
     async fn delete(&self, key: &str) -> Result<(), StoreError> {
-        self.lock().records.remove(key);
+        self.lock().remove_record(key);
         Ok(())
     }
 
@@ -177,7 +196,7 @@ impl LeakLedger for InMemorySandboxInstanceStore {
     async fn delete_recording_leak(&self, key: &str, leak: NewLeak) -> Result<(), StoreError> {
         // One lock for both writes: the in-memory form of one transaction.
         let mut state = self.lock();
-        state.records.remove(key);
+        state.remove_record(key);
         let due = leak.failed_at;
         state.record_leak(leak, LeakReason::DestroyFailed, due);
         Ok(())
@@ -235,7 +254,7 @@ impl FleetStore for InMemorySandboxInstanceStore {
         if state.records.get(key).is_none_or(|record| record.updated_at != seen_updated_at) {
             return Ok(false);
         }
-        state.records.remove(key);
+        state.remove_record(key);
         let due = leak.failed_at;
         state.record_leak(leak, LeakReason::Idle, due);
         Ok(true)
@@ -253,6 +272,17 @@ impl FleetStore for InMemorySandboxInstanceStore {
             .map(|record| &record.provider_sandbox_id)
             .chain(leaks.map(|entry| &entry.provider_sandbox_id))
             .chain(destroyed.map(|row| &row.provider_sandbox_id));
+        let mut ids: Vec<String> = ids.cloned().collect();
+        ids.sort();
+        ids.dedup();
+        Ok(ids)
+    }
+
+    async fn registered_sandboxes(&self, provider: &str, since: u64) -> Result<Vec<String>, StoreError> {
+        let state = self.lock();
+        let live = state.records.values().filter(|record| record.provider == provider);
+        let kept = state.registry.iter().filter(|((name, _), seen)| name == provider && **seen >= since);
+        let ids = live.map(|record| &record.provider_sandbox_id).chain(kept.map(|((_, id), _)| id));
         let mut ids: Vec<String> = ids.cloned().collect();
         ids.sort();
         ids.dedup();

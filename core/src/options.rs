@@ -33,6 +33,9 @@ pub mod defaults {
     pub const BACKOFF_MS: u64 = 30_000;
     /// The longest backoff.
     pub const MAX_BACKOFF_MS: u64 = 3_600_000;
+    /// How long the registry keeps naming a sandbox as ours after its
+    /// record was last written or deleted (30 days).
+    pub const REGISTRY_RETENTION_MS: u64 = 30 * 24 * 3_600_000;
     /// The owner namespace sandboxes are swept under unless a provider or the
     /// pass names another (the managed providers' default too).
     pub const OWNER: &str = "sandbox-reclaim";
@@ -97,6 +100,7 @@ pub const LIMIT: Name = name("limit", "limit");
 pub const LEASE: Name = name("leaseMs", "lease");
 pub const BACKOFF: Name = name("backoffMs", "backoff");
 pub const MAX_BACKOFF: Name = name("maxBackoffMs", "max_backoff");
+pub const REGISTRY_RETENTION: Name = name("registryRetentionMs", "registry_retention");
 pub const OWNER: Name = name("owner", "owner");
 pub const HOST: Name = name("host", "host");
 pub const PROVIDERS: Name = name("providers", "providers");
@@ -126,7 +130,7 @@ impl FlowOptions {
     /// The plain-valued options the flow takes, in the order they are checked.
     pub fn names(self) -> &'static [Name] {
         const FLEET: [Name; 4] = [CONCURRENCY, PER_PROVIDER_CONCURRENCY, DESTROY_TIMEOUT, BUDGET];
-        const RECONCILE: [Name; 14] = [
+        const RECONCILE: [Name; 15] = [
             DRY_RUN,
             RETRY_LEAKS,
             CONCURRENCY,
@@ -139,6 +143,7 @@ impl FlowOptions {
             LEASE,
             BACKOFF,
             MAX_BACKOFF,
+            REGISTRY_RETENTION,
             OWNER,
             HOST,
         ];

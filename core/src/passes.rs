@@ -84,6 +84,9 @@ pub struct ReconcileOptions<'a> {
     /// A reclaim's failed destroy is failure 1, so its first failed retry waits 2 × `backoff`.
     pub backoff: Duration,
     pub max_backoff: Duration,
+    /// How long after its record was last written or deleted an unlabelled
+    /// sandbox the store's registry names still counts as ours (default 30 days).
+    pub registry_retention: Duration,
     /// The owner namespace of providers that do not name theirs (default [`DEFAULT_OWNER`]).
     pub owner: Option<String>,
     /// The audit log's host (default: this machine's host name).
@@ -110,6 +113,7 @@ impl<'a> ReconcileOptions<'a> {
             lease: Duration::from_millis(defaults::LEASE_MS),
             backoff: Duration::from_millis(defaults::BACKOFF_MS),
             max_backoff: Duration::from_millis(defaults::MAX_BACKOFF_MS),
+            registry_retention: Duration::from_millis(defaults::REGISTRY_RETENTION_MS),
             owner: None,
             host: None,
             on_progress: None,
@@ -210,6 +214,8 @@ pub async fn reconcile(options: ReconcileOptions<'_>) -> Result<ReconcileReport,
     input.lease_ms = positive(Some(options.lease), "leaseMs")?.unwrap_or(1);
     input.backoff_ms = duration_millis(options.backoff);
     input.max_backoff_ms = duration_millis(options.max_backoff);
+    input.registry_retention_ms = duration_millis(options.registry_retention);
+    input.registry = true;
     input.progress = options.on_progress.is_some();
     input.stopped = options.stop.is_some_and(StopSignal::is_stopped);
     let mut flow = Reconcile::new(input, now_millis());

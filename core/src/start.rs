@@ -30,6 +30,9 @@ pub struct PassStart {
     /// (`os.hostname()`, `socket.gethostname()`): the pass's `host` unless
     /// the options name one. `None`: [`host_name`].
     pub host_name: Option<String>,
+    /// The store offers `registeredSandboxes` (the registry of sandboxes its
+    /// records named): the sweep also takes unlabelled sandboxes it names.
+    pub registry: bool,
 }
 
 /// `reclaimAll`'s input: `records` are `(runId, sandboxKey)`, `providers` the names in order.
@@ -75,6 +78,8 @@ pub fn reconcile(
     let lease_ms = options.millis(options::LEASE, 1, No)?.unwrap_or(defaults::LEASE_MS);
     let backoff_ms = options.millis(options::BACKOFF, 0, No)?.unwrap_or(defaults::BACKOFF_MS);
     let max_backoff_ms = options.millis(options::MAX_BACKOFF, 0, No)?.unwrap_or(defaults::MAX_BACKOFF_MS);
+    let registry_retention_ms =
+        options.millis(options::REGISTRY_RETENTION, 0, No)?.unwrap_or(defaults::REGISTRY_RETENTION_MS);
     let owner = options.text(options::OWNER, Yes)?.unwrap_or_else(|| defaults::OWNER.to_owned());
     let host = match options.text(options::HOST, Yes)? {
         Some(host) => host,
@@ -102,6 +107,8 @@ pub fn reconcile(
     input.lease_ms = lease_ms;
     input.backoff_ms = backoff_ms;
     input.max_backoff_ms = max_backoff_ms;
+    input.registry_retention_ms = registry_retention_ms;
+    input.registry = start.registry;
     input.progress = start.progress;
     input.stopped = start.stopped;
     Ok(input)

@@ -93,7 +93,7 @@ pub struct Protocol {
     pub endings: [u32; 6],
     /// Operands after each ending kind (indexed by kind).
     pub ending_operands: [u32; 6],
-    pub ops: [u32; 20],
+    pub ops: [u32; 21],
     pub meta_kinds: [u32; 3],
     pub completions: [u32; 5],
     /// The logger methods a flow may call.
@@ -350,6 +350,7 @@ fn encode_effect(slots: &mut Vec<Slot>, id: EffectId, effect: Effect) -> u32 {
         Effect::SandboxReferences { provider, destroyed_since } => {
             (op::SANDBOX_REFERENCES, vec![text(provider), int(destroyed_since)])
         }
+        Effect::RegisteredSandboxes { provider, since } => (op::REGISTERED_SANDBOXES, vec![text(provider), int(since)]),
         Effect::ListStale { older_than, limit } => (op::LIST_STALE, vec![int(older_than), int(limit)]),
         Effect::ExpireIdle { key, updated_at, leak } => {
             let mut args = vec![text(key), int(updated_at)];
@@ -427,7 +428,7 @@ fn decode(op: u32, json: &str) -> Completion {
             None => failed("expected true or false".into()),
         },
         _ if !is_array => failed("expected an array".into()),
-        op::SANDBOX_REFERENCES => {
+        op::SANDBOX_REFERENCES | op::REGISTERED_SANDBOXES => {
             let ids: Option<Vec<String>> = items().iter().map(|id| id.as_str().map(str::to_owned)).collect();
             ids.map_or_else(|| failed("expected an array of strings".into()), Completion::Ids)
         }
@@ -562,6 +563,7 @@ mod tests {
             Effect::ReleaseSweep { provider: "p".into(), holder: "h".into() },
             Effect::AppendAudit(vec![]),
             Effect::Progress("{}".into()),
+            Effect::RegisteredSandboxes { provider: "p".into(), since: 0 },
         ];
         assert_eq!(effects.len(), EFFECTS.len(), "one sample per op");
         for (index, effect) in effects.into_iter().enumerate() {

@@ -209,6 +209,42 @@ async fn references_cover_recent_destroys_in_the_audit_log(fresh: &Fresh) {
     assert_eq!(store.sandbox_references("docker", 501).await.unwrap(), ["c1"]);
 }
 
+/// The registry: every sandbox a record named, kept after its record is
+/// gone (last seen at the deletion), on every write path.
+async fn the_registry_names_what_records_named_after_they_are_gone(fresh: &Fresh) {
+    let store = &fresh.store;
+    let sorted = |mut ids: Vec<String>| {
+        ids.sort();
+        ids
+    };
+    store.upsert(&record("k1", "docker", "c1", 100)).await.unwrap();
+    store.upsert(&record("k2", "docker", "c2", 200)).await.unwrap();
+    store.upsert(&record("k3", "daytona", "d1", 300)).await.unwrap();
+    assert_eq!(sorted(store.registered_sandboxes("docker", 0).await.unwrap()), ["c1", "c2"]);
+    assert_eq!(store.registered_sandboxes("daytona", 0).await.unwrap(), ["d1"]);
+    assert!(store.registered_sandboxes("Docker", 0).await.unwrap().is_empty(), "providers compare exactly");
+    // A record moved to another sandbox: both stay registered.
+    store.upsert(&record("k1", "docker", "c1b", 150)).await.unwrap();
+    // Every way a record goes: delete, delete recording a leak, idle expiry.
+    store.delete("k1").await.unwrap();
+    store.leak_ledger().unwrap().delete_recording_leak("k2", leak("k2", "docker", "c2", 250)).await.unwrap();
+    assert!(store.expire_idle("k3", 300, leak("k3", "daytona", "d1", 350)).await.unwrap());
+    assert!(store.get("k1").await.unwrap().is_none());
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    let just_before = now - 60_000;
+    assert_eq!(
+        sorted(store.registered_sandboxes("docker", just_before).await.unwrap()),
+        ["c1b", "c2"],
+        "deleted within the retention: kept as last seen at the deletion; c1 was last written at 100"
+    );
+    assert_eq!(store.registered_sandboxes("daytona", just_before).await.unwrap(), ["d1"]);
+    assert_eq!(sorted(store.registered_sandboxes("docker", 0).await.unwrap()), ["c1", "c1b", "c2"]);
+    assert!(store.registered_sandboxes("docker", u64::MAX >> 12).await.unwrap().is_empty(), "past the retention");
+    // A live record is always registered, however old its last write.
+    store.upsert(&record("k4", "docker", "c4", 1)).await.unwrap();
+    assert_eq!(store.registered_sandboxes("docker", u64::MAX >> 12).await.unwrap(), ["c4"]);
+}
+
 async fn due_leaks_respect_backoff_and_claims(fresh: &Fresh) {
     let store = &fresh.store;
     store.record_leak(leak("ka", "docker", "a", 50), LeakReason::Orphan, 100).await.unwrap();
@@ -320,7 +356,7 @@ async fn facts_count_records_and_name_the_newest_audit_row(fresh: &Fresh) {
     let store = &fresh.store;
     let empty = store.facts().await.unwrap();
     assert_eq!((empty.records, empty.last_audit_at), (0, None));
-    let migrated = if matches!(fresh.backend, Backend::Memory) { 0 } else { 2 };
+    let migrated = if matches!(fresh.backend, Backend::Memory) { 0 } else { 3 };
     assert_eq!(empty.schema_version, migrated, "the newest migration applied");
     store.upsert(&record("a", "docker", "ctr-a", 1)).await.unwrap();
     store.upsert(&record("b", "docker", "ctr-b", 1)).await.unwrap();
@@ -363,6 +399,7 @@ async fn fleet_contract(backend: Backend) {
         idle_expiry_only_takes_an_untouched_record,
         references_cover_records_and_leaks_of_one_provider,
         references_cover_recent_destroys_in_the_audit_log,
+        the_registry_names_what_records_named_after_they_are_gone,
         due_leaks_respect_backoff_and_claims,
         a_deferred_leak_waits_for_its_next_attempt,
         one_sweeper_per_provider,
@@ -408,6 +445,11 @@ async fn check_upgraded(store: &dyn Store) {
     let mut references = store.sandbox_references("docker", u64::MAX).await.unwrap();
     references.sort();
     assert_eq!(references, ["ctr-kept", "ctr-old"]);
+    assert_eq!(
+        store.registered_sandboxes("docker", 7).await.unwrap(),
+        ["ctr-kept"],
+        "records before version 3 register"
+    );
     assert_eq!(keys(&store.list_stale(8, 10).await.unwrap()), ["old-key"]);
     assert!(store.claim_sweep("docker", "host", 1000, 0).await.unwrap());
     store.append_audit(&[audit(1, "ctr-old", "destroyed", None)]).await.unwrap();
@@ -436,12 +478,12 @@ async fn a_version_1_sqlite_file_upgrades_in_place_keeping_its_leaks() {
     let store = SqliteSandboxInstanceStore::open(&path).await.expect("a version-1 file upgrades");
     check_upgraded(&store).await;
     store.close().await;
-    assert_eq!(sqlite_versions(&path).await, [1, 2]);
+    assert_eq!(sqlite_versions(&path).await, [1, 2, 3]);
     // Opening again finds nothing left to do.
     let store = SqliteSandboxInstanceStore::open(&path).await.expect("reopen");
     assert_eq!(store.list_leaks(None).await.unwrap().len(), 1);
     store.close().await;
-    assert_eq!(sqlite_versions(&path).await, [1, 2]);
+    assert_eq!(sqlite_versions(&path).await, [1, 2, 3]);
     remove_db(&path);
 }
 
@@ -454,18 +496,18 @@ async fn sqlite_versions(path: &Path) -> Vec<i64> {
 }
 
 #[tokio::test]
-async fn a_sqlite_schema_newer_than_version_2_is_refused() {
-    let path = temp_db_path("fleet_v3");
+async fn a_sqlite_schema_newer_than_version_3_is_refused() {
+    let path = temp_db_path("fleet_v4");
     SqliteSandboxInstanceStore::open(&path).await.unwrap().close().await;
-    assert_eq!(sqlite_versions(&path).await, [1, 2]);
+    assert_eq!(sqlite_versions(&path).await, [1, 2, 3]);
     store_support::sqlite_exec(
         &path,
-        &format!("INSERT INTO {SCHEMA_VERSION_TABLE} (version, applied_at) VALUES (3, 0)"),
+        &format!("INSERT INTO {SCHEMA_VERSION_TABLE} (version, applied_at) VALUES (4, 0)"),
     )
     .await;
     match SqliteSandboxInstanceStore::open(&path).await {
-        Err(StoreOpenError::SchemaTooNew { found: 3, supported: 2 }) => {}
-        other => panic!("expected SchemaTooNew {{ found: 3, supported: 2 }}, got {other:?}"),
+        Err(StoreOpenError::SchemaTooNew { found: 4, supported: 3 }) => {}
+        other => panic!("expected SchemaTooNew {{ found: 4, supported: 3 }}, got {other:?}"),
     }
     remove_db(&path);
 }
@@ -529,7 +571,7 @@ async fn a_version_1_postgres_schema_upgrades_in_place_keeping_its_leaks() {
     let applied: Vec<i64> =
         sqlx::query_scalar(&format!("SELECT version FROM {versions} ORDER BY version")).fetch_all(&pool).await.unwrap();
     pool.close().await;
-    assert_eq!(applied, [1, 2]);
+    assert_eq!(applied, [1, 2, 3]);
     drop_schema(&schema).await;
 }
 
@@ -545,6 +587,13 @@ async fn postgres_fleet_tables_are_named_after_the_leaks_table_unless_set() {
         (custom.sweeps_table_name(), custom.audit_table_name()),
         ("ledger_sweeps".into(), "ledger_audit".into())
     );
+    assert_eq!(custom.registry_table_name(), "ledger_registry");
+    let registry_clash = PostgresOptions {
+        instances_table: "x_registry".into(),
+        leaks_table: "x_leaks".into(),
+        ..PostgresOptions::default()
+    };
+    assert!(registry_clash.validate().is_err(), "the registry table needs its own name too");
     let long = PostgresOptions { leaks_table: "l".repeat(63), ..PostgresOptions::default() };
     assert_eq!(long.sweeps_table_name().len(), 63);
     long.validate().expect("a long leaks table name still derives valid names");

@@ -20,6 +20,7 @@ CANNOT_LIST = "the provider has no list(): no orphan sweep (nothing guessed, not
 OWNER = "sandbox-reclaim"
 MINUTE = 60_000
 HOUR = 3_600_000
+REGISTRY_RETENTION = 30 * 24 * HOUR  # the default registry retention
 LEASE_END = 270_000  # the default lease (300 s) less its last tenth
 
 
@@ -405,6 +406,11 @@ def references(at: int, provider: str = "local", grace: int = 600_000) -> dict[s
     return store("sandboxReferences", [provider, at - grace], at)
 
 
+def registered(at: int, provider: str = "local", retention: int = REGISTRY_RETENTION) -> dict[str, Any]:
+    """The sweep's second read: what the store's registry names (records written or deleted within the retention)."""
+    return store("registeredSandboxes", [provider, at - retention], at)
+
+
 def release_sweep(at: int, provider: str = "local") -> dict[str, Any]:
     return store("releaseSweep", [provider, "$holder"], at)
 
@@ -496,7 +502,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
                     "counts": action_counts(destroyed=1),
                     "actions": [action("orphan", "local", "o1", "ko1", "destroyed")],
                 },
-                "calls": [due("local"), claim_sweep(), references(0), listing(0), destroy("o1", 0, "local"), store("appendAudit", [1], 10), release_sweep(10)],
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), destroy("o1", 0, "local"), store("appendAudit", [1], 10), release_sweep(10)],
                 "instancesAfter": [instance("k2", "local", "o2")],
                 "leaksAfter": [after(l5)],
                 "auditAfter": [audit(10, "local", "o1", "ko1", "orphan", "destroyed")],
@@ -510,7 +516,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             "A provider that names its owner has its sandboxes swept under that owner, not the pass's default.",
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept", listed=2, foreign=1, found=1, destroyed=1)}]},
-                "calls": [due("local"), claim_sweep(), references(0), listing(0), destroy("t1", 0, "local"), store("appendAudit", [1], 0), release_sweep(0)],
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), destroy("t1", 0, "local"), store("appendAudit", [1], 0), release_sweep(0)],
                 "auditAfter": [audit(0, "local", "t1", None, "orphan", "destroyed")],
             },
             providers=[local([sandbox("t1", old, owner="team-a"), sandbox("s1", old)], owner="team-a")],
@@ -521,7 +527,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept", listed=1, found=1, failed=1)}], "actions": [action("orphan", "local", "o1", None, "failed", "busy")]},
                 "calls": [
-                    due("local"), claim_sweep(), references(0), listing(0), destroy("o1", 0, "local"),
+                    due("local"), claim_sweep(), references(0), registered(0), listing(0), destroy("o1", 0, "local"),
                     store("recordLeak", [{"key": "o1", "provider": "local", "providerSandboxId": "o1", "runId": "", "errorMessage": "busy"}, "orphan", 1005], 5),
                     store("appendAudit", [1], 5), release_sweep(5),
                 ],
@@ -536,7 +542,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             "A listed sandbox marked deleting (Daytona's destroying) is counted as deleting, not swept, and spares nothing else; its unknown creation time does not fail the sweep closed.",
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept", listed=3, deleting=2, found=1, destroyed=1)}]},
-                "calls": [due("local"), claim_sweep(), references(0), listing(0), destroy("o1", 0, "local"), store("appendAudit", [1], 0), release_sweep(0)],
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), destroy("o1", 0, "local"), store("appendAudit", [1], 0), release_sweep(0)],
                 "auditAfter": [audit(0, "local", "o1", None, "orphan", "destroyed")],
             },
             providers=[local([sandbox("o1", old), sandbox("d1", old, deleting=True), sandbox("d2", None, deleting=True)])],
@@ -546,7 +552,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             "One listed sandbox without a creation time spares every sandbox of that provider.",
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("unavailable", error='listed sandbox "o2" has no known creation time; the sweep destroys nothing of this provider', listed=2)}], "counts": action_counts()},
-                "calls": [due("local"), claim_sweep(), references(0), listing(0), release_sweep(0)],
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), release_sweep(0)],
             },
             providers=[local([sandbox("o1", old), sandbox("o2", None)])],
         ),
@@ -555,7 +561,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             "A listed sandbox without an owner spares every sandbox of that provider.",
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("unavailable", error='listed sandbox "o1" has no known owner; the sweep destroys nothing of this provider', listed=2)}]},
-                "calls": [due("local"), claim_sweep(), references(0), listing(0), release_sweep(0)],
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), release_sweep(0)],
             },
             providers=[local([sandbox("o1", old, owner=None), sandbox("o2", old)])],
         ),
@@ -564,7 +570,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             "A list() that rejects makes the provider's sweep unavailable, with the provider's message.",
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("unavailable", error="api down")}]},
-                "calls": [due("local"), claim_sweep(), references(0), listing(0), release_sweep(0)],
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), release_sweep(0)],
             },
             providers=[{"name": "local", "destroy": {}, "list": {"mode": "reject", "message": "api down"}}],
         ),
@@ -573,7 +579,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             "A list() still running at destroyTimeoutMs is cancelled; the sweep is unavailable.",
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("unavailable", error='listing the sandboxes of provider "local" did not settle within 50 ms; it was cancelled')}]},
-                "calls": [due("local"), claim_sweep(), references(0), listing(0), release_sweep(50)],
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), release_sweep(50)],
                 "aborted": ["list:local"],
                 "elapsedMs": 50,
             },
@@ -639,7 +645,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
                     "actions": [action("idle", "local", "l1", "k1", "planned"), action("leak-retry", "local", "l2", "k2", "planned"), action("orphan", "local", "o3", None, "planned")],
                     "stillLeaking": True,
                 },
-                "calls": [store("listStale", [-HOUR, 1000], 0), due("local", lease=None), references(0), listing(0)],
+                "calls": [store("listStale", [-HOUR, 1000], 0), due("local", lease=None), references(0), registered(0), listing(0)],
                 "instancesAfter": [instance("k1", "local", "l1", -2 * HOUR)],
                 "leaksAfter": [after(leak("k2", "local", "l2"))],
             },
@@ -758,7 +764,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
                     "counts": action_counts(destroyed=2),
                     "actions": [action("orphan", "local", "o1", None, "destroyed"), action("orphan", "local", "o2", None, "destroyed")],
                 },
-                "calls": [due("local"), claim_sweep(), references(0), listing(0), destroy("o1", 0, "local"), destroy("o2", 0, "local"), store("appendAudit", [2], 10), release_sweep(10)],
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), destroy("o1", 0, "local"), destroy("o2", 0, "local"), store("appendAudit", [2], 10), release_sweep(10)],
                 "auditAfter": [audit(10, "local", "o1", None, "orphan", "destroyed"), audit(10, "local", "o2", None, "orphan", "destroyed")],
             },
             providers=[local([sandbox("o1", old), sandbox("o1", old), sandbox("o2", old)], {"o1": {"latencyMs": 10}, "o2": {"latencyMs": 10}})],
@@ -772,7 +778,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
                     "counts": action_counts(destroyed=1),
                     "actions": [action("leak-retry", "local", "l1", "k1", "destroyed")],
                 },
-                "calls": [due("local"), claim_sweep(), destroy("l1", 0, "local"), store("resolveLeak", ["l1"], 5), store("appendAudit", [1], 5), references(20), listing(20), release_sweep(20)],
+                "calls": [due("local"), claim_sweep(), destroy("l1", 0, "local"), store("resolveLeak", ["l1"], 5), store("appendAudit", [1], 5), references(20), registered(20), listing(20), release_sweep(20)],
             },
             providers=[local([sandbox("l1", old, key="k1")], {"l1": {"latencyMs": 5}})],
             leaks=[leak("k1", "local", "l1")],
@@ -787,7 +793,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
                     "counts": action_counts(destroyed=2),
                     "actions": [action("orphan", "local", "o2", None, "destroyed"), action("orphan", "local", "o3", None, "destroyed")],
                 },
-                "calls": [due("local"), claim_sweep(), references(0), listing(0), destroy("o2", 0, "local"), destroy("o3", 0, "local"), store("appendAudit", [2], 0), release_sweep(0)],
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), destroy("o2", 0, "local"), destroy("o3", 0, "local"), store("appendAudit", [2], 0), release_sweep(0)],
                 "auditAfter": [
                     {**audit(-2 * MINUTE, "local", "o1", None, "orphan", "destroyed"), "host": "host-b"},
                     {**audit(-15 * MINUTE, "local", "o2", None, "orphan", "destroyed"), "host": "host-b"},
@@ -808,7 +814,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             "A planned destroy did not happen: the sandbox still bills, so the dry run's report says stillLeaking (an audit-only cron job alerts on it).",
             {
                 "report": {"dryRun": True, "counts": action_counts(planned=1), "actions": [action("orphan", "local", "o1", None, "planned")], "stillLeaking": True},
-                "calls": [due("local", lease=None), references(0), listing(0)],
+                "calls": [due("local", lease=None), references(0), registered(0), listing(0)],
             },
             options={"dryRun": True},
             providers=[local([sandbox("o1", old)])],
@@ -821,7 +827,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
                     "providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept", listed=2, referenced=1, found=1, destroyed=1)}],
                     "actions": [action("orphan", "local", "o1", None, "destroyed")],
                 },
-                "calls": [claim_sweep(), references(0), listing(0), destroy("o1", 0, "local"), store("appendAudit", [1], 0), release_sweep(0)],
+                "calls": [claim_sweep(), references(0), registered(0), listing(0), destroy("o1", 0, "local"), store("appendAudit", [1], 0), release_sweep(0)],
                 "leaksAfter": [after(leak("k1", "local", "l1"))],
                 "auditAfter": [audit(0, "local", "o1", None, "orphan", "destroyed")],
             },
@@ -830,11 +836,52 @@ def reconcile_cases() -> list[dict[str, Any]]:
             leaks=[leak("k1", "local", "l1")],
         ),
         case(
+            "reconcile: an unlabelled sandbox the registry names is ours",
+            "TanStack's providers label nothing: a listed sandbox without a label (owner \"\") is ours when the store's registry names it (a record named it, then was deleted after a destroy that silently failed), so it is destroyed; an unlabelled one the registry does not name is a stranger's, never touched.",
+            {
+                "report": {
+                    "providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept", listed=2, foreign=1, found=1, destroyed=1)}],
+                    "actions": [action("orphan", "local", "u1", None, "destroyed")],
+                    "stillLeaking": False,
+                },
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), destroy("u1", 0, "local"), store("appendAudit", [1], 0), release_sweep(0)],
+                "auditAfter": [audit(0, "local", "u1", None, "orphan", "destroyed")],
+            },
+            providers=[local([sandbox("u1", old, owner=""), sandbox("u2", old, owner="")])],
+            store={"registered": [instance("gone", "local", "u1", old)]},
+        ),
+        case(
+            "reconcile: the registry never claims another owner's sandbox",
+            "A registered sandbox labelled for another owner is that owner's: foreign, untouched. A registered unlabelled one still referenced by a record is spared as referenced; a young one as young.",
+            {
+                "report": {
+                    "providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept", listed=3, foreign=1, referenced=1, young=1)}],
+                    "actions": [],
+                },
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), release_sweep(0)],
+                "instancesAfter": [instance("live", "local", "r1")],
+            },
+            providers=[local([sandbox("x1", old, owner="someone-else"), sandbox("r1", old, owner=""), sandbox("y1", -MINUTE, owner="")])],
+            instances=[instance("live", "local", "r1")],
+            store={"registered": [instance("gone-x", "local", "x1", old), instance("gone-y", "local", "y1", old)]},
+        ),
+        case(
+            "reconcile: a dry run plans a registered unlabelled orphan",
+            "The registry is read in a dry run too (a read), and the plan names the unlabelled registered sandbox.",
+            {
+                "report": {"dryRun": True, "counts": action_counts(planned=1), "actions": [action("orphan", "local", "u1", None, "planned")], "stillLeaking": True},
+                "calls": [due("local", lease=None), references(0), registered(0), listing(0)],
+            },
+            options={"dryRun": True},
+            providers=[local([sandbox("u1", old, owner="")])],
+            store={"registered": [instance("gone", "local", "u1", old)]},
+        ),
+        case(
             "reconcile: a dry run with nothing to do is not leaking",
             "Nothing planned, nothing failed: stillLeaking is false.",
             {
                 "report": {"dryRun": True, "counts": action_counts(), "actions": [], "stillLeaking": False},
-                "calls": [due("local", lease=None), references(0), listing(0)],
+                "calls": [due("local", lease=None), references(0), registered(0), listing(0)],
             },
             options={"dryRun": True},
             providers=[local([sandbox("o1", -MINUTE)])],

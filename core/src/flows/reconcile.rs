@@ -82,6 +82,12 @@ pub struct ReconcileInput {
     /// Backoff after a failed attempt: `backoff_ms × 2^(failures − 1)`, at most `max_backoff_ms`.
     pub backoff_ms: u64,
     pub max_backoff_ms: u64,
+    /// The store keeps a registry of the sandboxes its records named
+    /// ([`Effect::RegisteredSandboxes`]): an unlabelled listed sandbox it
+    /// names is ours.
+    pub registry: bool,
+    /// How far back (after its record was last written or deleted) the registry counts.
+    pub registry_retention_ms: u64,
     /// Emit a [`Effect::Progress`] event per settled destroy.
     pub progress: bool,
     /// Stopped before it started (an already-aborted signal): start nothing.
@@ -107,6 +113,8 @@ impl ReconcileInput {
             lease_ms: 300_000,
             backoff_ms: 30_000,
             max_backoff_ms: 3_600_000,
+            registry: false,
+            registry_retention_ms: crate::options::defaults::REGISTRY_RETENTION_MS,
             progress: false,
             stopped: false,
         }
@@ -155,6 +163,9 @@ enum Pending {
     References {
         provider: usize,
     },
+    Registered {
+        provider: usize,
+    },
     Destroy {
         job: usize,
         deadline: Option<Millis>,
@@ -186,6 +197,8 @@ pub struct Reconcile {
     stale: Vec<StaleRecord>,
     expire_queue: VecDeque<usize>,
     references: Vec<HashSet<String>>,
+    /// Per provider, what the store's registry names as ours.
+    registered: Vec<HashSet<String>>,
     /// Per provider, every sandbox this pass has an action for (a leak
     /// retry, an idle expiry): the sweep never takes it for an orphan.
     acted_on: Vec<HashSet<String>>,
@@ -250,6 +263,7 @@ impl Reconcile {
             stale: Vec::new(),
             expire_queue: VecDeque::new(),
             references: vec![HashSet::new(); providers],
+            registered: vec![HashSet::new(); providers],
             acted_on: vec![HashSet::new(); providers],
             sweep_lease_ends: vec![None; providers],
             jobs: Vec::new(),
@@ -437,9 +451,33 @@ impl Reconcile {
         self.ask(effect, Pending::References { provider });
     }
 
+    /// Then, with a registry, what it names as ours (read before the listing
+    /// for the same reason), then the listing.
     fn references_read(&mut self, provider: usize, references: Vec<String>, now: Millis) {
         self.references[provider] = references.into_iter().collect();
+        if self.input.registry {
+            let since = now.saturating_sub(self.input.registry_retention_ms);
+            let effect = Effect::RegisteredSandboxes { provider: self.input.providers[provider].name.clone(), since };
+            self.ask(effect, Pending::Registered { provider });
+        } else {
+            self.list(provider, now);
+        }
+    }
+
+    fn registered_read(&mut self, provider: usize, registered: Vec<String>, now: Millis) {
+        self.registered[provider] = registered.into_iter().collect();
         self.list(provider, now);
+    }
+
+    /// Ours: listed under our owner label, or listed without a label
+    /// (owner `""`) and named by the store's registry. A sandbox labelled
+    /// for another owner is never ours, whatever the registry says.
+    fn is_ours(&self, provider: usize, sandbox: &ListedSandbox) -> bool {
+        match sandbox.owner.as_deref() {
+            Some(owner) if owner == self.input.providers[provider].owner => true,
+            Some("") => self.registered[provider].contains(&sandbox.id),
+            _ => false,
+        }
     }
 
     fn sandboxes_listed(&mut self, provider: usize, mut listed: Vec<ListedSandbox>, now: Millis) {
@@ -464,13 +502,13 @@ impl Reconcile {
             return self.unavailable(provider, error);
         }
         let referenced = std::mem::take(&mut self.references[provider]);
-        let owner = self.input.providers[provider].owner.clone();
         let grace = self.input.orphan_grace_ms;
         let lease_ends = self.sweep_lease_ends[provider].unwrap_or(Millis::MAX);
         self.report.providers[provider].orphans.status = SweepStatus::Swept;
         for sandbox in listed {
+            let ours = self.is_ours(provider, &sandbox);
             let orphans = &mut self.report.providers[provider].orphans;
-            if sandbox.owner.as_deref() != Some(owner.as_str()) {
+            if !ours {
                 orphans.foreign += 1;
             } else if sandbox.deleting {
                 orphans.deleting += 1;
@@ -747,9 +785,13 @@ impl Flow for Reconcile {
                 self.sandboxes_listed(provider, sandboxes, now);
             }
             (Pending::References { provider }, Completion::Ids(ids)) => self.references_read(provider, ids, now),
+            (Pending::Registered { provider }, Completion::Ids(ids)) => self.registered_read(provider, ids, now),
             // Reads that feed the sweep fail closed: that provider destroys nothing.
             (
-                Pending::Sweep { provider, .. } | Pending::List { provider, .. } | Pending::References { provider },
+                Pending::Sweep { provider, .. }
+                | Pending::List { provider, .. }
+                | Pending::References { provider }
+                | Pending::Registered { provider },
                 Completion::Failed { message },
             ) => {
                 self.unavailable(provider, message);

@@ -81,6 +81,12 @@ pub struct DaytonaConfig {
     pub api_url: Option<String>,
     /// Sandboxes per listing page, 1 to [`DAYTONA_MAX_PAGE_SIZE`]. Default 100.
     pub page_size: u32,
+    /// List every sandbox, not only those under our owner label, so the
+    /// sweep also finds unlabelled ones the store's registry names (what
+    /// TanStack's providers create). An unlabelled sandbox is listed with
+    /// owner `""`; one neither labelled nor registered is never touched.
+    /// Default false.
+    pub sweep_unlabelled: bool,
     /// How long one HTTP request may take. Default 30 s.
     pub request_timeout: Duration,
 }
@@ -93,6 +99,7 @@ impl Default for DaytonaConfig {
             api_key: None,
             api_url: None,
             page_size: 100,
+            sweep_unlabelled: false,
             request_timeout: Duration::from_secs(30),
         }
     }
@@ -107,6 +114,7 @@ impl fmt::Debug for DaytonaConfig {
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("api_url", &self.api_url)
             .field("page_size", &self.page_size)
+            .field("sweep_unlabelled", &self.sweep_unlabelled)
             .field("request_timeout", &self.request_timeout)
             .finish()
     }
@@ -117,6 +125,7 @@ pub struct DaytonaProvider {
     name: String,
     owner: String,
     page_size: u32,
+    sweep_unlabelled: bool,
     api_url: String,
     client: HostedClient,
 }
@@ -148,13 +157,25 @@ impl DaytonaProvider {
         let api_key = config.api_key.clone().or_else(|| std::env::var("DAYTONA_API_KEY").ok()).unwrap_or_default();
         let api_url = config.api_url.clone().unwrap_or_else(daytona_default_api_url);
         let client = HostedClient::new(VENDOR, &api_url, "authorization", "Bearer ", &api_key, config.request_timeout)?;
-        Ok(Self { name: config.name, owner: config.owner, page_size: config.page_size, api_url, client })
+        let sweep_unlabelled = config.sweep_unlabelled;
+        Ok(Self {
+            name: config.name,
+            owner: config.owner,
+            page_size: config.page_size,
+            sweep_unlabelled,
+            api_url,
+            client,
+        })
     }
 
     fn list_path(&self, cursor: Option<&str>) -> String {
         // The SDK sends the filter as JSON; Daytona matches it by containment.
-        let labels = serde_json::json!({ LABEL_OWNER: self.owner }).to_string();
-        let mut path = format!("/sandbox?labels={}&limit={}", encode_component(&labels), self.page_size);
+        let mut path = "/sandbox?".to_owned();
+        if !self.sweep_unlabelled {
+            let labels = serde_json::json!({ LABEL_OWNER: self.owner }).to_string();
+            path.push_str(&format!("labels={}&", encode_component(&labels)));
+        }
+        path.push_str(&format!("limit={}", self.page_size));
         if let Some(cursor) = cursor {
             path.push_str("&cursor=");
             path.push_str(&encode_component(cursor));
@@ -239,6 +260,7 @@ impl SandboxProvider for DaytonaProvider {
             let page: Page = answer.json()?;
             let listed =
                 page.items.into_iter().map(ListedDaytonaSandbox::into_listed).collect::<Result<Vec<_>, _>>()?;
+            let listed = super::http::unlabelled_as_empty(listed, self.sweep_unlabelled);
             Ok((listed, page.next_cursor))
         };
         self.client.list_pages(|cursor| self.list_path(cursor), read).await

@@ -46,6 +46,12 @@ pub struct E2bConfig {
     pub api_url: Option<String>,
     /// Sandboxes per listing page, 1 to [`E2B_MAX_PAGE_SIZE`]. Default 100.
     pub page_size: u32,
+    /// List every sandbox, not only those under our owner label, so the
+    /// sweep also finds unlabelled ones the store's registry names (what
+    /// TanStack's providers create). An unlabelled sandbox is listed with
+    /// owner `""`; one neither labelled nor registered is never touched.
+    /// Default false.
+    pub sweep_unlabelled: bool,
     /// How long one HTTP request may take. Default 30 s. A destroy's own
     /// deadline cuts it sooner.
     pub request_timeout: Duration,
@@ -59,6 +65,7 @@ impl Default for E2bConfig {
             api_key: None,
             api_url: None,
             page_size: E2B_MAX_PAGE_SIZE,
+            sweep_unlabelled: false,
             request_timeout: Duration::from_secs(30),
         }
     }
@@ -73,6 +80,7 @@ impl fmt::Debug for E2bConfig {
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("api_url", &self.api_url)
             .field("page_size", &self.page_size)
+            .field("sweep_unlabelled", &self.sweep_unlabelled)
             .field("request_timeout", &self.request_timeout)
             .finish()
     }
@@ -83,6 +91,7 @@ pub struct E2bProvider {
     name: String,
     owner: String,
     page_size: u32,
+    sweep_unlabelled: bool,
     api_url: String,
     client: HostedClient,
 }
@@ -113,7 +122,15 @@ impl E2bProvider {
         let api_key = config.api_key.clone().or_else(|| std::env::var("E2B_API_KEY").ok()).unwrap_or_default();
         let api_url = config.api_url.clone().unwrap_or_else(e2b_default_api_url);
         let client = HostedClient::new(VENDOR, &api_url, "x-api-key", "", &api_key, config.request_timeout)?;
-        Ok(Self { name: config.name, owner: config.owner, page_size: config.page_size, api_url, client })
+        let sweep_unlabelled = config.sweep_unlabelled;
+        Ok(Self {
+            name: config.name,
+            owner: config.owner,
+            page_size: config.page_size,
+            sweep_unlabelled,
+            api_url,
+            client,
+        })
     }
 
     fn list_path(&self, next_token: Option<&str>) -> String {
@@ -121,12 +138,12 @@ impl E2bProvider {
         // percent-encoded twice (encodeURIComponent, then URLSearchParams),
         // and the pair once more as the query value. E2B decodes all three.
         let twice = |text: &str| encode_component(&encode_component(text));
-        let filter = format!("{}={}", twice(LABEL_OWNER), twice(&self.owner));
-        let mut path = format!(
-            "/v2/sandboxes?metadata={}&state=running,paused&limit={}",
-            encode_component(&filter),
-            self.page_size
-        );
+        let mut path = "/v2/sandboxes?".to_owned();
+        if !self.sweep_unlabelled {
+            let filter = format!("{}={}", twice(LABEL_OWNER), twice(&self.owner));
+            path.push_str(&format!("metadata={}&", encode_component(&filter)));
+        }
+        path.push_str(&format!("state=running,paused&limit={}", self.page_size));
         if let Some(token) = next_token {
             path.push_str("&nextToken=");
             path.push_str(&encode_component(token));
@@ -198,6 +215,7 @@ impl SandboxProvider for E2bProvider {
         let read = |answer: &Answer| {
             let page: Vec<ListedE2bSandbox> = answer.json()?;
             let listed = page.into_iter().map(ListedE2bSandbox::into_listed).collect::<Result<Vec<_>, _>>()?;
+            let listed = super::http::unlabelled_as_empty(listed, self.sweep_unlabelled);
             Ok((listed, answer.header("x-next-token").map(str::to_owned)))
         };
         self.client.list_pages(|token| self.list_path(token), read).await

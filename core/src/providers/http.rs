@@ -371,3 +371,15 @@ mod tests {
         assert_eq!(error_detail("x".repeat(500).as_bytes()).chars().count(), MAX_DETAIL_CHARS + 1);
     }
 }
+
+/// With `sweep_unlabelled`, a listed sandbox without our owner label reads as
+/// unlabelled (owner `""`: the registry decides), not as of unknown owner
+/// (which fails the sweep closed).
+pub(super) fn unlabelled_as_empty(mut listed: Vec<ListedSandbox>, sweep_unlabelled: bool) -> Vec<ListedSandbox> {
+    if sweep_unlabelled {
+        for sandbox in &mut listed {
+            sandbox.owner.get_or_insert_with(String::new);
+        }
+    }
+    listed
+}

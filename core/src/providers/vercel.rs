@@ -64,6 +64,12 @@ pub struct VercelConfig {
     pub api_url: Option<String>,
     /// Sandboxes per listing page, 1 to [`VERCEL_MAX_PAGE_SIZE`]. Default 50.
     pub page_size: u32,
+    /// List every sandbox, not only those under our owner label, so the
+    /// sweep also finds unlabelled ones the store's registry names (what
+    /// TanStack's providers create). An unlabelled sandbox is listed with
+    /// owner `""`; one neither labelled nor registered is never touched.
+    /// Default false.
+    pub sweep_unlabelled: bool,
     /// How long one HTTP request may take. Default 30 s.
     pub request_timeout: Duration,
 }
@@ -78,6 +84,7 @@ impl Default for VercelConfig {
             project_id: None,
             api_url: None,
             page_size: VERCEL_MAX_PAGE_SIZE,
+            sweep_unlabelled: false,
             request_timeout: Duration::from_secs(30),
         }
     }
@@ -94,6 +101,7 @@ impl fmt::Debug for VercelConfig {
             .field("project_id", &self.project_id)
             .field("api_url", &self.api_url)
             .field("page_size", &self.page_size)
+            .field("sweep_unlabelled", &self.sweep_unlabelled)
             .field("request_timeout", &self.request_timeout)
             .finish()
     }
@@ -104,6 +112,7 @@ pub struct VercelProvider {
     name: String,
     owner: String,
     page_size: u32,
+    sweep_unlabelled: bool,
     api_url: String,
     /// `teamId=…&` (or nothing), then the project parameter's value.
     team_query: String,
@@ -147,6 +156,7 @@ impl VercelProvider {
             name: config.name,
             owner: config.owner,
             page_size: config.page_size,
+            sweep_unlabelled: config.sweep_unlabelled,
             api_url,
             team_query,
             project_id,
@@ -155,14 +165,16 @@ impl VercelProvider {
     }
 
     fn list_path(&self, cursor: Option<&str>) -> String {
-        let tag = format!("{LABEL_OWNER}:{}", self.owner);
         let mut path = format!(
-            "/v2/sandboxes?{}project={}&limit={}&tags={}",
+            "/v2/sandboxes?{}project={}&limit={}",
             self.team_query,
             encode_component(&self.project_id),
-            self.page_size,
-            encode_component(&tag)
+            self.page_size
         );
+        if !self.sweep_unlabelled {
+            let tag = format!("{LABEL_OWNER}:{}", self.owner);
+            path.push_str(&format!("&tags={}", encode_component(&tag)));
+        }
         if let Some(cursor) = cursor {
             path.push_str("&cursor=");
             path.push_str(&encode_component(cursor));
@@ -247,6 +259,7 @@ impl SandboxProvider for VercelProvider {
             let page: Page = answer.json()?;
             let listed =
                 page.sandboxes.into_iter().map(ListedVercelSandbox::into_listed).collect::<Result<Vec<_>, _>>()?;
+            let listed = super::http::unlabelled_as_empty(listed, self.sweep_unlabelled);
             Ok((listed, page.pagination.next))
         };
         self.client.list_pages(|cursor| self.list_path(cursor), read).await

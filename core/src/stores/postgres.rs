@@ -25,6 +25,7 @@ use crate::model::SandboxInstanceRecord;
 const MIGRATIONS: &[Migration] = &[
     Migration { version: 1, sql: include_str!("migrations/postgres/0001_instances_and_leaks.sql") },
     Migration { version: 2, sql: include_str!("migrations/postgres/0002_fleet.sql") },
+    Migration { version: 3, sql: include_str!("migrations/postgres/0003_registry.sql") },
 ];
 
 const RECORD_COLUMNS: &str =
@@ -105,13 +106,18 @@ impl PostgresOptions {
                 reason: "instancesTable, leaksTable and schemaVersionTable must be three different names".to_owned(),
             });
         }
-        let (sweeps, audit) = (self.sweeps_table_name(), self.audit_table_name());
+        let (sweeps, audit, registry) = (self.sweeps_table_name(), self.audit_table_name(), self.registry_table_name());
         for (field, name) in [("sweepsTable", &sweeps), ("auditTable", &audit)] {
             validate_identifier(field, name)?;
         }
         let others = [&self.instances_table, &self.leaks_table, &self.schema_version_table];
-        for (field, name) in [("sweepsTable", &sweeps), ("auditTable", &audit)] {
-            if others.contains(&name) || (field == "auditTable" && *name == sweeps) {
+        for (field, name) in [("sweepsTable", &sweeps), ("auditTable", &audit), ("leaksTable", &registry)] {
+            let clash = match field {
+                "auditTable" => *name == sweeps,
+                "leaksTable" => *name == sweeps || *name == audit,
+                _ => false,
+            };
+            if others.contains(&name) || clash {
                 return Err(StoreOpenError::InvalidOption {
                     field,
                     reason: format!(
@@ -138,6 +144,12 @@ impl PostgresOptions {
     /// `ledger_sweeps`), the stem shortened so the name fits 63 bytes.
     pub fn sweeps_table_name(&self) -> String {
         self.sweeps_table.clone().unwrap_or_else(|| self.named_after_leaks("sweeps"))
+    }
+
+    /// The registry table (schema version 3), named after `leaks_table` as
+    /// the sweeps table is (`sandbox_registry`).
+    pub fn registry_table_name(&self) -> String {
+        self.named_after_leaks("registry")
     }
 
     /// The audit table: `audit_table`, or else named after `leaks_table` as
@@ -187,6 +199,7 @@ struct Queries {
     expire_delete: String,
     upsert_leak: String,
     sandbox_references: String,
+    registered_sandboxes: String,
     list_due: String,
     claim_due: String,
     defer_leak: String,
@@ -199,7 +212,8 @@ struct Queries {
 }
 
 impl Queries {
-    fn new(versions: &str, instances: &str, leaks: &str, sweeps: &str, audit: &str) -> Self {
+    fn new(tables: &Tables) -> Self {
+        let Tables { versions, instances, leaks, sweeps, audit, registry, .. } = tables;
         let leak_hash = sandbox_hash("$1", "$2");
         let due = format!(
             "SELECT {DUE_COLUMNS} FROM {leaks} WHERE provider = $1::text AND next_attempt_at <= $2 \
@@ -258,6 +272,10 @@ impl Queries {
                  UNION SELECT provider_sandbox_id FROM {leaks} WHERE provider = $1::text \
                  UNION SELECT provider_sandbox_id FROM {audit} WHERE at >= $2 AND provider = $1::text AND result = $3 \
                  ORDER BY 1"
+            ),
+            registered_sandboxes: format!(
+                "SELECT provider_sandbox_id FROM {registry} WHERE provider = $1::text AND last_seen >= $2 \
+                 UNION SELECT provider_sandbox_id FROM {instances} WHERE provider = $1::text ORDER BY 1"
             ),
             list_due: due.clone(),
             // The due rows are locked as they are picked (SKIP LOCKED passes
@@ -325,9 +343,12 @@ impl PostgresSandboxInstanceStore {
             leaks: qualified(&options.leaks_table),
             sweeps: qualified(&options.sweeps_table_name()),
             audit: qualified(&options.audit_table_name()),
+            registry: qualified(&options.registry_table_name()),
+            register_fn: qualified(&format!("{}_register", options.registry_table_name())),
+            register_trigger: quote(&format!("{}_register", options.registry_table_name())),
         };
         migrate(&pool, &options, &tables).await?;
-        let queries = Queries::new(&tables.versions, &tables.instances, &tables.leaks, &tables.sweeps, &tables.audit);
+        let queries = Queries::new(&tables);
         Ok(Self { pool, queries: std::sync::Arc::new(queries) })
     }
 
@@ -349,6 +370,10 @@ struct Tables {
     leaks: String,
     sweeps: String,
     audit: String,
+    registry: String,
+    /// The registry's trigger function (schema-qualified) and trigger name.
+    register_fn: String,
+    register_trigger: String,
 }
 
 /// Applies pending migrations in one transaction holding an advisory lock on
@@ -390,6 +415,9 @@ async fn migrate(pool: &PgPool, options: &PostgresOptions, tables: &Tables) -> R
         ("{leaks}", tables.leaks.as_str()),
         ("{sweeps}", tables.sweeps.as_str()),
         ("{audit}", tables.audit.as_str()),
+        ("{registry}", tables.registry.as_str()),
+        ("{register_fn}", tables.register_fn.as_str()),
+        ("{register_trigger}", tables.register_trigger.as_str()),
     ];
     for migration in MIGRATIONS.iter().filter(|migration| migration.version > current) {
         for statement in migration.statements(&names) {
@@ -562,6 +590,18 @@ impl FleetStore for PostgresSandboxInstanceStore {
         self.upsert_leak(&mut *tx, &leak, LeakReason::Idle, due).await?;
         tx.commit().await.map_err(backend)?;
         Ok(true)
+    }
+
+    async fn registered_sandboxes(&self, provider: &str, since: u64) -> Result<Vec<String>, StoreError> {
+        if !storable_name(provider) {
+            return Ok(Vec::new());
+        }
+        sqlx::query_scalar(&self.queries.registered_sandboxes)
+            .bind(provider)
+            .bind(sql_int(since))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)
     }
 
     async fn sandbox_references(&self, provider: &str, destroyed_since: u64) -> Result<Vec<String>, StoreError> {

@@ -33,15 +33,18 @@ pub const LEAKS_TABLE: &str = "sandbox_leaks";
 pub const SWEEPS_TABLE: &str = "sandbox_sweeps";
 /// Table of the fleet passes' audit log (schema version 2).
 pub const AUDIT_TABLE: &str = "sandbox_audit";
+/// Table of the registry: every sandbox a record named (schema version 3).
+pub const REGISTRY_TABLE: &str = "sandbox_registry";
 /// Table of applied migration versions.
 pub const SCHEMA_VERSION_TABLE: &str = "sandbox_reclaim_schema_version";
 
 /// Every table of ours besides the schema-version table, in creation order.
-const DATA_TABLES: [&str; 4] = [INSTANCES_TABLE, LEAKS_TABLE, SWEEPS_TABLE, AUDIT_TABLE];
+const DATA_TABLES: [&str; 5] = [INSTANCES_TABLE, LEAKS_TABLE, SWEEPS_TABLE, AUDIT_TABLE, REGISTRY_TABLE];
 
 const MIGRATIONS: &[Migration] = &[
     Migration { version: 1, sql: include_str!("migrations/sqlite/0001_instances_and_leaks.sql") },
     Migration { version: 2, sql: include_str!("migrations/sqlite/0002_fleet.sql") },
+    Migration { version: 3, sql: include_str!("migrations/sqlite/0003_registry.sql") },
 ];
 
 const RECORD_COLUMNS: &str =
@@ -259,6 +262,7 @@ async fn migrate(connection: &mut SqliteConnection) -> Result<(), StoreOpenError
         ("{leaks}", LEAKS_TABLE),
         ("{sweeps}", SWEEPS_TABLE),
         ("{audit}", AUDIT_TABLE),
+        ("{registry}", REGISTRY_TABLE),
     ];
     let mut tx = connection.begin_with("BEGIN IMMEDIATE").await.map_err(StoreOpenError::Migrate)?;
     let create_versions = format!(
@@ -550,6 +554,17 @@ impl FleetStore for SqliteSandboxInstanceStore {
             .fetch_all(&self.pool)
             .await
             .map_err(backend)
+    }
+
+    async fn registered_sandboxes(&self, provider: &str, since: u64) -> Result<Vec<String>, StoreError> {
+        if !storable_name(provider) {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT provider_sandbox_id FROM {REGISTRY_TABLE} WHERE provider = ?1 AND last_seen >= ?2 \
+             UNION SELECT provider_sandbox_id FROM {INSTANCES_TABLE} WHERE provider = ?1 ORDER BY 1"
+        );
+        sqlx::query_scalar(&sql).bind(provider).bind(sql_int(since)).fetch_all(&self.pool).await.map_err(backend)
     }
 
     async fn record_leak(&self, leak: NewLeak, reason: LeakReason, next_attempt_at: u64) -> Result<(), StoreError> {

@@ -55,6 +55,15 @@ fn seeded_store(vector: &Value, start: Millis) -> InMemorySandboxInstanceStore {
         let record: SandboxInstanceRecord = serde_json::from_value(record).unwrap();
         ready(store.upsert(&record)).unwrap();
     }
+    // Records written and deleted before the pass: the registry names their
+    // sandboxes, and no record is left.
+    for record in vector["store"]["registered"].as_array().into_iter().flatten() {
+        let mut record = record.clone();
+        record["updatedAt"] = json!(absolute(&record["updatedAt"], start));
+        let record: SandboxInstanceRecord = serde_json::from_value(record).unwrap();
+        ready(store.upsert(&record)).unwrap();
+        ready(store.delete(&record.key)).unwrap();
+    }
     for leak in vector["store"]["leaks"].as_array().into_iter().flatten() {
         let new = NewLeak {
             key: text(&leak["key"]),
@@ -92,6 +101,8 @@ fn machine(vector: &Value, start: Millis, has_ledger: bool) -> Box<dyn Flow> {
         progress: vector["progress"] == json!(true),
         stopped: vector["stopAtMs"] == json!(0),
         host_name: None,
+        // The in-memory store keeps a registry.
+        registry: true,
     };
     if vector["api"] == "reclaimAll" {
         let records = vector["records"].as_array().unwrap();
@@ -218,6 +229,11 @@ pub fn run_fleet(vector: &Value) -> FleetObserved {
                     "sandboxReferences",
                     store_call("sandboxReferences", json!([provider, rel(*destroyed_since)])),
                     script_for("sandboxReferences", provider),
+                ),
+                Effect::RegisteredSandboxes { provider, since } => (
+                    "registeredSandboxes",
+                    store_call("registeredSandboxes", json!([provider, rel(*since)])),
+                    script_for("registeredSandboxes", provider),
                 ),
                 Effect::ListStale { older_than, limit } => (
                     "listStale",
@@ -416,6 +432,10 @@ fn settle(
                 Err(error) => failed(error, thrown),
             }
         }
+        Effect::RegisteredSandboxes { provider, since } => match ready(store.registered_sandboxes(provider, *since)) {
+            Ok(ids) => Completion::Ids(ids),
+            Err(error) => failed(error, thrown),
+        },
         Effect::ListStale { older_than, limit } => match ready(store.list_stale(*older_than, *limit as usize)) {
             Ok(records) => Completion::Stale(
                 records
