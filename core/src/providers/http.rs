@@ -342,6 +342,18 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     era * 146_097 + day_of_era - 719_468
 }
 
+/// With `sweep_unlabelled`, a listed sandbox without our owner label reads as
+/// unlabelled (owner `""`: the registry decides), not as of unknown owner
+/// (which fails the sweep closed).
+pub(super) fn unlabelled_as_empty(mut listed: Vec<ListedSandbox>, sweep_unlabelled: bool) -> Vec<ListedSandbox> {
+    if sweep_unlabelled {
+        for sandbox in &mut listed {
+            sandbox.owner.get_or_insert_with(String::new);
+        }
+    }
+    listed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -372,14 +384,3 @@ mod tests {
     }
 }
 
-/// With `sweep_unlabelled`, a listed sandbox without our owner label reads as
-/// unlabelled (owner `""`: the registry decides), not as of unknown owner
-/// (which fails the sweep closed).
-pub(super) fn unlabelled_as_empty(mut listed: Vec<ListedSandbox>, sweep_unlabelled: bool) -> Vec<ListedSandbox> {
-    if sweep_unlabelled {
-        for sandbox in &mut listed {
-            sandbox.owner.get_or_insert_with(String::new);
-        }
-    }
-    listed
-}
