@@ -52,6 +52,12 @@ pub struct GlobalArgs {
     /// or the [vercel] section)
     #[arg(long, global = true)]
     pub vercel: bool,
+    /// List every sandbox of the hosted providers, not only those under our
+    /// owner label: an unlabelled one the store's registry names (a record
+    /// named it within --registry-retention) is swept too [config:
+    /// sweep-unlabelled in [e2b], [daytona], [vercel]]
+    #[arg(long, global = true)]
+    pub sweep_unlabelled: bool,
     /// Owner namespace whose sandboxes are ours to sweep [default: sandbox-reclaim]
     #[arg(long, global = true, value_name = "NAME")]
     pub owner: Option<String>,
@@ -132,6 +138,10 @@ pub struct PassArgs {
     /// Spare unreferenced sandboxes younger than this [default: 10m]
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_duration)]
     pub orphan_grace: Option<Duration>,
+    /// An unlabelled sandbox counts as ours while the store's registry names
+    /// it: its record written or deleted within this long [default: 30d]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_duration)]
+    pub registry_retention: Option<Duration>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -222,5 +232,32 @@ mod tests {
         );
         assert_eq!(parse(&["x", "status", "--docker=tcp://h:1"]).global.docker, Some(Some("tcp://h:1".into())));
         assert_eq!(parse(&["x", "status"]).global.docker, None);
+    }
+
+    #[test]
+    fn registry_retention_and_sweep_unlabelled() {
+        let retention = |cli: Cli| match cli.command {
+            Command::Reconcile(args) => args.pass.registry_retention,
+            Command::Orphans(args) => args.pass.registry_retention,
+            _ => unreachable!(),
+        };
+        assert_eq!(
+            retention(parse(&["x", "reconcile", "--registry-retention=90d"])),
+            Some(Duration::from_secs(7_776_000))
+        );
+        assert_eq!(retention(parse(&["x", "orphans", "--registry-retention", "0s"])), Some(Duration::ZERO));
+        assert_eq!(retention(parse(&["x", "reconcile"])), None);
+        for bad in ["soon", "-1d", ""] {
+            let error = Cli::try_parse_from(["x", "reconcile", "--registry-retention", bad]).unwrap_err();
+            assert_eq!(error.exit_code(), 2);
+            assert!(error.to_string().contains("--registry-retention"), "{error}");
+        }
+        assert!(Cli::try_parse_from(["x", "status", "--registry-retention=1d"]).is_err(), "a pass flag only");
+
+        assert!(parse(&["x", "--sweep-unlabelled", "reconcile"]).global.sweep_unlabelled);
+        assert!(parse(&["x", "orphans", "--daytona", "--sweep-unlabelled"]).global.sweep_unlabelled);
+        assert!(!parse(&["x", "reconcile"]).global.sweep_unlabelled);
+        let error = Cli::try_parse_from(["x", "reconcile", "--sweep-unlabelled=yes"]).unwrap_err();
+        assert_eq!(error.exit_code(), 2);
     }
 }

@@ -61,6 +61,9 @@ pub struct HostedSection {
     pub api_key: Option<String>,
     /// The API base URL [default: the vendor's variable, else its public API].
     pub api_url: Option<String>,
+    /// List every sandbox, not only those under our owner label, so an
+    /// unlabelled one the store's registry names is swept [default: false].
+    pub sweep_unlabelled: Option<bool>,
     #[serde(skip)]
     pub team_id: Option<String>,
     #[serde(skip)]
@@ -74,6 +77,7 @@ pub struct VercelSection {
     pub name: Option<String>,
     pub api_key: Option<String>,
     pub api_url: Option<String>,
+    pub sweep_unlabelled: Option<bool>,
     /// [default: VERCEL_TEAM_ID]
     pub team_id: Option<String>,
     /// [default: VERCEL_PROJECT_ID]
@@ -82,8 +86,8 @@ pub struct VercelSection {
 
 impl From<VercelSection> for HostedSection {
     fn from(section: VercelSection) -> Self {
-        let VercelSection { name, api_key, api_url, team_id, project_id } = section;
-        Self { name, api_key, api_url, team_id, project_id }
+        let VercelSection { name, api_key, api_url, sweep_unlabelled, team_id, project_id } = section;
+        Self { name, api_key, api_url, sweep_unlabelled, team_id, project_id }
     }
 }
 
@@ -93,6 +97,7 @@ impl std::fmt::Debug for HostedSection {
         f.debug_struct("HostedSection")
             .field("name", &self.name)
             .field("api_url", &self.api_url)
+            .field("sweep_unlabelled", &self.sweep_unlabelled)
             .finish_non_exhaustive()
     }
 }
@@ -112,6 +117,7 @@ pub struct ReconcileSection {
     pub concurrency: Option<u32>,
     pub destroy_timeout: Option<String>,
     pub orphan_grace: Option<String>,
+    pub registry_retention: Option<String>,
     pub max_idle: Option<String>,
     pub budget: Option<String>,
 }
@@ -164,6 +170,8 @@ pub struct HostedSpec {
     pub api_url: Option<String>,
     pub team_id: Option<String>,
     pub project_id: Option<String>,
+    /// `--sweep-unlabelled`, or `sweep-unlabelled` in the vendor's section.
+    pub sweep_unlabelled: bool,
 }
 
 impl std::fmt::Debug for HostedSpec {
@@ -172,6 +180,7 @@ impl std::fmt::Debug for HostedSpec {
             .field("vendor", &self.vendor)
             .field("name", &self.name)
             .field("api_url", &self.api_url)
+            .field("sweep_unlabelled", &self.sweep_unlabelled)
             .finish_non_exhaustive()
     }
 }
@@ -184,6 +193,7 @@ pub struct PassSettings {
     pub concurrency: Option<u32>,
     pub destroy_timeout: Option<Duration>,
     pub orphan_grace: Option<Duration>,
+    pub registry_retention: Option<Duration>,
     pub max_idle: Option<Duration>,
     pub budget: Option<Duration>,
 }
@@ -310,8 +320,16 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
                 return Err(Failure::usage(flag, "must not be empty (leave it out to use the vendor's variable)"));
             }
         }
+        // The flag turns it on for every hosted provider; the key per section.
+        let sweep_unlabelled = global.sweep_unlabelled || section.sweep_unlabelled.unwrap_or(false);
         let HostedSection { api_key, api_url, team_id, project_id, .. } = section;
-        hosted.push(HostedSpec { vendor, name, api_key, api_url, team_id, project_id });
+        hosted.push(HostedSpec { vendor, name, api_key, api_url, team_id, project_id, sweep_unlabelled });
+    }
+    if global.sweep_unlabelled && hosted.is_empty() {
+        return Err(Failure::usage(
+            "--sweep-unlabelled",
+            "no hosted provider to apply it to: pass --e2b, --daytona and/or --vercel (or their sections in --config)",
+        ));
     }
     // Records name their provider: two providers of one name would be one.
     let mut named: Vec<(&str, &str)> = Vec::new();
@@ -367,6 +385,11 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
         concurrency: section.concurrency,
         destroy_timeout: config_duration("reconcile.destroy-timeout", section.destroy_timeout.as_ref(), true)?,
         orphan_grace: config_duration("reconcile.orphan-grace", section.orphan_grace.as_ref(), false)?,
+        registry_retention: config_duration(
+            "reconcile.registry-retention",
+            section.registry_retention.as_ref(),
+            false,
+        )?,
         max_idle: config_duration("reconcile.max-idle", section.max_idle.as_ref(), true)?,
         budget: config_duration("reconcile.budget", section.budget.as_ref(), true)?,
     };
@@ -404,6 +427,7 @@ impl PassSettings {
             concurrency: args.concurrency.or(self.concurrency),
             destroy_timeout: args.destroy_timeout.or(self.destroy_timeout),
             orphan_grace: args.orphan_grace.or(self.orphan_grace),
+            registry_retention: args.registry_retention.or(self.registry_retention),
             ..self.clone()
         }
     }
@@ -522,5 +546,67 @@ mod tests {
         let error =
             resolve(&GlobalArgs { store: Some("sqlite:/x".into()), ..GlobalArgs::default() }, file).unwrap_err();
         assert!(error.to_string().starts_with("reconcile.budget: "), "{error}");
+    }
+
+    fn sqlite() -> GlobalArgs {
+        GlobalArgs { store: Some("sqlite:/x".into()), ..GlobalArgs::default() }
+    }
+
+    fn resolved(global: &GlobalArgs, text: &str) -> Result<Settings, Failure> {
+        resolve(global, toml::from_str(text).expect("parses"))
+    }
+
+    #[test]
+    fn registry_retention_from_the_config_and_the_flags() {
+        let settings = resolved(&sqlite(), "[reconcile]\nregistry-retention = \"90d\"\n").unwrap();
+        assert_eq!(settings.pass.registry_retention, Some(Duration::from_secs(90 * 86_400)));
+        assert_eq!(resolved(&sqlite(), "").unwrap().pass.registry_retention, None, "the core's default");
+        let zero = resolved(&sqlite(), "[reconcile]\nregistry-retention = \"0s\"\n").unwrap();
+        assert_eq!(zero.pass.registry_retention, Some(Duration::ZERO));
+        // The flag (reconcile and orphans) wins over the file.
+        let flag = PassArgs { registry_retention: Some(Duration::from_secs(3600)), ..PassArgs::default() };
+        assert_eq!(settings.pass.with_pass(&flag).registry_retention, Some(Duration::from_secs(3600)));
+        let reconcile = ReconcileArgs { pass: flag, ..ReconcileArgs::default() };
+        assert_eq!(settings.pass.with_reconcile(&reconcile).registry_retention, Some(Duration::from_secs(3600)));
+        assert_eq!(settings.pass.with_pass(&PassArgs::default()).registry_retention, settings.pass.registry_retention);
+
+        for bad in ["\"a month\"", "\"-1d\"", "\"\""] {
+            let error = resolved(&sqlite(), &format!("[reconcile]\nregistry-retention = {bad}\n")).unwrap_err();
+            assert!(error.to_string().starts_with("reconcile.registry-retention: "), "{bad}: {error}");
+            assert_eq!(error.exit_code(), crate::error::EXIT_USAGE);
+        }
+        let file: Result<ConfigFile, _> = toml::from_str("[reconcile]\nregistry-retention = 30\n");
+        assert!(file.unwrap_err().to_string().contains("registry-retention"));
+    }
+
+    #[test]
+    fn sweep_unlabelled_from_the_sections_and_the_flag() {
+        let sweeps = |settings: &Settings| -> Vec<(&'static str, bool)> {
+            settings.hosted.iter().map(|spec| (spec.vendor.key(), spec.sweep_unlabelled)).collect()
+        };
+        let text = "[e2b]\nsweep-unlabelled = true\n[daytona]\nsweep-unlabelled = false\n\
+                    [vercel]\nsweep-unlabelled = true\nproject-id = \"prj_1\"\n";
+        let settings = resolved(&sqlite(), text).unwrap();
+        assert_eq!(sweeps(&settings), [("e2b", true), ("daytona", false), ("vercel", true)]);
+        let settings = resolved(&GlobalArgs { daytona: true, ..sqlite() }, "").unwrap();
+        assert_eq!(sweeps(&settings), [("daytona", false)], "off unless asked");
+
+        // --sweep-unlabelled: every hosted provider, by flag or by section.
+        let global = GlobalArgs { sweep_unlabelled: true, e2b: true, ..sqlite() };
+        let settings = resolved(&global, "[daytona]\nsweep-unlabelled = false\n").unwrap();
+        assert_eq!(sweeps(&settings), [("e2b", true), ("daytona", true)]);
+        // Docker and local sandboxes carry our label: the flag alone means nothing.
+        let global = GlobalArgs { sweep_unlabelled: true, local: Some("/tmp/x".into()), ..sqlite() };
+        let error = resolve(&global, ConfigFile::default()).unwrap_err();
+        assert!(error.to_string().starts_with("--sweep-unlabelled: "), "{error}");
+        assert_eq!(error.exit_code(), crate::error::EXIT_USAGE);
+
+        for section in ["e2b", "daytona", "vercel"] {
+            let file: Result<ConfigFile, _> = toml::from_str(&format!("[{section}]\nsweep-unlabelled = \"yes\"\n"));
+            let error = file.unwrap_err().to_string();
+            assert!(error.contains("sweep-unlabelled") && error.contains("boolean"), "{section}: {error}");
+            let file: Result<ConfigFile, _> = toml::from_str(&format!("[{section}]\nsweep-unlabeled = true\n"));
+            assert!(file.unwrap_err().to_string().contains("sweep-unlabeled"), "{section}: a typo is refused");
+        }
     }
 }

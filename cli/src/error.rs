@@ -103,6 +103,7 @@ pub fn flag_of_option(field: &str) -> String {
         "destroyTimeoutMs" => "--destroy-timeout",
         "budgetMs" => "--budget",
         "maxIdleMs" => "--max-idle",
+        "registryRetentionMs" => "--registry-retention",
         "limit" => "--limit",
         "providers" => "--docker/--local/--e2b/--daytona/--vercel",
         "owner" => "--owner",

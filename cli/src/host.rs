@@ -95,7 +95,7 @@ fn millis(duration: Option<std::time::Duration>) -> Value {
 ///   "docker": {"url": null | "...", "name"} | null, "local": {"baseDir", "name"} | null,
 ///   "owner": null | "...", "host": null | "...", "json": bool, "everyMs": null | n,
 ///   "dryRun": bool, "retryLeaks": bool, "concurrency": null | n, "destroyTimeoutMs",
-///   "orphanGraceMs", "maxIdleMs", "budgetMs": null | n }
+///   "orphanGraceMs", "registryRetentionMs", "maxIdleMs", "budgetMs": null | n }
 /// ```
 ///
 /// The pass options are the command's: `orphans` has `retryLeaks` false and
@@ -168,6 +168,7 @@ pub fn host_plan(args: Vec<String>) -> Result<String, Refused> {
         "concurrency": pass.concurrency,
         "destroyTimeoutMs": millis(pass.destroy_timeout),
         "orphanGraceMs": millis(pass.orphan_grace),
+        "registryRetentionMs": millis(pass.registry_retention),
         "maxIdleMs": millis(max_idle),
         "budgetMs": millis(budget),
     })
@@ -237,4 +238,27 @@ pub async fn host_open(plan: &str) -> Result<crate::store::Store, i32> {
         return Err(exit(failure));
     }
     Ok(store)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(args: &[&str]) -> Value {
+        let args = args.iter().map(|arg| (*arg).to_owned()).collect();
+        serde_json::from_str(&host_plan(args).expect("a plan")).unwrap()
+    }
+
+    #[test]
+    fn the_plan_carries_the_registry_retention() {
+        let base = ["--providers=./p.mjs", "--store=sqlite:/nonexistent/s.db", "--local=/nonexistent/l"];
+        let with = |extra: &[&str]| plan(&[&base[..], extra].concat());
+        assert_eq!(with(&["reconcile", "--registry-retention=90d"])["registryRetentionMs"], 7_776_000_000_u64);
+        assert_eq!(with(&["orphans", "--registry-retention=0s"])["registryRetentionMs"], 0);
+        assert_eq!(with(&["reconcile"])["registryRetentionMs"], Value::Null, "absent: the core's default");
+        let args = [&base[..], &["reconcile", "--registry-retention=soon"]].concat();
+        let refused = host_plan(args.into_iter().map(String::from).collect()).unwrap_err();
+        assert_eq!(refused.exit_code, EXIT_USAGE);
+        assert!(refused.message.contains("--registry-retention"), "{refused:?}");
+    }
 }

@@ -166,18 +166,28 @@ async fn hosted_provider(spec: &HostedSpec, owner: &str) -> Result<Box<dyn Sandb
 /// A hosted provider as `spec` and `--owner` configure it (nothing sent).
 pub fn build_hosted(spec: &HostedSpec, owner: &str) -> Result<Box<dyn HostedSandboxProvider>, Failure> {
     let (name, owner) = (spec.name.clone(), owner.to_owned());
-    let (api_key, api_url) = (spec.api_key.clone(), spec.api_url.clone());
+    let (api_key, api_url, sweep_unlabelled) = (spec.api_key.clone(), spec.api_url.clone(), spec.sweep_unlabelled);
     let built: Result<Box<dyn HostedSandboxProvider>, ProviderError> = match spec.vendor {
-        Vendor::E2b => E2bProvider::new(E2bConfig { name, owner, api_key, api_url, ..E2bConfig::default() })
-            .map(|provider| Box::new(provider) as Box<dyn HostedSandboxProvider>),
+        Vendor::E2b => {
+            let config = E2bConfig { name, owner, api_key, api_url, sweep_unlabelled, ..E2bConfig::default() };
+            E2bProvider::new(config).map(|provider| Box::new(provider) as Box<dyn HostedSandboxProvider>)
+        }
         Vendor::Daytona => {
-            DaytonaProvider::new(DaytonaConfig { name, owner, api_key, api_url, ..DaytonaConfig::default() })
-                .map(|provider| Box::new(provider) as Box<dyn HostedSandboxProvider>)
+            let config = DaytonaConfig { name, owner, api_key, api_url, sweep_unlabelled, ..DaytonaConfig::default() };
+            DaytonaProvider::new(config).map(|provider| Box::new(provider) as Box<dyn HostedSandboxProvider>)
         }
         Vendor::Vercel => {
             let (team_id, project_id) = (spec.team_id.clone(), spec.project_id.clone());
-            let config =
-                VercelConfig { name, owner, token: api_key, team_id, project_id, api_url, ..VercelConfig::default() };
+            let config = VercelConfig {
+                name,
+                owner,
+                token: api_key,
+                team_id,
+                project_id,
+                api_url,
+                sweep_unlabelled,
+                ..VercelConfig::default()
+            };
             VercelProvider::new(config).map(|provider| Box::new(provider) as Box<dyn HostedSandboxProvider>)
         }
     };

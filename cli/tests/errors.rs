@@ -21,6 +21,12 @@ fn bad_flags_exit_2_naming_the_flag() {
     let bad_duration_config = world.dir.path().join("duration.toml");
     std::fs::write(&bad_duration_config, "[reconcile]\norphan-grace = \"a while\"\n").unwrap();
     let bad_duration_config = format!("--config={}", bad_duration_config.display());
+    let bad_retention_config = world.dir.path().join("retention.toml");
+    std::fs::write(&bad_retention_config, "[reconcile]\nregistry-retention = \"forever\"\n").unwrap();
+    let bad_retention_config = format!("--config={}", bad_retention_config.display());
+    let bad_sweep_config = world.dir.path().join("sweep.toml");
+    std::fs::write(&bad_sweep_config, "[daytona]\nsweep-unlabelled = \"yes\"\n").unwrap();
+    let bad_sweep_config = format!("--config={}", bad_sweep_config.display());
     let cases: Vec<(Vec<String>, &str)> = vec![
         (args(&["reconcile", "--concurrency", "0", &store, &local]), "--concurrency"),
         (args(&["reconcile", "--concurrency", "many", &store, &local]), "--concurrency"),
@@ -41,6 +47,12 @@ fn bad_flags_exit_2_naming_the_flag() {
         (args(&["reconcile", &missing_config, &store, &local]), "--config"),
         (args(&["reconcile", &typo_config, &store, &local]), "concurrensy"),
         (args(&["reconcile", &bad_duration_config, &store, &local]), "reconcile.orphan-grace"),
+        (args(&["reconcile", "--registry-retention", "a month", &store, &local]), "--registry-retention"),
+        (args(&["orphans", "--registry-retention=-1d", &store, &local]), "--registry-retention"),
+        (args(&["reconcile", &bad_retention_config, &store, &local]), "reconcile.registry-retention"),
+        (args(&["reconcile", &bad_sweep_config, &store, &local]), "sweep-unlabelled"),
+        (args(&["reconcile", "--sweep-unlabelled", &store, &local]), "--sweep-unlabelled"),
+        (args(&["reconcile", "--sweep-unlabelled=true", &store, &local]), "--sweep-unlabelled"),
         (args(&["leaks", "retry", "--limit", "0", &store, &local]), "--limit"),
         (args(&["audit", "--since", "yesterday", &store]), "--since"),
         (args(&["audit", "--limit", "-1", &store]), "--limit"),

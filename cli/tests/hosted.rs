@@ -214,3 +214,103 @@ fn daytona_and_vercel_passes_sweep_their_owners_sandboxes_and_refuse_a_wrong_key
         assert!(fake.alive().is_empty(), "{script}: {run}");
     }
 }
+
+/// The registry: with sweep-unlabelled, Daytona is listed without the owner
+/// filter; an unlabelled sandbox whose record was written then deleted (a
+/// destroy TanStack's provider swallowed) is destroyed, an unlabelled one no
+/// record ever named is left running, and so is one labelled for another
+/// owner even though a record named it.
+#[test]
+fn sweep_unlabelled_destroys_what_the_registry_names_and_nothing_else() {
+    use sandbox_reclaim::{SandboxInstanceRecord, SandboxInstanceStore, SqliteSandboxInstanceStore};
+
+    const DAYTONA_KEY: &str = "dtn_registry_key";
+    let fake = Fake::start_vendor("daytona.mjs", &["--key", DAYTONA_KEY]);
+    let labelled = |owner: &str| json!({ "io.sandbox-reclaim.owner": owner });
+    fake.call(
+        reqwest::Method::POST,
+        "sandboxes",
+        Some(json!([
+            { "id": "ours-labelled", "labels": labelled("cli-registry") },
+            { "id": "leftover", "labels": {} },
+            { "id": "live", "labels": {} },
+            { "id": "unregistered", "labels": {} },
+            { "id": "stranger", "labels": labelled("someone-else") },
+        ])),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    // What a TanStack app's store holds: `leftover`'s and `stranger`'s records
+    // were deleted after a destroy that silently failed; `live`'s is current.
+    common::runtime().block_on(async {
+        let store = SqliteSandboxInstanceStore::open(&path).await.unwrap();
+        for (key, id) in [("t-leftover", "leftover"), ("t-stranger", "stranger"), ("t-live", "live")] {
+            let record = SandboxInstanceRecord {
+                key: key.to_owned(),
+                provider: "daytona".to_owned(),
+                provider_sandbox_id: id.to_owned(),
+                latest_snapshot_id: None,
+                thread_id: format!("thread-{key}"),
+                latest_run_id: None,
+                updated_at: sandbox_reclaim::driver::now_millis(),
+            };
+            store.upsert(&record).await.unwrap();
+        }
+        store.delete("t-leftover").await.unwrap();
+        store.delete("t-stranger").await.unwrap();
+        store.close().await;
+    });
+    let store = format!("--store=sqlite:{}", path.display());
+    let run = |args: &[&str]| {
+        let mut all: Vec<String> = args.iter().map(|arg| (*arg).to_owned()).collect();
+        all.extend(["--daytona".to_owned(), "--owner=cli-registry".to_owned(), "--json".to_owned(), store.clone()]);
+        let mut command = common::command(&all);
+        command.env("DAYTONA_API_KEY", DAYTONA_KEY).env("DAYTONA_API_URL", &fake.url);
+        let output = command.stdin(Stdio::null()).output().unwrap();
+        common::Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    };
+    let planned_ids = |run: &common::Run| -> Vec<String> {
+        let document = run.json();
+        let actions = document["report"]["actions"].as_array().cloned().unwrap_or_default();
+        let mut ids: Vec<String> =
+            actions.iter().map(|action| action["providerSandboxId"].as_str().unwrap().to_owned()).collect();
+        ids.sort();
+        ids
+    };
+    let everything = ["leftover", "live", "ours-labelled", "stranger", "unregistered"].map(String::from).to_vec();
+
+    // Without it, the listing is filtered by our label: only ours is seen.
+    let labelled_only = run(&["reconcile", "--dry-run"]);
+    labelled_only.expect_code(1);
+    assert_eq!(labelled_only.json()["report"]["providers"][0]["orphans"]["listed"], 1, "{labelled_only}");
+    assert_eq!(planned_ids(&labelled_only), ["ours-labelled"], "{labelled_only}");
+
+    // The flag lists everything; a retention of 0s counts only live records,
+    // so the deleted record's sandbox is not (yet) taken for ours.
+    let no_retention = run(&["--sweep-unlabelled", "orphans", "--dry-run", "--registry-retention=0s"]);
+    no_retention.expect_code(1);
+    let orphans = &no_retention.json()["report"]["providers"][0]["orphans"];
+    assert_eq!(orphans["listed"], 5, "{no_retention}");
+    assert_eq!(planned_ids(&no_retention), ["ours-labelled"], "{no_retention}");
+    assert_eq!(fake.alive(), everything);
+
+    // The config keys: the registry names `leftover` (deleted within 1h).
+    let config = dir.path().join("registry.toml");
+    std::fs::write(&config, "[daytona]\nsweep-unlabelled = true\n[reconcile]\nregistry-retention = \"1h\"\n").unwrap();
+    let swept = run(&["reconcile", &format!("--config={}", config.display())]);
+    swept.expect_code(0);
+    let document = swept.json();
+    let orphans = &document["report"]["providers"][0]["orphans"];
+    assert_eq!(orphans["status"], "swept", "{swept}");
+    assert_eq!(orphans["listed"], 5, "{swept}");
+    assert_eq!(orphans["destroyed"], 2, "{swept}");
+    assert_eq!(orphans["referenced"], 1, "{swept}");
+    assert_eq!(orphans["foreign"], 2, "unregistered and stranger: {swept}");
+    assert_eq!(planned_ids(&swept), ["leftover", "ours-labelled"], "{swept}");
+    assert_eq!(fake.alive(), ["live", "stranger", "unregistered"]);
+    assert!(!format!("{}{}", swept.stdout, swept.stderr).contains(DAYTONA_KEY));
+}
