@@ -206,6 +206,8 @@ export declare class InMemorySandboxInstanceStore implements SandboxInstanceStor
   expireIdle?: FleetStore['expireIdle'];
   /** Present when constructed with `{ ledger: true }`. */
   sandboxReferences?: FleetStore['sandboxReferences'];
+  /** Present when constructed with `{ ledger: true }` (see {@link FleetStore.registeredSandboxes}). */
+  registeredSandboxes?: (provider: string, since: number) => Promise<string[]>;
   /** Present when constructed with `{ ledger: true }`. */
   recordLeak?: FleetStore['recordLeak'];
   /** Present when constructed with `{ ledger: true }`. */
@@ -267,6 +269,8 @@ declare abstract class SqlSandboxInstanceStore implements LeakLedgerStore, Fleet
   listStale(olderThan: number, limit: number): Promise<SandboxInstanceRecord[]>;
   expireIdle(key: string, updatedAt: number, leak: SandboxLeak): Promise<boolean>;
   sandboxReferences(provider: string, destroyedSince?: number): Promise<string[]>;
+  /** The registry (schema version 3): see {@link FleetStore.registeredSandboxes}. */
+  registeredSandboxes(provider: string, since: number): Promise<string[]>;
   recordLeak(leak: SandboxLeak, reason: LeakReason, nextAttemptAt: number): Promise<void>;
   dueLeaks(provider: string, limit: number, leaseMs: number | undefined | null, now: number): Promise<DueLeakEntry[]>;
   deferLeak(entry: SandboxLeakEntry, message: string, failedAt: number, nextAttemptAt: number): Promise<void>;
@@ -453,6 +457,15 @@ export interface HostedProviderOptions {
   pageSize?: number;
   /** Longest one HTTP request may take. Default 30 000 ms. */
   requestTimeoutMs?: number;
+  /**
+   * List every sandbox of the account / project, not only those under
+   * `owner`'s label / metadata / tag, so `reconcile` also finds unlabelled
+   * ones (what TanStack's providers create): such a sandbox is listed with
+   * `owner: ''` and swept only when the store's registry
+   * (`registeredSandboxes`) names it; one labelled for another owner is
+   * never touched. Default `false` (the listing is filtered by owner).
+   */
+  sweepUnlabelled?: boolean;
 }
 
 export type E2bProviderOptions = HostedProviderOptions;
@@ -608,7 +621,11 @@ export interface ListedSandbox {
   id: string;
   /** Creation time, epoch milliseconds; `null` when unknown. */
   createdAt?: number | null;
-  /** The owner namespace it was created under; `null` when unknown. */
+  /**
+   * The owner namespace it was created under; `null` when unknown; `''`
+   * when it carries no owner label (ours only when the store's registry
+   * names it, see {@link FleetStore.registeredSandboxes}).
+   */
   owner?: string | null;
   /** The sandbox key it was created for, when known. */
   key?: string | null;
@@ -655,6 +672,15 @@ export interface FleetStore {
    * destroyed is nobody's orphan.
    */
   sandboxReferences(provider: string, destroyedSince: number): Promise<string[]> | string[];
+  /**
+   * Optional: the registry of every sandbox an instance record of `provider`
+   * named, kept after the record is deleted. Answers the `providerSandboxId`s
+   * whose record still exists or was last written or deleted at or after
+   * `since` (epoch ms). With it, the orphan sweep also takes a sandbox listed
+   * without an owner label (`owner: ''`) for ours when this names it; a
+   * store without it names none (an unlabelled sandbox is never destroyed).
+   */
+  registeredSandboxes?(provider: string, since: number): Promise<string[]> | string[];
   /** Records a leak without touching any record; a known sandbox's attempts are bumped. */
   recordLeak(leak: SandboxLeak, reason: LeakReason, nextAttemptAt: number): Promise<void> | void;
   /**
@@ -786,6 +812,14 @@ export interface ReconcileOptions extends FleetPassOptions<FleetProvider> {
   backoffMs?: number;
   /** The longest wait between retries, in ms: a whole number >= 0. Default 3 600 000 (1 h). */
   maxBackoffMs?: number;
+  /**
+   * How long, in ms after its record was last written or deleted, the store's
+   * registry (`registeredSandboxes`) still names a sandbox as ours, so that
+   * an unlabelled listed sandbox (`owner: ''`) it names is swept: a whole
+   * number >= 0. Default 2 592 000 000 (30 days). Ignored by a store without
+   * `registeredSandboxes`.
+   */
+  registryRetentionMs?: number;
   /** The owner namespace of providers that name none. Default `'sandbox-reclaim'`. */
   owner?: string;
   /** Who runs the pass: the audit rows' `host`. Default `os.hostname()`. */

@@ -113,21 +113,17 @@ function listenForSignals(loop) {
   return state;
 }
 
-/** The pass plan's options for `reconcile`. */
-function passOptions(plan, providers, instances, signal) {
-  const given = {
-    dryRun: plan.dryRun,
-    retryLeaks: plan.retryLeaks,
-    concurrency: plan.concurrency,
-    destroyTimeoutMs: plan.destroyTimeoutMs,
-    orphanGraceMs: plan.orphanGraceMs,
-    maxIdleMs: plan.maxIdleMs,
-    budgetMs: plan.budgetMs,
-    owner: plan.owner,
-    host: plan.host,
-  };
+/**
+ * The pass plan's options for `reconcile`: the plan (the command crate's)
+ * names them as reconcile does, so every option the core publishes is
+ * copied as it stands, and a new one needs nothing here.
+ */
+function passOptions(plan, native, providers, instances, signal) {
   const options = { providers, instances, signal };
-  for (const [name, value] of Object.entries(given)) if (value !== null && value !== undefined) options[name] = value;
+  for (const name of native.optionNames('reconcile')) {
+    const value = plan[name];
+    if (value !== null && value !== undefined) options[name] = value;
+  }
   return options;
 }
 
@@ -167,7 +163,7 @@ async function runHosted(plan, native) {
       if (step.step === 'pass') {
         let next;
         try {
-          const report = await binding.reconcile(passOptions(plan, providers, store, signals.controller.signal));
+          const report = await binding.reconcile(passOptions(plan, native, providers, store, signals.controller.signal));
           next = loop.passed(JSON.stringify(report), Date.now());
         } catch (error) {
           next = loop.failed(rejectionKind(error, errors), error && error.message ? error.message : String(error), Date.now());

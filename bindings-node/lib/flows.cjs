@@ -292,6 +292,13 @@ async function reconcile(options) {
   checkObject(instances, 'options.instances', 'a fleet store');
   const store = {};
   for (const name of FLEET_METHODS) store[name] = method(instances, name, 'options.instances', ' (a fleet store)');
+  // The registry is optional: a store without it names nothing as ours.
+  const registered = instances.registeredSandboxes;
+  if (registered !== undefined && registered !== null && typeof registered !== 'function') {
+    throw new TypeError('options.instances.registeredSandboxes must be a function when present');
+  }
+  const registry = typeof registered === 'function';
+  if (registry) store.registeredSandboxes = registered;
   const pass = readPassHost(options);
   const values = plainOptions(options, RECONCILE_OPTIONS);
   const host = {
@@ -307,7 +314,7 @@ async function reconcile(options) {
   const stopped = pass.signal?.aborted === true;
   const hostName = os.hostname();
   const sent = [...plans.flatMap((plan) => (plan.owner === undefined ? [plan.name] : [plan.name, plan.owner])), hostName];
-  return drive((now) => checkedByCore(() => native.startReconcile(values, plans, hostName, progress, stopped, now)), host, sent);
+  return drive((now) => checkedByCore(() => native.startReconcile(values, plans, hostName, progress, stopped, registry, now)), host, sent);
 }
 
 module.exports = { reclaimSandbox, sandboxReclaimer, retryLeaks, reclaimAll, reconcile };

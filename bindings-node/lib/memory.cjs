@@ -71,6 +71,11 @@ class InMemorySandboxInstanceStore {
         if (destroyedSince !== undefined) checkMillis(destroyedSince, 'destroyedSince');
         return refused(() => store.sandboxReferences(provider, destroyedSince));
       };
+      this.registeredSandboxes = async (provider, since) => {
+        checkString(provider, 'provider');
+        checkMillis(since, 'since');
+        return refused(() => store.registeredSandboxes(provider, since));
+      };
       this.recordLeak = async (leak, reason, nextAttemptAt) => {
         checkLeak(leak);
         checkReason(reason);

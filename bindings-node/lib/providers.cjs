@@ -134,6 +134,7 @@ class LocalProvider extends ManagedProvider {
 /** The options every hosted provider takes, and which each vendor adds. */
 const HOSTED_OPTIONS = ['name', 'owner', 'apiKey', 'apiUrl'];
 const HOSTED_NUMBERS = ['pageSize', 'requestTimeoutMs'];
+const HOSTED_FLAGS = ['sweepUnlabelled'];
 
 /**
  * What the hosted providers share: `name`, `owner`, an honest `destroy`, a
@@ -154,8 +155,12 @@ class HostedProvider {
         throw new TypeError(`options.${field} must be a positive whole number`);
       }
     }
+    for (const field of HOSTED_FLAGS) {
+      const value = options[field];
+      if (value !== undefined && typeof value !== 'boolean') throw new TypeError(`options.${field} must be a boolean`);
+    }
     const read = {};
-    for (const field of [...HOSTED_OPTIONS, ...extraStrings, ...HOSTED_NUMBERS]) read[field] = options[field];
+    for (const field of [...HOSTED_OPTIONS, ...extraStrings, ...HOSTED_NUMBERS, ...HOSTED_FLAGS]) read[field] = options[field];
     this.#native = nativeCallSync(() => factory(read));
     this.#name = this.#native.name;
     this.#owner = this.#native.owner;
@@ -199,7 +204,11 @@ class HostedProvider {
     }
   }
 
-  /** Every sandbox under the owner: `{ id, createdAt, owner, key, deleting }`. */
+  /**
+   * Every sandbox under the owner: `{ id, createdAt, owner, key, deleting }`.
+   * With `sweepUnlabelled`, every sandbox: one without our owner label has
+   * owner `''` (reconcile takes it only when the store's registry names it).
+   */
   async list() {
     return nativeCall(() => this.#native.list());
   }
@@ -217,7 +226,7 @@ class HostedProvider {
  * passing `metadata: ownerLabels(owner, key)`.
  */
 class E2bProvider extends HostedProvider {
-  /** @param {{ name?: string, owner?: string, apiKey?: string, apiUrl?: string, pageSize?: number, requestTimeoutMs?: number }} [options] */
+  /** @param {{ name?: string, owner?: string, apiKey?: string, apiUrl?: string, pageSize?: number, requestTimeoutMs?: number, sweepUnlabelled?: boolean }} [options] */
   constructor(options = {}) {
     super((read) => native.NativeHostedProvider.e2b(read), options);
   }
@@ -230,7 +239,7 @@ class E2bProvider extends HostedProvider {
  * `DAYTONA_API_KEY`; URL: `DAYTONA_API_URL`, else Daytona's public API.
  */
 class DaytonaProvider extends HostedProvider {
-  /** @param {{ name?: string, owner?: string, apiKey?: string, apiUrl?: string, pageSize?: number, requestTimeoutMs?: number }} [options] */
+  /** @param {{ name?: string, owner?: string, apiKey?: string, apiUrl?: string, pageSize?: number, requestTimeoutMs?: number, sweepUnlabelled?: boolean }} [options] */
   constructor(options = {}) {
     super((read) => native.NativeHostedProvider.daytona(read), options);
   }
@@ -243,7 +252,7 @@ class DaytonaProvider extends HostedProvider {
  * project (required): `VERCEL_PROJECT_ID`.
  */
 class VercelProvider extends HostedProvider {
-  /** @param {{ name?: string, owner?: string, apiKey?: string, teamId?: string, projectId?: string, apiUrl?: string, pageSize?: number, requestTimeoutMs?: number }} [options] */
+  /** @param {{ name?: string, owner?: string, apiKey?: string, teamId?: string, projectId?: string, apiUrl?: string, pageSize?: number, requestTimeoutMs?: number, sweepUnlabelled?: boolean }} [options] */
   constructor(options = {}) {
     super((read) => native.NativeHostedProvider.vercel(read), options, ['teamId', 'projectId']);
   }

@@ -129,6 +129,18 @@ class SqlSandboxInstanceStore {
     return nativeCall(() => this.#native.sandboxReferences(provider, destroyedSince));
   }
 
+  /**
+   * The registry: every providerSandboxId of `provider` that an instance
+   * record named, whose record still exists or was last written or deleted
+   * at or after `since` (epoch ms). Reconcile takes a listed sandbox without
+   * an owner label for ours only when this names it.
+   */
+  async registeredSandboxes(provider, since) {
+    checkString(provider, 'provider');
+    checkMillis(since, 'since');
+    return nativeCall(() => this.#native.registeredSandboxes(provider, since));
+  }
+
   /** Records a leak (`reason`: 'destroy-failed', 'orphan' or 'idle') due at `nextAttemptAt`. */
   async recordLeak(leak, reason, nextAttemptAt) {
     checkLeak(leak);

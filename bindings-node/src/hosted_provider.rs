@@ -37,6 +37,9 @@ pub struct HostedOptions {
     pub page_size: Option<u32>,
     /// Longest one HTTP request may take, in ms (default 30 000).
     pub request_timeout_ms: Option<u32>,
+    /// List every sandbox, not only the owner's: an unlabelled one is listed
+    /// with owner `""` (the store's registry decides). Default false.
+    pub sweep_unlabelled: Option<bool>,
 }
 
 impl HostedOptions {
@@ -85,6 +88,7 @@ impl NativeHostedProvider {
         config.owner = options.owner.clone().unwrap_or(config.owner);
         config.page_size = options.page_size.unwrap_or(config.page_size);
         config.request_timeout = options.request_timeout().unwrap_or(config.request_timeout);
+        config.sweep_unlabelled = options.sweep_unlabelled.unwrap_or(config.sweep_unlabelled);
         (config.api_key, config.api_url) = (options.api_key, options.api_url);
         Self::hosted(E2bProvider::new(config), config_owner(options.owner))
     }
@@ -97,6 +101,7 @@ impl NativeHostedProvider {
         config.owner = options.owner.clone().unwrap_or(config.owner);
         config.page_size = options.page_size.unwrap_or(config.page_size);
         config.request_timeout = options.request_timeout().unwrap_or(config.request_timeout);
+        config.sweep_unlabelled = options.sweep_unlabelled.unwrap_or(config.sweep_unlabelled);
         (config.api_key, config.api_url) = (options.api_key, options.api_url);
         Self::hosted(DaytonaProvider::new(config), config_owner(options.owner))
     }
@@ -109,6 +114,7 @@ impl NativeHostedProvider {
         config.owner = options.owner.clone().unwrap_or(config.owner);
         config.page_size = options.page_size.unwrap_or(config.page_size);
         config.request_timeout = options.request_timeout().unwrap_or(config.request_timeout);
+        config.sweep_unlabelled = options.sweep_unlabelled.unwrap_or(config.sweep_unlabelled);
         (config.token, config.api_url) = (options.api_key, options.api_url);
         (config.team_id, config.project_id) = (options.team_id, options.project_id);
         Self::hosted(VercelProvider::new(config), config_owner(options.owner))

@@ -379,6 +379,15 @@ impl MemoryStore {
         ready(self.fleet()?.sandbox_references(&provider, destroyed_since.unwrap_or(u64::MAX)))
     }
 
+    /// The registry: every `providerSandboxId` of `provider` an instance
+    /// record named, whose record still exists or was last written or
+    /// deleted at or after `since`.
+    #[napi]
+    pub fn registered_sandboxes(&self, provider: String, since: f64) -> Result<Vec<String>> {
+        let since = epoch_millis("since", since)?;
+        ready(self.fleet()?.registered_sandboxes(&provider, since))
+    }
+
     /// Records a leak without touching any instance record.
     #[napi]
     pub fn record_leak(&self, leak: LeakInput, reason: String, next_attempt_at: f64) -> Result<()> {

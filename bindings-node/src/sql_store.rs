@@ -338,6 +338,21 @@ impl SqlStore {
         spawn_coded(env, async move { backend.fleet().sandbox_references(&provider, since).await.map_err(store_error) })
     }
 
+    /// The registry: every `providerSandboxId` of `provider` an instance
+    /// record named, whose record still exists or was last written or
+    /// deleted at or after `since`.
+    #[napi]
+    pub fn registered_sandboxes<'env>(
+        &self,
+        env: &'env Env,
+        provider: String,
+        since: f64,
+    ) -> Result<PromiseRaw<'env, Vec<String>>> {
+        let since = epoch_millis("since", since)?;
+        let backend = self.backend.clone();
+        spawn_coded(env, async move { backend.fleet().registered_sandboxes(&provider, since).await.map_err(store_error) })
+    }
+
     /// Records a leak without touching any instance record.
     #[napi]
     pub fn record_leak<'env>(

@@ -51,6 +51,16 @@ export async function fleet(): Promise<void> {
   const memoryAudit: AuditEntry[] | undefined = await memory.listAudit?.();
   void [outcome, deferred, status, action, audit, memoryAudit];
 
+  // The registry: on the native stores; optional on a user's fleet store.
+  const registered: string[] = await sqlite.registeredSandboxes('local', Date.now() - 86_400_000);
+  const memoryRegistered: string[] | undefined = await memory.registeredSandboxes?.('local', 0);
+  const withRegistry: FleetStore = { ...store, registeredSandboxes: (provider: string, since: number) => [provider, String(since)] };
+  const registry = store.registeredSandboxes;
+  void [registered, memoryRegistered, withRegistry, registry];
+  await reconcile({ ...reconcileOptions, registryRetentionMs: 0 });
+  const unlabelled: ListedSandbox = { id: 'u1', createdAt: 1, owner: '' };
+  void unlabelled;
+
   // @ts-expect-error records is an array
   void reclaimAll({ runId: 'r' }, options);
   // @ts-expect-error concurrency is a number
@@ -59,6 +69,11 @@ export async function fleet(): Promise<void> {
   void reconcile({ provider: local, instances: { get: () => null, upsert: () => undefined, delete: () => undefined } });
   // @ts-expect-error dryRun is a boolean
   void reconcile({ ...reconcileOptions, dryRun: 'yes' });
+  // @ts-expect-error registryRetentionMs is a number
+  void reconcile({ ...reconcileOptions, registryRetentionMs: '30d' });
+  // @ts-expect-error the registry answers ids
+  const badRegistry: FleetStore = { ...store, registeredSandboxes: () => [1] };
+  void badRegistry;
   // @ts-expect-error a sweep status is a closed union
   const wrong: SweepStatus = 'maybe';
   void wrong;

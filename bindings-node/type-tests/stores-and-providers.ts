@@ -51,8 +51,9 @@ export async function usage(): Promise<void> {
   await e2b.checkAccess();
   const swept: ListedSandbox[] = await e2b.list();
   await reclaimSandbox({ runId: 'r', sandboxKey: 'k' }, { provider: e2b, instances: sqlite });
-  const daytona = new DaytonaProvider({ apiUrl: 'http://127.0.0.1:1/api' });
-  const vercel = new VercelProvider({ teamId: 't', projectId: 'p' });
+  const daytona = new DaytonaProvider({ apiUrl: 'http://127.0.0.1:1/api', sweepUnlabelled: false });
+  const vercel = new VercelProvider({ teamId: 't', projectId: 'p', sweepUnlabelled: true });
+  void new E2bProvider({ sweepUnlabelled: true });
   await reconcile({ providers: [e2b, daytona, vercel, docker], instances: sqlite });
   const metadata: Record<string, string> = ownerLabels('team-a', 'thread-1:sandbox');
   void [swept, metadata, e2b.apiUrl];
@@ -66,6 +67,8 @@ export async function usage(): Promise<void> {
   new DaytonaProvider({ teamId: 't' });
   // @ts-expect-error pageSize is a number
   new E2bProvider({ pageSize: '10' });
+  // @ts-expect-error sweepUnlabelled is a boolean
+  new DaytonaProvider({ sweepUnlabelled: 'yes' });
   // @ts-expect-error unknown isolation
   new LocalProvider({ baseDir: '/tmp', isolation: 'vm' });
 }

@@ -149,7 +149,7 @@ test('migrate and reconcile --dry-run --json against SQLite with --local: the JS
     const migrate = [npx([...w.flags, 'migrate', '--json']), rust([...w.flags, 'migrate', '--json'])];
     assert.deepStrictEqual(migrate[0], migrate[1]);
     assert.equal(migrate[0].status, 0);
-    assert.deepStrictEqual(JSON.parse(migrate[0].stdout), { version: 1, command: 'migrate', store: `sqlite:${w.db}`, schemaVersion: 2 });
+    assert.deepStrictEqual(JSON.parse(migrate[0].stdout), { version: 1, command: 'migrate', store: `sqlite:${w.db}`, schemaVersion: 3 });
 
     const args = [...w.flags, 'reconcile', '--dry-run', '--json', '--orphan-grace', '0s'];
     const ours = npx(args);
@@ -233,6 +233,26 @@ test('--providers: orphans the module\'s provider lists are destroyed through it
   } finally {
     await w.cleanup();
   }
+});
+
+test('--providers: --registry-retention reaches the pass: an unlabelled sandbox a deleted record named is swept only within it', { timeout: 120_000 }, async () => {
+  const db = fresh('store') + '.db';
+  const store = await SqliteSandboxInstanceStore.open(db);
+  // TanStack's reclaim deleted the record after a swallowed destroy error: the registry remembers.
+  await store.upsert({ key: 'thread-u:sandbox', provider: 'host', providerSandboxId: 'u-1', threadId: 'thread-u', updatedAt: Date.now() - HOUR });
+  await store.delete('thread-u:sandbox');
+  await store.close();
+  const { log, env } = hostEnv(['u-1', 'u-2'], { owner: '' });
+  const flags = ['--store', `sqlite:${db}`, '--providers', hostModule, 'reconcile', '--orphan-grace', '0s', '--json'];
+  const outside = npx([...flags, '--registry-retention', '0s', '--dry-run'], { env });
+  assert.equal(outside.status, 0, outside.stderr);
+  const planned = JSON.parse(outside.stdout).report.providers[0].orphans;
+  assert.deepStrictEqual([planned.listed, planned.foreign, planned.found], [2, 2, 0], 'deleted before the retention: not ours');
+  const within = npx([...flags, '--registry-retention', '1h'], { env });
+  assert.equal(within.status, 0, within.stderr);
+  const swept = JSON.parse(within.stdout).report.providers[0].orphans;
+  assert.deepStrictEqual([swept.listed, swept.foreign, swept.found, swept.destroyed], [2, 1, 1, 1]);
+  assert.deepStrictEqual(logLines(log).filter((line) => line.startsWith('done')), ['done u-1'], 'the unregistered one is never touched');
 });
 
 test('--providers: a CommonJS module, `orphans` (no leak retry), plain output, and a failing destroy exits 1', { timeout: 120_000 }, async () => {

@@ -130,6 +130,7 @@ test('reconcile: every bad option is a TypeError naming it, before any call', as
     leaseMs: [0, -1],
     backoffMs: [-1, 0.25],
     maxBackoffMs: [-1, NaN],
+    registryRetentionMs: [-1, 'x', 1.5, null],
   };
   for (const [name, values] of Object.entries(numbers)) {
     for (const value of values) cases.push([(w) => reconcile({ ...base(w), [name]: value }), new RegExp(`options\\.${name}`)]);

@@ -386,6 +386,7 @@ function storeRecorders(rel) {
     dueLeaks: (provider, limit, leaseMs, now) => [provider, limit, leaseMs ?? null, rel(now)],
     claimSweep: (provider, holder, leaseMs, now) => [provider, '$holder', leaseMs, rel(now)],
     sandboxReferences: (provider, destroyedSince) => [provider, rel(destroyedSince)],
+    registeredSandboxes: (provider, since) => [provider, rel(since)],
     resolveLeak: (entry) => [entry.providerSandboxId],
     deferLeak: (entry, message, failedAt, nextAttemptAt) => [entry.providerSandboxId, message, rel(failedAt), rel(nextAttemptAt)],
     recordLeak: (leak, reason, nextAttemptAt) => [leakOf(leak), reason, rel(nextAttemptAt)],
@@ -415,6 +416,14 @@ export async function buildFleetFixture(vector, binding, clock) {
   const holders = [];
   const native = new binding.InMemorySandboxInstanceStore({ ledger: vector.store.ledger !== false });
   for (const record of vector.store.instances ?? []) await native.upsert({ ...record, updatedAt: abs(record.updatedAt) });
+  // `store.registered`: records written then deleted, so the registry names
+  // their sandboxes with no record left (seeded unrecorded, before the pass).
+  const seededKeys = new Set((vector.store.instances ?? []).map((record) => record.key));
+  for (const record of vector.store.registered ?? []) {
+    assert.ok(!seededKeys.has(record.key), `store.registered key ${JSON.stringify(record.key)} is not also in store.instances`);
+    await native.upsert({ ...record, updatedAt: abs(record.updatedAt) });
+    await native.delete(record.key);
+  }
   for (const leak of vector.store.leaks ?? []) {
     const { reason = 'destroy-failed', nextAttemptAt, attempts = 1, failedAt, ...rest } = leak;
     for (let i = 0; i < attempts; i++) await native.recordLeak({ ...rest, failedAt: abs(failedAt ?? 0) }, reason, abs(nextAttemptAt ?? 0));

@@ -120,7 +120,7 @@ for (const vendor of VENDORS) {
   });
 }
 
-test('examples/node/hosted-tanstack.mjs reclaims the run\'s Daytona sandbox and sweeps the labelled orphan', { timeout: 60_000 }, async () => {
+test('examples/node/hosted-tanstack.mjs reclaims the run\'s Daytona sandbox and sweeps the labelled orphan and the registered leftover', { timeout: 60_000 }, async () => {
   const { execFile } = await import('node:child_process');
   const fake = await startFakeDaytona();
   try {
@@ -129,15 +129,16 @@ test('examples/node/hosted-tanstack.mjs reclaims the run\'s Daytona sandbox and 
       { id: 'run-box', labels: {}, state: 'started', createdAt: new Date(CREATED).toISOString() }, // TanStack's: no labels
       { id: 'orphan', labels: labelled, state: 'stopped', createdAt: new Date(CREATED).toISOString() },
       { id: 'stranger', labels: {}, state: 'started', createdAt: new Date(CREATED).toISOString() },
+      { id: 'leftover', labels: {}, state: 'started', createdAt: new Date(CREATED).toISOString() }, // TanStack's, destroy swallowed
     ]);
     const example = new URL('../../examples/node/hosted-tanstack.mjs', import.meta.url);
     const env = { ...process.env, DAYTONA_API_KEY: fake.key, DAYTONA_API_URL: fake.url };
     const stdout = await new Promise((resolveRun, reject) => {
-      execFile(process.execPath, [example.pathname, 'run-box'], { env, timeout: 50_000 }, (error, out, err) => (error ? reject(new Error(`${error.message}\n${err}`)) : resolveRun(out)));
+      execFile(process.execPath, [example.pathname, 'run-box', 'leftover'], { env, timeout: 50_000 }, (error, out, err) => (error ? reject(new Error(`${error.message}\n${err}`)) : resolveRun(out)));
     });
     assert.match(stdout, /reclaimed run-box: deleted for good/);
-    assert.match(stdout, /destroyed 1 orphans/);
-    assert.deepEqual(fake.state().alive, ['stranger'], 'the unlabelled, unreferenced sandbox is never touched');
+    assert.match(stdout, /destroyed 2 orphans/);
+    assert.deepEqual(fake.state().alive, ['stranger'], 'the unlabelled sandbox no record ever named is never touched');
   } finally {
     await fake.close();
   }

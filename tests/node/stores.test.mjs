@@ -341,7 +341,7 @@ test('a schema newer than this library rejects with SchemaTooNewError (found, su
   assert.ok(error instanceof SchemaTooNewError && error instanceof SandboxStoreOpenError && error instanceof SandboxStoreError);
   assert.equal(error.name, 'SchemaTooNewError');
   assert.equal(error.code, 'SANDBOX_STORE_SCHEMA_TOO_NEW');
-  assert.deepStrictEqual([error.found, error.supported], [99, 2], "schema 2 added the fleet tables");
+  assert.deepStrictEqual([error.found, error.supported], [99, 3], 'schema 3 added the registry');
   assert.match(error.message, /version 99/);
 });
 
