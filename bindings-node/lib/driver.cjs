@@ -7,23 +7,22 @@
 // op's row of the core's operand table (core/src/effect_table.rs) names the
 // host method, how its slots become arguments and how its answer is
 // reported; each row becomes a starter and a reporter once, at load
-// (host-calls.cjs for the host's methods, DRIVER_OPS below for the driver's). Host values (a thrown
+// (host-calls.cjs; the driver's own op, a cancellation, below). Host values (a thrown
 // error, claimed entries) stay here by effect id. Logs and progress events run
 // at once, in order: a throwing logger is completed as failed (the machine
 // drops the rest of that batch), a throwing progress callback is ignored. An
 // AbortSignal given to the run stops it; the machine answers like a timeout.
 
 const native = require('./native.cjs');
-const { withCoreMessage, messageOf, SandboxReclaimFailedError, SandboxDestroyTimeoutError } = require('./flow-errors.cjs');
+const { withCoreMessage, messageOf, SandboxReclaimFailedError } = require('./flow-errors.cjs');
 const { checkString: exactString } = require('./errors.cjs');
-const { hostCall, reporter } = require('./host-calls.cjs');
+const { tables } = require('./host-calls.cjs');
 const batches = require('./batches.cjs');
 
 const protocol = native.protocol();
 const HEADER = protocol.header;
 const ENDING_OPERANDS = protocol.endingOperands;
 const [RUNNING, RESOLVE_UNDEFINED, RESOLVE_STRING, RESOLVE_JSON, REJECT_HOST_ERROR, REJECT_RECLAIM_FAILED] = protocol.endings;
-const [META_TEXT, META_HOST_ERROR] = protocol.metaKinds;
 
 /** Where time comes from; the vector suite swaps in a virtual clock. */
 let clock = { now: Date.now, setTimer: (callback, ms) => setTimeout(callback, ms), clearTimer: (timer) => clearTimeout(timer) };
@@ -35,47 +34,15 @@ function setClock(next) {
   return previous;
 }
 
-// The driver's own ops: logs, cancellations, progress events.
-const DRIVER_OPS = {
-  log: (run, id, batch, at) => {
-    const [level, message, count] = [batch[at], batch[at + 1], batch[at + 2]];
-    at += 3;
-    const meta = {};
-    for (let i = 0; i < count; i++) {
-      const [key, kind] = [batch[at], batch[at + 1]];
-      if (kind === META_TEXT) meta[key] = batch[at + 2];
-      else if (kind === META_HOST_ERROR) meta[key] = run.values[batch[at + 2]];
-      else meta[key] = withCoreMessage(SandboxDestroyTimeoutError, batch[at + 4], batch[at + 2], batch[at + 3]);
-      at += kind === META_TEXT || kind === META_HOST_ERROR ? 3 : 5;
-    }
-    const { logger, log } = run.host;
-    if (logger === undefined) return at;
-    try {
-      log[level].call(logger, message, meta); // as a method, never awaited, like the reference
-    } catch (error) {
-      run.values[id] = error;
-      run.replaced = batches.failed(run, id, '', clock.now());
-    }
-    return at;
-  },
-  cancel: (run, id, batch, at) => {
-    (run.cancelled ??= new Set()).add(batch[at]);
-    run.controllers?.get(batch[at])?.abort();
-    return at + 1;
-  },
-  progress: (run, id, batch, at) => {
-    try {
-      run.host.onProgress?.(JSON.parse(batch[at]));
-    } catch {
-      // Progress never changes a pass.
-    }
-    return at + 1;
-  },
-};
+// The driver's own op: a cancellation (logs and progress events are host
+// calls, in host-calls.cjs).
+function cancel(run, id, batch, at) {
+  (run.cancelled ??= new Set()).add(batch[at]);
+  run.controllers?.get(batch[at])?.abort();
+  return at + 1;
+}
 
-const EFFECTS = JSON.parse(protocol.effects);
-const STARTERS = EFFECTS.map((spec) => (spec.target === 'driver' ? DRIVER_OPS[spec.method] : hostCall(spec)));
-const REPORTERS = EFFECTS.map(reporter);
+const { STARTERS, REPORTERS } = tables(cancel);
 
 /**
  * One flow run. `host` holds the checked host objects, each method read once:
@@ -125,6 +92,12 @@ class Run {
     } finally {
       this.processing = false;
     }
+  }
+
+  /** The logger threw `error` for effect `id`: the machine hears of it at once (the rest of the batch is dropped). */
+  loggerFailed(id, error) {
+    this.values[id] = error;
+    this.replaced = batches.failed(this, id, '', clock.now());
   }
 
   /** An AbortSignal for effect `id`, which a later CANCEL of it aborts. */

@@ -1,13 +1,19 @@
 'use strict';
 // The host calls of the core's operand table (core/src/effect_table.rs): how
-// an op's slots become a host method's arguments, and how its answer is
-// reported to the machine. The driver (driver.cjs) builds one starter and one
-// reporter per op from these at load. The two answers that cross as fields
+// an op's slots become a host method's arguments (the logger's and the
+// progress callback's included), and how its answer is reported to the
+// machine. The driver (driver.cjs) takes one starter and one reporter per op
+// from `tables` at load. The two answers that cross as fields
 // (an instance record, claimed leak entries) are read here, each field once
 // and checked to cross exactly; a broken one is a TypeError naming the method.
 
+const native = require('./native.cjs');
 const batches = require('./batches.cjs');
 const { checkString: exactString } = require('./errors.cjs');
+const { withCoreMessage, SandboxDestroyTimeoutError } = require('./flow-errors.cjs');
+
+const protocol = native.protocol();
+const [META_TEXT, META_HOST_ERROR] = protocol.metaKinds;
 
 // Operand kinds: each pushes its host argument and answers the next slot.
 const oneSlot = (run, id, batch, at, args) => (args.push(batch[at]), at + 1);
@@ -96,4 +102,49 @@ function reporter(spec) {
   });
 }
 
-module.exports = { hostCall, reporter };
+/** The logger's call: a log line runs at once, in order; a throwing logger fails its effect. */
+function logCall(run, id, batch, at) {
+  const [level, message, count] = [batch[at], batch[at + 1], batch[at + 2]];
+  at += 3;
+  const meta = {};
+  for (let i = 0; i < count; i++) {
+    const [key, kind] = [batch[at], batch[at + 1]];
+    if (kind === META_TEXT) meta[key] = batch[at + 2];
+    else if (kind === META_HOST_ERROR) meta[key] = run.values[batch[at + 2]];
+    else meta[key] = withCoreMessage(SandboxDestroyTimeoutError, batch[at + 4], batch[at + 2], batch[at + 3]);
+    at += kind === META_TEXT || kind === META_HOST_ERROR ? 3 : 5;
+  }
+  const { logger, log } = run.host;
+  if (logger === undefined) return at;
+  try {
+    log[level].call(logger, message, meta); // as a method, never awaited, like the reference
+  } catch (error) {
+    run.loggerFailed(id, error);
+  }
+  return at;
+}
+
+/** The progress callback's call, at once; one that throws is ignored (progress never changes a pass). */
+function progressCall(run, id, batch, at) {
+  try {
+    run.host.onProgress?.(JSON.parse(batch[at]));
+  } catch {
+    // Progress never changes a pass.
+  }
+  return at + 1;
+}
+
+/**
+ * Every op's starter and reporter, by op number, from the core's table;
+ * `cancel` is the driver's own op.
+ */
+function tables(cancel) {
+  const effects = JSON.parse(protocol.effects);
+  const own = { log: logCall, progress: progressCall, cancel };
+  return {
+    STARTERS: effects.map((spec) => (spec.target === 'driver' ? own[spec.method] : hostCall(spec))),
+    REPORTERS: effects.map(reporter),
+  };
+}
+
+module.exports = { tables };
