@@ -114,3 +114,24 @@ for (const [label, name] of [['JS store', 'binding'], ['native store', 'binding 
   console.log(`  ratio binding/reference (${label}): ${wallRatio.toFixed(2)} wall  ${ratio(cpu, name).toFixed(2)} CPU  (guard <= ${GUARD}: ${verdict})`);
   if (process.env.BENCH_ENFORCE === '1') assert.ok(wallRatio <= GUARD, `${label}: binding/reference ratio ${wallRatio.toFixed(2)} exceeds ${GUARD}`);
 }
+
+// The boundary's floor: a plain reclaim makes 4 native calls (start, then one
+// per store or provider answer). Here, 4 calls that cross with one number and
+// do nothing (`abandon` of no run), timed alone: what no driver design with 4
+// native calls can go below, in units of the reference's whole reclaim.
+const { createRequire } = await import('node:module');
+const native = createRequire(import.meta.url)(resolve(root, 'bindings-node', 'lib', 'native.cjs'));
+const NO_RUN = 0xffff_ffff;
+const floorRounds = [];
+for (let round = 0; round < rounds; round++) {
+  const start = process.hrtime.bigint();
+  for (let i = 0; i < calls; i++) {
+    native.abandon(NO_RUN);
+    native.abandon(NO_RUN);
+    native.abandon(NO_RUN);
+    native.abandon(NO_RUN);
+  }
+  floorRounds.push(Number(process.hrtime.bigint() - start) / 1000 / calls);
+}
+const floor = median(floorRounds);
+console.log(`  the boundary alone: 4 empty native calls ${floor.toFixed(3)} µs = ${(floor / wall.reference).toFixed(2)}x the reference's whole reclaim`);
