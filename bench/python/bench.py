@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from baseline import reclaim_sandbox_pure  # noqa: E402
 
+from sandbox_reclaim import _native  # noqa: E402
 from sandbox_reclaim import (  # noqa: E402
     InMemorySandboxInstanceStore,
     RunRecord,
@@ -141,6 +142,27 @@ def main() -> None:
     print(f"ratio binding/baseline, Python store:  {best[BINDING] / best[BASELINE]:.2f} (guard: <= 3)")
     print(f"ratio reclaimer/baseline, Python store: {best[RECLAIMER] / best[BASELINE]:.2f} (guard: <= 3)")
     print(f"ratio binding/baseline, native store:  {best[NATIVE] / best[BASELINE]:.2f} (guard: <= 3)")
+    floor = boundary_floor(calls)
+    print(f"the boundary alone: 4 empty native calls {floor:.3f} us = {floor / best[BASELINE]:.2f}x the baseline's whole reclaim")
+
+
+def boundary_floor(calls: int) -> float:
+    """A plain reclaim makes 4 native calls (start, then one per store or
+    provider answer). Here, 4 calls that cross with one number and do
+    nothing (``abandon`` of no run), best of 5: what no driver with 4 native
+    calls can go below."""
+    no_run = 0xFFFF_FFFF
+    abandon = _native.abandon
+    rounds = []
+    for _ in range(5):
+        started = time.perf_counter()
+        for _ in range(calls):
+            abandon(no_run)
+            abandon(no_run)
+            abandon(no_run)
+            abandon(no_run)
+        rounds.append((time.perf_counter() - started) / calls * 1e6)
+    return min(rounds)
 
 
 if __name__ == "__main__":

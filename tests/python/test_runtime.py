@@ -299,7 +299,7 @@ async def test_a_fleet_pass_runs_only_the_host_coroutines_that_suspend_as_tasks(
     finally:
         loop.set_task_factory(previous)
     # get and delete answered at their first step; each destroy suspended and ran on.
-    assert len([name for name in tasks if name == "_Suspended"]) == 4, tasks
+    assert len([name for name in tasks if name == "Suspended"]) == 4, tasks
     assert sorted(provider.destroyed) == ["ctr-0", "ctr-1", "ctr-3"]
     assert store.records == {}
     outcomes = sorted((line.sandbox_key, line.outcome.value) for line in report.records)

@@ -5,9 +5,8 @@ A native call answers with a *batch* (run, deadline, ending, effects; layout
 in ``core/src/wire.rs``); each op's row of the core's operand table becomes a
 starter once, at import (``_host_calls.py``). Host values (a raised
 exception, claimed entries) stay here by effect id. Host methods may be
-``def`` or ``async def``;
-one awaitable with nothing else in flight and no deadline is awaited in place
-(every step of a plain reclaim). ``stoppable`` flows run each effect as a
+``def`` or ``async def``; one awaitable with nothing else in flight and no
+deadline is awaited in place (every step of a plain reclaim). ``stoppable`` flows run each effect as a
 task: cancelling the caller, or setting ``stop``, tells the machine to stop and
 drives it to its end.
 """
@@ -20,11 +19,12 @@ import functools
 import inspect
 import json
 import types
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from typing import Any
 
 from . import _native
 from ._clock import Clock, WallClock
+from ._coroutines import Suspended, close_unawaited, consume, first_step
 from ._errors import SandboxReclaimFailedError
 from ._host_answers import error_message
 from ._host_calls import Answer, Batch, Host, starters
@@ -50,56 +50,6 @@ def set_clock(clock: Clock) -> Clock:
 def now() -> int:
     """The driver's clock, epoch milliseconds (virtual in the vector suite)."""
     return _clock.now()
-
-
-def _consume(task: asyncio.Future[Any]) -> None:
-    """Retrieves a dropped task's outcome so asyncio never warns about it."""
-    if not task.cancelled():
-        task.exception()
-
-
-def _close(awaitable: object) -> bool:
-    """Closes a coroutine never awaited (no "never awaited" warning); answers False."""
-    if isinstance(awaitable, (types.CoroutineType, _Suspended)):
-        awaitable.close()
-    return False
-
-
-_STEPPED = object()  # a _Suspended whose first yield was handed on
-
-
-class _Suspended(collections.abc.Coroutine[Any, Any, Any]):
-    """A coroutine whose first step already ran and suspended on ``yielded``:
-    as a coroutine itself, it hands ``yielded`` on at its first step and then
-    is the coroutine, so a task (or an ``await``) runs it as if from the start."""
-
-    __slots__ = ("coroutine", "yielded")
-
-    def __init__(self, coroutine: types.CoroutineType[Any, Any, Any], yielded: Any) -> None:
-        self.coroutine, self.yielded = coroutine, yielded
-
-    def send(self, value: Any) -> Any:
-        yielded = self.yielded
-        if yielded is _STEPPED:
-            return self.coroutine.send(value)
-        self.yielded = _STEPPED
-        return yielded
-
-    def throw(self, *error: Any) -> Any:
-        self.yielded = _STEPPED
-        return self.coroutine.throw(*error)
-
-    def close(self) -> None:
-        self.coroutine.close()
-
-    def __await__(self) -> Generator[Any, None, Any]:
-        return self
-
-    def __iter__(self) -> _Suspended:
-        return self
-
-    def __next__(self) -> Any:
-        return self.send(None)
 
 
 _NONE: dict[int, Any] = {}  # the shared empty task table (a run needing tasks gets its own)
@@ -139,14 +89,14 @@ class _Run:
         running = self.tasks.pop(target, None)
         if running is not None:
             running[1].cancel()
-            running[1].add_done_callback(_consume)
+            running[1].add_done_callback(consume)
             self.cancelling.append(running[1])
         # Not yet reported: drop it wherever it waits.
-        self.awaiting[:] = [item for item in self.awaiting if item[0] != target or _close(item[2])]
+        self.awaiting[:] = [item for item in self.awaiting if item[0] != target or close_unawaited(item[2])]
         self.settled[:] = [item for item in self.settled if item[0] != target]
         for item in [item for item in self.done if item[0] == target]:
             self.done.remove(item)
-            _consume(item[2])
+            consume(item[2])
         return at + 1
 
     def call(self, effect: int, answer: Answer, method: Callable[..., Any], args: list[Any]) -> None:
@@ -156,18 +106,13 @@ class _Run:
             self.settled.append((effect, answer, error, True))
             return
         if self.eager and type(value) is types.CoroutineType:
-            # Its first step runs now, as a JS async function's does: one
-            # that never suspends (an in-memory store) answers at once,
-            # without the task a fleet pass would otherwise run it in.
-            try:
-                value = _Suspended(value, value.send(None))
-            except StopIteration as done:  # the coroutine returned (PEP 479: never one it raised)
-                self.settled.append((effect, answer, done.value, False))
+            # Its first step runs now, as a JS async function's does: one that
+            # never suspends (an in-memory store) answers without a task.
+            returned, value, failed = first_step(value)
+            if returned:
+                self.settled.append((effect, answer, value, failed))
                 return
-            except (Exception, asyncio.CancelledError) as error:  # noqa: BLE001 - as its task would fail
-                self.settled.append((effect, answer, error, True))
-                return
-        if type(value) is types.CoroutineType or type(value) is _Suspended or inspect.isawaitable(value):
+        if type(value) is types.CoroutineType or type(value) is Suspended or inspect.isawaitable(value):
             self.awaiting.append((effect, answer, value))
         else:
             self.settled.append((effect, answer, value, False))
@@ -231,13 +176,13 @@ class _Run:
         """The run ended: nothing it started may linger."""
         for _, task in self.tasks.values():
             task.cancel()
-            task.add_done_callback(_consume)
+            task.add_done_callback(consume)
         self.tasks.clear()
         for _, _, task in self.done:
-            _consume(task)
+            consume(task)
         self.done.clear()
         for _, _, awaitable in self.awaiting:
-            _close(awaitable)
+            close_unawaited(awaitable)
         self.awaiting.clear()
 
     def finish(self, batch: Batch) -> Any:
@@ -309,6 +254,6 @@ async def drive(start: Callable[..., Batch], arguments: tuple[Any, ...], host: H
     finally:
         if stop_waiter is not None and not stop_waiter.done():
             stop_waiter.cancel()
-            stop_waiter.add_done_callback(_consume)
+            stop_waiter.add_done_callback(consume)
         if state.tasks or state.awaiting or state.done:
             state.drop()
