@@ -114,15 +114,16 @@ pub fn start_reclaim_all<'py>(
     stopped: bool,
     now: u64,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let pass = PassStart { progress, stopped, host_name: None };
+    let pass = PassStart { progress, stopped, host_name: None, registry: false };
     let input = start::reclaim_all(&host_options(options_json)?, records, providers, store_has_ledger, pass)
         .map_err(invalid)?;
     start(py, Box::new(ReclaimAll::new(input, now)))
 }
 
-/// Starts `reconcile`: `providers` are `(name, can_list, owner or None)` triples, in order.
+/// Starts `reconcile`: `providers` are `(name, can_list, owner or None)` triples, in order;
+/// `registry`: the store has `registered_sandboxes`.
 #[pyfunction]
-#[pyo3(signature = (options_json, providers, host_name, progress, stopped, now))]
+#[pyo3(signature = (options_json, providers, host_name, progress, stopped, registry, now))]
 #[allow(clippy::too_many_arguments)]
 pub fn start_reconcile<'py>(
     py: Python<'py>,
@@ -131,11 +132,12 @@ pub fn start_reconcile<'py>(
     host_name: String,
     progress: bool,
     stopped: bool,
+    registry: bool,
     now: u64,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let providers =
         providers.into_iter().map(|(name, can_list, owner)| HostProvider { name, can_list, owner }).collect();
-    let pass = PassStart { progress, stopped, host_name: Some(host_name) };
+    let pass = PassStart { progress, stopped, host_name: Some(host_name), registry };
     let input = start::reconcile(&host_options(options_json)?, providers, pass, now).map_err(invalid)?;
     start(py, Box::new(Reconcile::new(input, now)))
 }

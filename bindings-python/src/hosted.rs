@@ -29,39 +29,43 @@ pub struct HostedProvider {
 
 /// An `E2bProvider` (reads `E2B_API_KEY` / `E2B_API_URL` when not given).
 #[pyfunction]
-#[pyo3(signature = (name, owner, api_key, api_url, page_size, request_timeout))]
+#[pyo3(signature = (name, owner, api_key, api_url, page_size, sweep_unlabelled, request_timeout))]
 pub fn e2b_provider(
     name: String,
     owner: String,
     api_key: Option<String>,
     api_url: Option<String>,
     page_size: u32,
+    sweep_unlabelled: bool,
     request_timeout: f64,
 ) -> PyResult<HostedProvider> {
     let request_timeout = seconds(request_timeout)?;
-    let config = E2bConfig { name, owner: owner.clone(), api_key, api_url, page_size, request_timeout };
+    let config =
+        E2bConfig { name, owner: owner.clone(), api_key, api_url, page_size, sweep_unlabelled, request_timeout };
     hosted(|| E2bProvider::new(config), owner)
 }
 
 /// A `DaytonaProvider` (reads `DAYTONA_API_KEY` / `DAYTONA_API_URL` when not given).
 #[pyfunction]
-#[pyo3(signature = (name, owner, api_key, api_url, page_size, request_timeout))]
+#[pyo3(signature = (name, owner, api_key, api_url, page_size, sweep_unlabelled, request_timeout))]
 pub fn daytona_provider(
     name: String,
     owner: String,
     api_key: Option<String>,
     api_url: Option<String>,
     page_size: u32,
+    sweep_unlabelled: bool,
     request_timeout: f64,
 ) -> PyResult<HostedProvider> {
     let request_timeout = seconds(request_timeout)?;
-    let config = DaytonaConfig { name, owner: owner.clone(), api_key, api_url, page_size, request_timeout };
+    let config =
+        DaytonaConfig { name, owner: owner.clone(), api_key, api_url, page_size, sweep_unlabelled, request_timeout };
     hosted(|| DaytonaProvider::new(config), owner)
 }
 
 /// A `VercelProvider` (reads `VERCEL_TOKEN` / `VERCEL_TEAM_ID` / `VERCEL_PROJECT_ID` when not given).
 #[pyfunction]
-#[pyo3(signature = (name, owner, api_key, team_id, project_id, api_url, page_size, request_timeout))]
+#[pyo3(signature = (name, owner, api_key, team_id, project_id, api_url, page_size, sweep_unlabelled, request_timeout))]
 #[allow(clippy::too_many_arguments)]
 pub fn vercel_provider(
     name: String,
@@ -71,6 +75,7 @@ pub fn vercel_provider(
     project_id: Option<String>,
     api_url: Option<String>,
     page_size: u32,
+    sweep_unlabelled: bool,
     request_timeout: f64,
 ) -> PyResult<HostedProvider> {
     let request_timeout = seconds(request_timeout)?;
@@ -82,6 +87,7 @@ pub fn vercel_provider(
         project_id,
         api_url,
         page_size,
+        sweep_unlabelled,
         request_timeout,
     };
     hosted(|| VercelProvider::new(config), owner)

@@ -255,6 +255,16 @@ impl SqlStore {
         })
     }
 
+    /// Awaitable of the registry: every sandbox id of `provider` an instance
+    /// record named whose record still exists or was last written or deleted
+    /// at or after `since` (epoch ms).
+    fn registered_sandboxes<'py>(&self, py: Python<'py>, provider: String, since: u64) -> PyResult<Bound<'py, PyAny>> {
+        let backend = self.backend.clone();
+        awaitable(py, async move { backend.fleet().registered_sandboxes(&provider, since).await }, |py, ids| {
+            ids.map_err(store_error)?.into_py_any(py)
+        })
+    }
+
     /// Awaitable recording `leak` with `reason`, due at `next_attempt_at`.
     fn record_leak<'py>(
         &self,

@@ -158,6 +158,13 @@ impl MemoryLedgerStore {
         ready(slf.as_super().inner.sandbox_references(provider, since))?.map_err(store_error)
     }
 
+    /// The registry: every sandbox id of `provider` an instance record named
+    /// whose record still exists or was last written or deleted at or after
+    /// `since` (epoch ms).
+    fn registered_sandboxes(slf: PyRef<'_, Self>, provider: &str, since: u64) -> PyResult<Vec<String>> {
+        ready(slf.as_super().inner.registered_sandboxes(provider, since))?.map_err(store_error)
+    }
+
     /// Records `leak` with `reason`, due at `next_attempt_at`.
     fn record_leak(slf: PyRef<'_, Self>, leak: &Bound<'_, PyAny>, reason: &str, next_attempt_at: u64) -> PyResult<()> {
         let leak = new_leak_from_py(leak)?;

@@ -555,6 +555,10 @@ class FleetStoreProxy:
         args = [provider, self._fixture.relative(destroyed_since)]
         return self._call("sandboxReferences", provider, args, lambda: self._native.sandbox_references(provider, destroyed_since))
 
+    def registered_sandboxes(self, provider: str, since: int) -> Any:
+        args = [provider, self._fixture.relative(since)]
+        return self._call("registeredSandboxes", provider, args, lambda: self._native.registered_sandboxes(provider, since))
+
     def record_leak(self, leak: sr.NewLeak, reason: sr.LeakReason, next_attempt_at: int) -> Any:
         assert isinstance(reason, sr.LeakReason)
         args = [_leak_wire(leak), reason.value, self._fixture.relative(next_attempt_at)]
@@ -643,6 +647,12 @@ def _fleet_options(options: dict[str, Any]) -> dict[str, Any]:
 async def _seed(vector: Vector, store: Any, start: int) -> None:
     for instance in vector["store"].get("instances", []):
         await store.upsert(sr.SandboxInstanceRecord.from_dict({**instance, "updatedAt": instance["updatedAt"] + start}))
+    # `store.registered`: records written, then deleted, so the registry names
+    # their sandboxes with no record left (seeded on the native store: no call is recorded).
+    for registered in vector["store"].get("registered", []):
+        record = sr.SandboxInstanceRecord.from_dict({**registered, "updatedAt": registered["updatedAt"] + start})
+        await store.upsert(record)
+        await store.delete(record.key)
     for leak in vector["store"].get("leaks", []):
         new = sr.NewLeak(
             leak["key"], leak["provider"], leak["providerSandboxId"], leak["runId"], leak["errorMessage"], leak["failedAt"] + start

@@ -13,7 +13,7 @@ import sqlite3
 import subprocess
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,7 @@ def test_migrate_matches_the_binary(tmp_path: Path) -> None:
     args = ["migrate", "--json", "--store", f"sqlite:{tmp_path / 'store.db'}"]
     ours = python_cli(args)
     assert ours.code == 0, ours
-    assert ours.json() == {"version": 1, "command": "migrate", "store": f"sqlite:{tmp_path / 'store.db'}", "schemaVersion": 2}
+    assert ours.json() == {"version": 1, "command": "migrate", "store": f"sqlite:{tmp_path / 'store.db'}", "schemaVersion": 3}
     theirs = run([str(rust_binary())], args)
     assert theirs.code == 0, theirs
     assert ours.json() == theirs.json()
@@ -197,8 +197,11 @@ async def seed_fleet(world: World) -> dict[str, Any]:
     return {"sandboxes": sandboxes, "log": str(world.dir / "destroyed.log")}
 
 
-def run_fleet(world: World, args: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[Ran, list[str]]:
+def run_fleet(
+    world: World, args: list[str], monkeypatch: pytest.MonkeyPatch, extra: Sequence[dict[str, Any]] = ()
+) -> tuple[Ran, list[str]]:
     state = asyncio.run(seed_fleet(world))
+    state["sandboxes"].extend(extra)
     (world.dir / "fleet.json").write_text(json.dumps(state), encoding="utf-8")
     write_module(world.dir, "fleet_providers", FLEET_MODULE)
     monkeypatch.setenv("FLEET_STATE", str(world.dir / "fleet.json"))
@@ -246,6 +249,33 @@ def test_host_provider_orphans_and_leaks_are_destroyed_and_audited(
         ("fleet", "h-orphan-1", "orphan", "destroyed", world.host),
         ("fleet", "h-orphan-2", "orphan", "destroyed", world.host),
     }
+
+
+@pytest.mark.parametrize(("retention", "spared"), [([], False), (["--registry-retention", "0s"], True)], ids=["default", "0s"])
+def test_host_provider_passes_take_the_registry_retention(
+    world: World, monkeypatch: pytest.MonkeyPatch, retention: list[str], spared: bool
+) -> None:
+    """An unlabelled sandbox (owner "") whose record was written, then
+    deleted, is ours while the registry retention counts it."""
+
+    async def registered() -> None:
+        async with await world.store() as store:
+            await store.upsert(sr.SandboxInstanceRecord("k-unlabelled", "fleet", "h-unlabelled", "thread-h", 1))
+            await store.delete("k-unlabelled")
+
+    asyncio.run(registered())
+    time.sleep(0.05)  # the pass starts after the deletion
+    unlabelled = {"id": "h-unlabelled", "createdAt": int(time.time() * 1000) - HOUR_MS, "owner": ""}
+    args = world.args("reconcile", "--orphan-grace", "5m", *retention)
+    ran, destroyed = run_fleet(world, args, monkeypatch, [unlabelled])
+    assert ran.code == 0, ran
+    orphans = ran.json()["report"]["providers"][1]["orphans"]
+    if spared:
+        assert destroyed == ["h-leak", "h-orphan-1", "h-orphan-2"]
+        assert (orphans["foreign"], orphans["destroyed"]) == (2, 2)
+    else:
+        assert destroyed == ["h-leak", "h-orphan-1", "h-orphan-2", "h-unlabelled"]
+        assert (orphans["foreign"], orphans["destroyed"]) == (1, 3)
 
 
 def test_orphans_command_with_host_providers_leaves_leaks(world: World, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -67,6 +67,10 @@ class Fake:
     def provider(self, **options: Any) -> E2bProvider:
         return E2bProvider(api_key=options.pop("api_key", KEY), api_url=self.url, **options)
 
+    def listing_queries(self) -> list[str]:
+        """The query strings of the listing requests so far."""
+        return [r["query"] for r in self.state()["requests"] if r["method"] == "GET" and r["path"] == "/v2/sandboxes"]
+
 
 @pytest.fixture
 def fake() -> Iterator[Fake]:
@@ -107,6 +111,10 @@ def test_bad_options_are_refused_naming_the_field_and_the_key_never_shows(monkey
         E2bProvider(api_key="k", request_timeout=0)
     with pytest.raises(ValueError, match="name"):
         E2bProvider(api_key="k", name="")
+    with pytest.raises(TypeError, match="sweep_unlabelled"):
+        E2bProvider(api_key="k", sweep_unlabelled=None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="sweep_unlabelled"):
+        E2bProvider(api_key="k", sweep_unlabelled="false")  # type: ignore[arg-type]
     monkeypatch.setenv("E2B_API_KEY", "e2b_from_env_secret")
     monkeypatch.setenv("E2B_DOMAIN", "example.test")
     monkeypatch.delenv("E2B_API_URL", raising=False)
@@ -173,6 +181,37 @@ async def test_reconcile_sweeps_every_page_once_and_a_malformed_page_sweeps_noth
     assert (orphans.listed, orphans.found, orphans.destroyed) == (9, 9, 9)
     assert fake.state()["alive"] == ["bare0", "bare1", "theirs0", "theirs1"]
     assert len([r for r in fake.state()["requests"] if r["method"] == "DELETE"]) == 9
+
+
+async def test_sweep_unlabelled_takes_an_unlabelled_sandbox_only_when_the_registry_names_it(fake: Fake) -> None:
+    fake.seed("ours", 1, {OWNER_LABEL: "sandbox-reclaim"})
+    fake.seed("reg", 1, {})
+    fake.seed("bare", 1, {})
+    fake.seed("theirs", 1, {OWNER_LABEL: "someone-else"})
+    store = InMemoryLeakLedgerStore()
+    for key, sandbox_id in (("k-reg", "reg0"), ("k-theirs", "theirs0")):
+        await store.upsert(SandboxInstanceRecord(key=key, provider="e2b", provider_sandbox_id=sandbox_id, thread_id="t1", updated_at=1))
+        await store.delete(key)
+    assert await store.registered_sandboxes("e2b", 0) == ["reg0", "theirs0"]
+
+    # Without sweep_unlabelled the listing is still filtered by owner.
+    filtered = fake.provider()
+    assert [(sandbox.id, sandbox.owner) for sandbox in await filtered.list_sandboxes()] == [("ours0", "sandbox-reclaim")]
+    report = await reconcile(providers=[filtered], instances=store, orphan_grace=60)
+    assert (report.providers[0].orphans.listed, report.providers[0].orphans.destroyed) == (1, 1)
+    assert fake.state()["alive"] == ["bare0", "reg0", "theirs0"], "the registered unlabelled one is not even listed"
+    queries = fake.listing_queries()
+    assert queries and all("metadata=" in query for query in queries)
+
+    sweeping = fake.provider(sweep_unlabelled=True)
+    listed = {sandbox.id: sandbox.owner for sandbox in await sweeping.list_sandboxes()}
+    assert listed == {"reg0": "", "bare0": "", "theirs0": "someone-else"}, "unlabelled ones are listed with owner ''"
+    report = await reconcile(providers=[sweeping], instances=store, orphan_grace=60)
+    orphans = report.providers[0].orphans
+    assert orphans.status is SweepStatus.SWEPT
+    assert (orphans.listed, orphans.foreign, orphans.found, orphans.destroyed) == (3, 2, 1, 1)
+    assert fake.state()["alive"] == ["bare0", "theirs0"], "only the registered unlabelled one is destroyed"
+    assert not any("metadata=" in query for query in fake.listing_queries()[len(queries) :])
 
 
 def test_the_hosted_command_sweeps_e2b_beside_the_modules_providers_and_the_key_never_crosses(

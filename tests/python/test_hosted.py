@@ -45,17 +45,21 @@ class Vendor:
     script: str
     args: list[str]
     variable: str
-    make: Callable[[str, str], DaytonaProvider | VercelProvider]
+    make: Callable[..., DaytonaProvider | VercelProvider]
     sandbox: Callable[[str, dict[str, str]], dict[str, Any]]
     deleting: Callable[[str, dict[str, str]], dict[str, Any]] | None
+    owner_filter: str
+    """The listing's query parameter that filters by our owner label."""
 
 
-def _daytona(url: str, key: str) -> DaytonaProvider:
-    return DaytonaProvider(api_key=key, api_url=url, page_size=3)
+def _daytona(url: str, key: str, sweep_unlabelled: bool = False) -> DaytonaProvider:
+    return DaytonaProvider(api_key=key, api_url=url, page_size=3, sweep_unlabelled=sweep_unlabelled)
 
 
-def _vercel(url: str, key: str) -> VercelProvider:
-    return VercelProvider(api_key=key, team_id="team_t", project_id="prj_p", api_url=url, page_size=3)
+def _vercel(url: str, key: str, sweep_unlabelled: bool = False) -> VercelProvider:
+    return VercelProvider(
+        api_key=key, team_id="team_t", project_id="prj_p", api_url=url, page_size=3, sweep_unlabelled=sweep_unlabelled
+    )
 
 
 VENDORS = [
@@ -64,7 +68,7 @@ VENDORS = [
         "daytona.mjs",
         ["--key", "dtn_key"],
         "DAYTONA_API_KEY",
-        lambda url, key: _daytona(url, key),
+        _daytona,
         lambda id, labels: {"id": id, "labels": labels, "state": "stopped", "createdAt": "2026-01-01T00:00:00Z"},
         lambda id, labels: {
             "id": id,
@@ -73,15 +77,17 @@ VENDORS = [
             "desiredState": "destroyed",
             "createdAt": "2026-01-01T00:00:00Z",
         },
+        "labels",
     ),
     Vendor(
         "vercel",
         "vercel.mjs",
         ["--token", "vcl_key", "--team", "team_t", "--project", "prj_p"],
         "VERCEL_TOKEN",
-        lambda url, key: _vercel(url, key),
+        _vercel,
         lambda name, tags: {"name": name, "tags": tags, "status": "stopped", "createdAt": CREATED_MS},
         None,
+        "tags",
     ),
 ]
 KEYS = {"daytona": "dtn_key", "vercel": "vcl_key"}
@@ -108,8 +114,12 @@ class Fake:
         state: dict[str, Any] = self._call("GET", "state")
         return state
 
-    def provider(self, key: str | None = None) -> DaytonaProvider | VercelProvider:
-        return self.vendor.make(self.url, key or KEYS[self.vendor.name])
+    def provider(self, key: str | None = None, sweep_unlabelled: bool = False) -> DaytonaProvider | VercelProvider:
+        return self.vendor.make(self.url, key or KEYS[self.vendor.name], sweep_unlabelled)
+
+    def listing_queries(self) -> list[str]:
+        """The query strings of the listing requests so far."""
+        return [r["query"] for r in self.state()["requests"] if r["method"] == "GET" and "_fake" not in r["path"]]
 
 
 @pytest.fixture(params=VENDORS, ids=lambda vendor: vendor.name)
@@ -152,6 +162,11 @@ def test_bad_options_are_refused_naming_the_field(monkeypatch: pytest.MonkeyPatc
         VercelProvider(api_key="k", project_id="p", page_size=51)
     with pytest.raises(TypeError, match="team_id"):
         VercelProvider(api_key="k", project_id="p", team_id=5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="sweep_unlabelled"):
+        DaytonaProvider(api_key="k", sweep_unlabelled=1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="sweep_unlabelled"):
+        VercelProvider(api_key="k", project_id="p", sweep_unlabelled="yes")  # type: ignore[arg-type]
+    assert DaytonaProvider(api_key="k", sweep_unlabelled=True).name == "daytona"
     provider = VercelProvider(api_key="vcl_secret_value", project_id="p")
     assert (provider.name, provider.api_url) == ("vercel", "https://api.vercel.com")
     assert "secret" not in repr(provider)
@@ -209,3 +224,40 @@ async def test_reconcile_sweeps_every_page_once_and_spares_the_rest(fake: Fake) 
     expected = ["bare", "going", "theirs"] if fake.vendor.deleting else ["bare", "theirs"]
     assert fake.state()["alive"] == expected
     assert len([r for r in fake.state()["requests"] if r["method"] == "DELETE"]) == 7
+
+
+async def test_sweep_unlabelled_takes_an_unlabelled_sandbox_only_when_the_registry_names_it(fake: Fake) -> None:
+    ours = {OWNER_LABEL: "sandbox-reclaim"}
+    fake.seed(
+        [
+            fake.vendor.sandbox("ours", ours),
+            fake.vendor.sandbox("reg", {}),
+            fake.vendor.sandbox("bare", {}),
+            fake.vendor.sandbox("theirs", {OWNER_LABEL: "other"}),
+        ]
+    )
+    name = fake.vendor.name
+    store = InMemoryLeakLedgerStore()
+    for key, sandbox_id in (("k-reg", "reg"), ("k-theirs", "theirs")):
+        await store.upsert(SandboxInstanceRecord(key=key, provider=name, provider_sandbox_id=sandbox_id, thread_id="t1", updated_at=1))
+        await store.delete(key)
+    assert await store.registered_sandboxes(name, 0) == ["reg", "theirs"]
+
+    # Without sweep_unlabelled the listing is still filtered by owner.
+    filtered = fake.provider()
+    assert [(sandbox.id, sandbox.owner) for sandbox in await filtered.list_sandboxes()] == [("ours", "sandbox-reclaim")]
+    report = await reconcile(providers=[filtered], instances=store, orphan_grace=60)
+    assert (report.providers[0].orphans.listed, report.providers[0].orphans.destroyed) == (1, 1)
+    assert fake.state()["alive"] == ["bare", "reg", "theirs"], "the registered unlabelled one is not even listed"
+    queries = fake.listing_queries()
+    assert queries and all(f"{fake.vendor.owner_filter}=" in query for query in queries)
+
+    sweeping = fake.provider(sweep_unlabelled=True)
+    listed = {sandbox.id: sandbox.owner for sandbox in await sweeping.list_sandboxes()}
+    assert listed == {"reg": "", "bare": "", "theirs": "other"}, "unlabelled ones are listed with owner ''"
+    report = await reconcile(providers=[sweeping], instances=store, orphan_grace=60)
+    orphans = report.providers[0].orphans
+    assert orphans.status is SweepStatus.SWEPT
+    assert (orphans.listed, orphans.foreign, orphans.found, orphans.destroyed) == (3, 2, 1, 1)
+    assert fake.state()["alive"] == ["bare", "theirs"], "only the registered unlabelled one is destroyed"
+    assert not any(f"{fake.vendor.owner_filter}=" in query for query in fake.listing_queries()[len(queries) :])

@@ -263,10 +263,33 @@ async def test_newer_schema_raises_schema_too_new_before_any_write(tmp_path: Pat
         await sr.SqliteSandboxInstanceStore.open(path)
     error = raised.value
     assert isinstance(error, sr.SandboxStoreOpenError) and isinstance(error, sr.SandboxStoreError)
-    assert (error.found, error.supported) == (99, 2)
+    assert (error.found, error.supported) == (99, 3)
     assert path.read_bytes() == before, "not a byte of the file changed"
     copy = pickle.loads(pickle.dumps(error))
-    assert (type(copy), str(copy), copy.found, copy.supported) == (sr.SchemaTooNewError, str(error), 99, 2)
+    assert (type(copy), str(copy), copy.found, copy.supported) == (sr.SchemaTooNewError, str(error), 99, 3)
+
+
+async def test_a_version_2_file_migrates_to_3_and_registers_the_records_it_holds(tmp_path: Path) -> None:
+    path = tmp_path / "v2.db"
+    async with await sr.SqliteSandboxInstanceStore.open(path) as store:
+        await store.upsert(sr.SandboxInstanceRecord("k-old", "docker", "c-old", "t", 100))
+    # Back to what version 2 left: no registry, no triggers, no version-3 row.
+    with closing(sqlite3.connect(path)) as database, database:
+        for suffix in ("on_insert", "on_update", "on_delete"):
+            database.execute(f"DROP TRIGGER sandbox_registry_{suffix}")
+        database.execute("DROP TABLE sandbox_registry")
+        database.execute("DELETE FROM sandbox_reclaim_schema_version WHERE version = 3")
+    assert "sandbox_registry" not in tables(path)
+    async with await sr.SqliteSandboxInstanceStore.open(path) as store:
+        with closing(sqlite3.connect(path)) as database:
+            rows = database.execute("SELECT provider, provider_sandbox_id, sandbox_key, last_seen FROM sandbox_registry").fetchall()
+        assert rows == [("docker", "c-old", "k-old", 100)], "the migration registers what the records name"
+        await store.delete("k-old")
+        assert await store.registered_sandboxes("docker", 0) == ["c-old"], "kept after its record is deleted"
+    assert "sandbox_registry" in tables(path)
+    with closing(sqlite3.connect(path)) as database:
+        versions = [row[0] for row in database.execute("SELECT version FROM sandbox_reclaim_schema_version ORDER BY version")]
+    assert versions == [1, 2, 3]
 
 
 # ---------------------------------------------------------------- numbers out of range

@@ -269,6 +269,8 @@ async def _pass(plan: dict[str, Any], store: object, providers: list[object], st
         options["concurrency"] = plan["concurrency"]
     if plan["orphanGraceMs"] is not None:
         options["orphan_grace"] = plan["orphanGraceMs"] / 1000
+    if plan["registryRetentionMs"] is not None:
+        options["registry_retention"] = plan["registryRetentionMs"] / 1000
     return await reconcile(
         providers=providers,  # type: ignore[arg-type]  # checked by _load_providers and reconcile
         instances=store,  # type: ignore[arg-type]

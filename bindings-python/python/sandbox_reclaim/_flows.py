@@ -50,6 +50,14 @@ def _method(owner: str, target: object, name: str) -> Callable[..., Any]:
     return method
 
 
+def _optional_method(owner: str, target: object, name: str) -> Callable[..., Any] | None:
+    """A method the contract lets a host object leave out: None when absent."""
+    method: object = getattr(target, name, None)
+    if method is not None and not callable(method):
+        raise TypeError(f"{owner}.{name} must be a method (sync or async) when present")
+    return method
+
+
 def _provider_name(provider: object) -> str:
     name = getattr(provider, "name", None)
     if type(name) is not str:
@@ -352,6 +360,7 @@ async def reconcile(
     lease: float = DEFAULT,
     backoff: float = DEFAULT,
     max_backoff: float = DEFAULT,
+    registry_retention: float = DEFAULT,
     owner: str | None = None,
     host: str | None = None,
     on_progress: ProgressCallback | None = None,
@@ -371,18 +380,31 @@ async def reconcile(
        one sandbox of unknown creation time or owner, destroys nothing of
        that provider (``unavailable``).
 
+    **The registry.** A sandbox listed *unlabelled* (owner ``""``, as
+    ``sweep_unlabelled=True`` hosted providers report one without our label,
+    e.g. created by TanStack's providers) is ours too when the store's
+    ``registered_sandboxes(provider, since)`` names it: every sandbox an
+    instance record named, kept after the record is deleted, counted while
+    its record was last written or deleted within ``registry_retention``
+    (seconds) of the pass. A sandbox labelled for another owner is never
+    ours, registered or not; an unlabelled one the registry does not name is
+    counted ``foreign`` and left alone. ``registered_sandboxes`` is optional:
+    a store without it names nothing (only labelled sandboxes are swept).
+
     Providers list through ``list_sandboxes()`` or ``list()`` (sync or async;
     items with ``id``, ``created_at`` (epoch ms or an aware datetime),
     ``owner``, ``key``, or wire-form dicts); without either they get no
     sweep. ``instances`` is a store with every fleet method
-    (:data:`FLEET_STORE_METHODS`): the native stores have them. Every
+    (:data:`FLEET_STORE_METHODS`, and optionally ``registered_sandboxes``):
+    the native stores have them all. Every
     destroy attempt is written to its audit log (``host``: this machine's
     name unless given). ``dry_run`` only reads and answers the plan;
     ``retry_leaks=False`` sweeps orphans (and expires idle records) only.
 
     Defaults (the core's): ``concurrency`` 16, ``orphan_grace`` 600 s,
     ``limit`` 1000, ``lease`` 300 s, ``backoff`` 30 s, ``max_backoff`` 3600 s,
-    ``owner`` ``"sandbox-reclaim"``, ``host`` this machine's host name.
+    ``registry_retention`` 30 days (2 592 000 s), ``owner``
+    ``"sandbox-reclaim"``, ``host`` this machine's host name.
 
     ``budget``, ``stop`` and task cancellation stop it as in
     :func:`reclaim_all`. A store write failure ends the pass with that error
@@ -395,10 +417,14 @@ async def reconcile(
     lists = [_lister(one) for one in chosen]
     fleet = {name: _method("instances (a fleet store)", instances, name) for name in FLEET_STORE_METHODS}
     fleet["sandbox_references"] = _references(fleet["sandbox_references"])
+    registered = _optional_method("instances", instances, "registered_sandboxes")
+    if registered is not None:
+        fleet["registered_sandboxes"] = registered
     progress = _progress(on_progress)
     event = _stop_event(stop)
     plans = [(name, lister is not None, _provider_owner(one)) for name, lister, one in zip(names, lists, chosen)]
     bound = Host(provided={"destroy": destroys, "list": lists}, store=fleet, progress=progress)
-    arguments = (options, plans, socket.gethostname(), progress is not None, event is not None and event.is_set())
+    stopped = event is not None and event.is_set()
+    arguments = (options, plans, socket.gethostname(), progress is not None, stopped, registered is not None)
     report = await drive(_native.start_reconcile, arguments, bound, stoppable=True, stop=event)
     return ReconcileReport.from_dict(report)

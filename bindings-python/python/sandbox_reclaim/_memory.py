@@ -127,6 +127,14 @@ class InMemoryLeakLedgerStore(InMemorySandboxInstanceStore):
         since = _optional_millis(destroyed_since, "destroyed_since")
         return self._native.sandbox_references(_text(provider, "provider"), since)
 
+    async def registered_sandboxes(self, provider: str, since: int) -> list[str]:
+        """The registry: every ``provider_sandbox_id`` of ``provider`` an
+        instance record named, while the record exists and after it is
+        deleted, if it was last written or deleted at or after ``since``
+        (epoch ms). :func:`reconcile` takes an unlabelled listed sandbox
+        (owner ``""``) for ours only when this names it."""
+        return self._native.registered_sandboxes(_text(provider, "provider"), _millis(since, "since"))
+
     async def record_leak(self, leak: NewLeak, reason: LeakReason | str, next_attempt_at: int) -> None:
         """Records ``leak`` with ``reason``, due at ``next_attempt_at`` (a known sandbox: attempts + 1)."""
         self._native.record_leak(leak, leak_reason(reason).value, _millis(next_attempt_at, "next_attempt_at"))

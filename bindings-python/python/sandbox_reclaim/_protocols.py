@@ -69,6 +69,14 @@ class FleetStore(Protocol):
       references, and every one an audit row says was destroyed at or after
       ``destroyed_since`` (epoch ms); a store whose method takes only
       ``provider`` still works, without the audit log's recent destroys;
+    * ``registered_sandboxes(provider, since)`` (optional, so not a member
+      of this protocol): the store's registry, every ``provider_sandbox_id``
+      of ``provider`` an instance record named, whose record still exists
+      or was last written or deleted at or after ``since`` (epoch ms). With
+      it, the orphan sweep also takes for ours a sandbox listed without an
+      owner label (owner ``""``) that the registry names; a store without
+      it names nothing, so only labelled sandboxes are swept (the native
+      stores have it);
     * ``record_leak(leak, reason, next_attempt_at)``: records a leak (again:
       attempts + 1);
     * ``due_leaks(provider, limit, lease_ms, now)``: entries due at ``now``

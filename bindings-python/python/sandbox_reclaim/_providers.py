@@ -199,6 +199,12 @@ def _page_size(value: object, most: int) -> int:
     return value
 
 
+def _flag(field: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"`{field}` must be a bool, got {type(value).__name__}")
+    return value
+
+
 def _seconds(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"`request_timeout` must be a number of seconds, got {type(value).__name__}")
@@ -218,7 +224,14 @@ class _HostedProvider:
     every page under ``owner`` for :func:`reconcile`, and ``check_access``.
     The vendor's own SDK creates sandboxes: pass it
     :func:`owner_labels` as labels / metadata / tags. Credentials are never
-    printed; nothing is sent until a call."""
+    printed; nothing is sent until a call.
+
+    ``sweep_unlabelled=True`` (default ``False``) lists every sandbox of the
+    account instead of only those under ``owner``, and reports one without
+    our owner label with owner ``""`` (unlabelled), so :func:`reconcile`
+    also sweeps what was created without labels (TanStack's providers) when
+    the store's registry names it; an unlabelled sandbox the registry does
+    not name, or one labelled for another owner, is never touched."""
 
     __slots__ = ("_native",)
     _native: _native.HostedProvider
@@ -243,7 +256,8 @@ class _HostedProvider:
         await self._native.destroy(_text("sandbox_id", sandbox_id))
 
     async def list_sandboxes(self) -> builtins.list[ListedSandbox]:
-        """Every sandbox under ``owner``, for the orphan sweep."""
+        """Every sandbox under ``owner`` (with ``sweep_unlabelled``, every
+        sandbox, unlabelled ones with owner ``""``), for the orphan sweep."""
         return [ListedSandbox(*sandbox) for sandbox in await self._native.list_sandboxes()]
 
     async def check_access(self) -> None:
@@ -272,6 +286,7 @@ class E2bProvider(_HostedProvider):
         api_key: str | None = None,
         api_url: str | None = None,
         page_size: int = 100,
+        sweep_unlabelled: bool = False,
         request_timeout: float = 30.0,
     ) -> None:
         self._native = _native.e2b_provider(
@@ -280,6 +295,7 @@ class E2bProvider(_HostedProvider):
             _optional_text("api_key", api_key),
             _optional_text("api_url", api_url),
             _page_size(page_size, 100),
+            _flag("sweep_unlabelled", sweep_unlabelled),
             _seconds(request_timeout),
         )
 
@@ -302,6 +318,7 @@ class DaytonaProvider(_HostedProvider):
         api_key: str | None = None,
         api_url: str | None = None,
         page_size: int = 100,
+        sweep_unlabelled: bool = False,
         request_timeout: float = 30.0,
     ) -> None:
         self._native = _native.daytona_provider(
@@ -310,6 +327,7 @@ class DaytonaProvider(_HostedProvider):
             _optional_text("api_key", api_key),
             _optional_text("api_url", api_url),
             _page_size(page_size, 200),
+            _flag("sweep_unlabelled", sweep_unlabelled),
             _seconds(request_timeout),
         )
 
@@ -334,6 +352,7 @@ class VercelProvider(_HostedProvider):
         project_id: str | None = None,
         api_url: str | None = None,
         page_size: int = 50,
+        sweep_unlabelled: bool = False,
         request_timeout: float = 30.0,
     ) -> None:
         self._native = _native.vercel_provider(
@@ -344,6 +363,7 @@ class VercelProvider(_HostedProvider):
             _optional_text("project_id", project_id),
             _optional_text("api_url", api_url),
             _page_size(page_size, 50),
+            _flag("sweep_unlabelled", sweep_unlabelled),
             _seconds(request_timeout),
         )
 

@@ -119,6 +119,15 @@ class _SqlStore:
         since = None if destroyed_since is None else _millis(destroyed_since, "destroyed_since")
         return await self._native.sandbox_references(_check_str("provider", provider), since)
 
+    async def registered_sandboxes(self, provider: str, since: int) -> list[str]:
+        """The registry: every ``provider_sandbox_id`` of ``provider`` an
+        instance record named, while the record exists and after it is
+        deleted, if it was last written or deleted at or after ``since``
+        (epoch ms; a deletion is stamped with the database's clock).
+        :func:`reconcile` takes an unlabelled listed sandbox (owner ``""``)
+        for ours only when this names it."""
+        return await self._native.registered_sandboxes(_check_str("provider", provider), _millis(since, "since"))
+
     async def record_leak(self, leak: NewLeak, reason: LeakReason | str, next_attempt_at: int) -> None:
         """Records ``leak`` with ``reason``, due at ``next_attempt_at`` (a known sandbox: attempts + 1)."""
         due = _millis(next_attempt_at, "next_attempt_at")
