@@ -350,7 +350,10 @@ impl SqlStore {
     ) -> Result<PromiseRaw<'env, Vec<String>>> {
         let since = epoch_millis("since", since)?;
         let backend = self.backend.clone();
-        spawn_coded(env, async move { backend.fleet().registered_sandboxes(&provider, since).await.map_err(store_error) })
+        spawn_coded(
+            env,
+            async move { backend.fleet().registered_sandboxes(&provider, since).await.map_err(store_error) },
+        )
     }
 
     /// Records a leak without touching any instance record.

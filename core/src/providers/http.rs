@@ -383,4 +383,3 @@ mod tests {
         assert_eq!(error_detail("x".repeat(500).as_bytes()).chars().count(), MAX_DETAIL_CHARS + 1);
     }
 }
-
