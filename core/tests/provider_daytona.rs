@@ -186,37 +186,12 @@ async fn a_malformed_page_makes_the_sweep_unavailable() {
     assert_eq!(fake.alive().await.len(), 5);
 }
 
-/// TanStack's providers label nothing. With `sweep_unlabelled`, the listing
-/// takes every sandbox, and an unlabelled one is ours only when the store's
-/// registry names it (its record was written, then deleted after a destroy
-/// that silently failed): destroyed. An unlabelled one nobody registered, and
-/// a registered one labelled for another owner, stay untouched.
 #[tokio::test]
 async fn sweeping_unlabelled_sandboxes_destroys_only_what_the_registry_names() {
     let fake = start();
     fake.seed(sandboxes("tan", 3, json!({}))).await;
     fake.seed(sandboxes("theirs", 1, json!({ OWNER_LABEL: "another-team" }))).await;
-    let store = InMemorySandboxInstanceStore::with_ledger();
-    for (key, id) in [("k0", "tan0"), ("k2", "tan2"), ("kt", "theirs0")] {
-        let record = SandboxInstanceRecord {
-            key: key.to_owned(),
-            provider: "daytona".to_owned(),
-            provider_sandbox_id: id.to_owned(),
-            latest_snapshot_id: None,
-            thread_id: "thread".to_owned(),
-            latest_run_id: None,
-            updated_at: 1,
-        };
-        store.upsert(&record).await.unwrap();
-    }
-    store.delete("k0").await.unwrap();
-    store.delete("kt").await.unwrap();
-
     let labelled_only = provider(&fake, KEY, 2);
-    let report = reconcile(sweep_options(&labelled_only, &store)).await.unwrap();
-    let orphans = &report.providers[0].orphans;
-    assert_eq!((orphans.status, orphans.listed, orphans.destroyed), (SweepStatus::Swept, 0, 0), "{orphans:?}");
-
     let unlabelled = DaytonaProvider::new(DaytonaConfig {
         api_key: Some(KEY.to_owned()),
         api_url: Some(fake.url.clone()),
@@ -225,16 +200,14 @@ async fn sweeping_unlabelled_sandboxes_destroys_only_what_the_registry_names() {
         ..DaytonaConfig::default()
     })
     .unwrap();
-    let report = reconcile(sweep_options(&unlabelled, &store)).await.unwrap();
-    let orphans = &report.providers[0].orphans;
-    assert_eq!(orphans.status, SweepStatus::Swept, "{orphans:?}");
-    assert_eq!(
-        (orphans.listed, orphans.foreign, orphans.referenced, orphans.found, orphans.destroyed),
-        (4, 2, 1, 1, 1),
-        "{orphans:?}"
-    );
-    let mut alive = fake.alive().await;
-    alive.sort();
-    assert_eq!(alive, ["tan1", "tan2", "theirs0"]);
-    assert_eq!(fake.deletes_of("tan0").await, 1);
+    let ids =
+        hosted_support::Unlabelled { registered: "tan0", stranger: "tan1", referenced: "tan2", theirs: "theirs0" };
+    hosted_support::sweeping_unlabelled_destroys_only_what_the_registry_names(
+        &fake,
+        "daytona",
+        ids,
+        &labelled_only,
+        &unlabelled,
+    )
+    .await;
 }

@@ -218,37 +218,12 @@ async fn failed_deletes_reach_the_ledger_and_a_lagging_listing_is_never_destroye
     }
 }
 
-/// TanStack's providers label nothing. With `sweep_unlabelled`, the listing
-/// takes every sandbox, and an unlabelled one is ours only when the store's
-/// registry names it (its record was written, then deleted after a destroy
-/// that silently failed): destroyed. An unlabelled one nobody registered, and
-/// a registered one labelled for another owner, stay untouched.
 #[tokio::test]
 async fn sweeping_unlabelled_sandboxes_destroys_only_what_the_registry_names() {
     let fake = start();
     seed(&fake, "tan", 3, None).await;
     seed(&fake, "theirs", 1, Some("another-team")).await;
-    let store = InMemorySandboxInstanceStore::with_ledger();
-    for (key, id) in [("k0", "tan000"), ("k2", "tan002"), ("kt", "theirs000")] {
-        let record = SandboxInstanceRecord {
-            key: key.to_owned(),
-            provider: "e2b".to_owned(),
-            provider_sandbox_id: id.to_owned(),
-            latest_snapshot_id: None,
-            thread_id: "thread".to_owned(),
-            latest_run_id: None,
-            updated_at: 1,
-        };
-        store.upsert(&record).await.unwrap();
-    }
-    store.delete("k0").await.unwrap();
-    store.delete("kt").await.unwrap();
-
     let labelled_only = provider(&fake, 2);
-    let report = reconcile(sweep_options(&labelled_only, &store)).await.unwrap();
-    let orphans = &report.providers[0].orphans;
-    assert_eq!((orphans.status, orphans.listed, orphans.destroyed), (SweepStatus::Swept, 0, 0), "{orphans:?}");
-
     let unlabelled = E2bProvider::new(E2bConfig {
         api_key: Some(KEY.to_owned()),
         api_url: Some(fake.url.clone()),
@@ -257,16 +232,18 @@ async fn sweeping_unlabelled_sandboxes_destroys_only_what_the_registry_names() {
         ..E2bConfig::default()
     })
     .unwrap();
-    let report = reconcile(sweep_options(&unlabelled, &store)).await.unwrap();
-    let orphans = &report.providers[0].orphans;
-    assert_eq!(orphans.status, SweepStatus::Swept, "{orphans:?}");
-    assert_eq!(
-        (orphans.listed, orphans.foreign, orphans.referenced, orphans.found, orphans.destroyed),
-        (4, 2, 1, 1, 1),
-        "{orphans:?}"
-    );
-    let mut alive = fake.alive().await;
-    alive.sort();
-    assert_eq!(alive, ["tan001", "tan002", "theirs000"]);
-    assert_eq!(fake.deletes_of("tan000").await, 1);
+    let ids = hosted_support::Unlabelled {
+        registered: "tan000",
+        stranger: "tan001",
+        referenced: "tan002",
+        theirs: "theirs000",
+    };
+    hosted_support::sweeping_unlabelled_destroys_only_what_the_registry_names(
+        &fake,
+        "e2b",
+        ids,
+        &labelled_only,
+        &unlabelled,
+    )
+    .await;
 }

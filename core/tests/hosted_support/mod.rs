@@ -6,6 +6,10 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use sandbox_reclaim::{
+    reconcile, InMemorySandboxInstanceStore, ReconcileOptions, SandboxInstanceRecord, SandboxInstanceStore,
+    SandboxProvider, SweepStatus,
+};
 use serde_json::Value;
 
 pub struct Fake {
@@ -84,4 +88,69 @@ impl Drop for Fake {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The sandboxes of [`sweeping_unlabelled_destroys_only_what_the_registry_names`],
+/// as the fake lists them (seeded by the caller, created long ago).
+pub struct Unlabelled<'a> {
+    /// Unlabelled; its record was written, then deleted.
+    pub registered: &'a str,
+    /// Unlabelled; no record ever named it.
+    pub stranger: &'a str,
+    /// Unlabelled; its record still exists.
+    pub referenced: &'a str,
+    /// Labelled for another owner; a record named it, then was deleted.
+    pub theirs: &'a str,
+}
+
+/// TanStack's providers label nothing. With `sweep_unlabelled`, the listing
+/// takes every sandbox, and an unlabelled one is ours only when the store's
+/// registry names it (its record was written, then deleted after a destroy
+/// that silently failed): destroyed. An unlabelled one nobody registered, and
+/// a registered one labelled for another owner, stay untouched; without
+/// `sweep_unlabelled` the listing stays filtered by our label.
+pub async fn sweeping_unlabelled_destroys_only_what_the_registry_names(
+    fake: &Fake,
+    provider_name: &str,
+    ids: Unlabelled<'_>,
+    labelled_only: &dyn SandboxProvider,
+    unlabelled: &dyn SandboxProvider,
+) {
+    let store = InMemorySandboxInstanceStore::with_ledger();
+    for (key, id) in [("k0", ids.registered), ("k2", ids.referenced), ("kt", ids.theirs)] {
+        let record = SandboxInstanceRecord {
+            key: key.to_owned(),
+            provider: provider_name.to_owned(),
+            provider_sandbox_id: id.to_owned(),
+            latest_snapshot_id: None,
+            thread_id: "thread".to_owned(),
+            latest_run_id: None,
+            updated_at: 1,
+        };
+        store.upsert(&record).await.unwrap();
+    }
+    store.delete("k0").await.unwrap();
+    store.delete("kt").await.unwrap();
+    let mut filtered = ReconcileOptions::new(vec![labelled_only], &store);
+    filtered.orphan_grace = Duration::from_secs(60);
+    let report = reconcile(filtered).await.unwrap();
+    let orphans = &report.providers[0].orphans;
+    assert_eq!((orphans.status, orphans.listed, orphans.destroyed), (SweepStatus::Swept, 0, 0), "{orphans:?}");
+
+    let mut all = ReconcileOptions::new(vec![unlabelled], &store);
+    all.orphan_grace = Duration::from_secs(60);
+    let report = reconcile(all).await.unwrap();
+    let orphans = &report.providers[0].orphans;
+    assert_eq!(orphans.status, SweepStatus::Swept, "{orphans:?}");
+    assert_eq!(
+        (orphans.listed, orphans.foreign, orphans.referenced, orphans.found, orphans.destroyed),
+        (4, 2, 1, 1, 1),
+        "{orphans:?}"
+    );
+    let mut alive = fake.alive().await;
+    alive.sort();
+    let mut expected = vec![ids.stranger, ids.referenced, ids.theirs];
+    expected.sort();
+    assert_eq!(alive, expected);
+    assert_eq!(fake.deletes_of(ids.registered).await, 1);
 }
