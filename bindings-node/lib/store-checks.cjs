@@ -84,16 +84,16 @@ function checkAuditEntries(entries) {
 }
 
 /**
- * `listAudit`'s options: `{ since?, limit? }` (default: every row from the
- * start, at most 1000); answers `[since | undefined, limit]`.
+ * `listAudit`'s options: `{ since?, limit? }` (absent: every row from the
+ * start, at most the core's default); answers `[since | undefined, limit | undefined]`.
  */
 function checkAuditQuery(options) {
-  if (options === undefined || options === null) return [undefined, 1000];
+  if (options === undefined || options === null) return [undefined, undefined];
   checkObject(options, 'options');
   const { since, limit } = options;
   if (since !== undefined && since !== null) checkMillis(since, 'options.since');
   if (limit !== undefined) checkWhole(limit, 'options.limit', 0, MAX_U32);
-  return [since ?? undefined, limit ?? 1000];
+  return [since ?? undefined, limit];
 }
 
 module.exports = {

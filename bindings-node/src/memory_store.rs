@@ -8,6 +8,7 @@ use napi::{Error, Result, Status};
 use napi_derive::napi;
 use sandbox_reclaim::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason};
 use sandbox_reclaim::ledger::{LeakEntry, LeakLedger, NewLeak};
+use sandbox_reclaim::options::defaults;
 use sandbox_reclaim::{InMemorySandboxInstanceStore, SandboxInstanceRecord, SandboxInstanceStore, StoreError};
 
 use sandbox_reclaim::memory::now_or_never;
@@ -444,9 +445,10 @@ impl MemoryStore {
 
     /// Audit rows with `at >= since`, oldest first, at most `limit`.
     #[napi]
-    pub fn list_audit(&self, since: Option<f64>, limit: u32) -> Result<Vec<AuditRecord>> {
+    pub fn list_audit(&self, since: Option<f64>, limit: Option<u32>) -> Result<Vec<AuditRecord>> {
         let since = optional_millis("since", since)?;
-        let entries = ready(self.fleet()?.list_audit(since, limit as usize))?;
+        let limit = limit.map_or(defaults::AUDIT_LIMIT, |limit| limit as usize);
+        let entries = ready(self.fleet()?.list_audit(since, limit))?;
         Ok(entries.into_iter().map(AuditRecord::from).collect())
     }
 

@@ -14,6 +14,7 @@ use napi::{Env, Result};
 use napi_derive::napi;
 use sandbox_reclaim::fleet::FleetStore;
 use sandbox_reclaim::ledger::{LeakEntry, LeakLedger, NewLeak};
+use sandbox_reclaim::options::defaults;
 use sandbox_reclaim::stores::{PostgresOptions, SqliteOptions, StoreOpenError};
 use sandbox_reclaim::{
     PostgresSandboxInstanceStore, SandboxInstanceRecord, SandboxInstanceStore, SqliteSandboxInstanceStore, StoreError,
@@ -456,12 +457,13 @@ impl SqlStore {
         &self,
         env: &'env Env,
         since: Option<f64>,
-        limit: u32,
+        limit: Option<u32>,
     ) -> Result<PromiseRaw<'env, Vec<AuditRecord>>> {
         let since = optional_millis("since", since)?;
+        let limit = limit.map_or(defaults::AUDIT_LIMIT, |limit| limit as usize);
         let backend = self.backend.clone();
         spawn_coded(env, async move {
-            let entries = backend.fleet().list_audit(since, limit as usize).await.map_err(store_error)?;
+            let entries = backend.fleet().list_audit(since, limit).await.map_err(store_error)?;
             Ok(entries.into_iter().map(AuditRecord::from).collect())
         })
     }

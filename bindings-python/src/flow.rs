@@ -84,6 +84,18 @@ pub fn option_names(flow: &str) -> PyResult<Vec<&'static str>> {
     Ok(options::option_names(flow, Dialect::Python))
 }
 
+/// `flow`'s options as the command's pass plan (JSON) names them (Node's
+/// spelling, milliseconds), respelled as Python's keyword arguments
+/// (snake_case, seconds), as JSON: the hosted command passes every option
+/// the core names without a list of its own.
+#[pyfunction]
+pub fn respell_options(flow: &str, plan_json: &str) -> PyResult<String> {
+    let flow = FlowOptions::parse(flow).ok_or_else(|| PyValueError::new_err(messages::unknown_flow(flow)))?;
+    let plan: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(plan_json).map_err(|error| PyValueError::new_err(error.to_string()))?;
+    Ok(serde_json::Value::Object(options::respell(flow, &plan, Dialect::Python)).to_string())
+}
+
 /// The user's plain option values (JSON), checked by the core.
 fn host_options(options_json: &str) -> PyResult<HostOptions> {
     HostOptions::parse(options_json, Dialect::Python).map_err(invalid)

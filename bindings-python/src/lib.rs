@@ -30,6 +30,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(flow::destroy_timeout_message, module)?)?;
     module.add_function(wrap_pyfunction!(flow::start_reclaim, module)?)?;
     module.add_function(wrap_pyfunction!(flow::option_names, module)?)?;
+    module.add_function(wrap_pyfunction!(flow::respell_options, module)?)?;
     module.add_function(wrap_pyfunction!(flow::reclaim_deadline, module)?)?;
     module.add_function(wrap_pyfunction!(flow::start_retry, module)?)?;
     module.add_function(wrap_pyfunction!(flow::start_reclaim_all, module)?)?;

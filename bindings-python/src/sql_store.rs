@@ -9,6 +9,7 @@ use std::time::Duration;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::IntoPyObjectExt;
+use sandbox_reclaim::options::defaults;
 use sandbox_reclaim::{
     AuditEntry, DueLeak, FleetStore, LeakEntry, LeakLedger, PostgresOptions, PostgresSandboxInstanceStore,
     SandboxInstanceStore, SqliteOptions, SqliteSandboxInstanceStore, StoreError,
@@ -335,8 +336,14 @@ impl SqlStore {
     }
 
     /// Awaitable of the audit rows with `at >= since`, oldest first, at most `limit`.
-    #[pyo3(signature = (since=None, limit=1000))]
-    fn list_audit<'py>(&self, py: Python<'py>, since: Option<u64>, limit: usize) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (since=None, limit=None))]
+    fn list_audit<'py>(
+        &self,
+        py: Python<'py>,
+        since: Option<u64>,
+        limit: Option<usize>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let limit = limit.unwrap_or(defaults::AUDIT_LIMIT);
         let backend = self.backend.clone();
         awaitable(py, async move { backend.fleet().list_audit(since, limit).await }, |py, rows| {
             let rows = rows.map_err(store_error)?;

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
+use sandbox_reclaim::options::defaults;
 use sandbox_reclaim::{FleetStore, InMemorySandboxInstanceStore, LeakLedger, SandboxInstanceStore};
 
 use crate::records::{
@@ -215,9 +216,14 @@ impl MemoryLedgerStore {
     }
 
     /// Audit rows with `at >= since`, oldest first, at most `limit`.
-    #[pyo3(signature = (since=None, limit=1000))]
-    fn list_audit<'py>(slf: PyRef<'py, Self>, since: Option<u64>, limit: usize) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    #[pyo3(signature = (since=None, limit=None))]
+    fn list_audit<'py>(
+        slf: PyRef<'py, Self>,
+        since: Option<u64>,
+        limit: Option<usize>,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let py = slf.py();
+        let limit = limit.unwrap_or(defaults::AUDIT_LIMIT);
         let rows = ready(slf.as_super().inner.list_audit(since, limit))?.map_err(store_error)?;
         rows.iter().map(|row| audit_entry_to_py(py, row)).collect()
     }

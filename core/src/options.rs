@@ -39,6 +39,8 @@ pub mod defaults {
     /// The owner namespace sandboxes are swept under unless a provider or the
     /// pass names another (the managed providers' default too).
     pub const OWNER: &str = "sandbox-reclaim";
+    /// Audit rows a store's `listAudit` / `list_audit` answers unless told.
+    pub const AUDIT_LIMIT: usize = 1000;
 }
 
 /// How a host spells and scales its options.
@@ -82,25 +84,31 @@ pub struct InvalidOption {
 pub struct Name {
     pub node: &'static str,
     pub python: &'static str,
+    /// A duration: milliseconds in Node, seconds in Python.
+    pub duration: bool,
 }
 
 const fn name(node: &'static str, python: &'static str) -> Name {
-    Name { node, python }
+    Name { node, python, duration: false }
+}
+
+const fn duration(node: &'static str, python: &'static str) -> Name {
+    Name { node, python, duration: true }
 }
 
 pub const DRY_RUN: Name = name("dryRun", "dry_run");
 pub const RETRY_LEAKS: Name = name("retryLeaks", "retry_leaks");
 pub const CONCURRENCY: Name = name("concurrency", "concurrency");
 pub const PER_PROVIDER_CONCURRENCY: Name = name("perProviderConcurrency", "per_provider_concurrency");
-pub const DESTROY_TIMEOUT: Name = name("destroyTimeoutMs", "destroy_timeout");
-pub const BUDGET: Name = name("budgetMs", "budget");
-pub const ORPHAN_GRACE: Name = name("orphanGraceMs", "orphan_grace");
-pub const MAX_IDLE: Name = name("maxIdleMs", "max_idle");
+pub const DESTROY_TIMEOUT: Name = duration("destroyTimeoutMs", "destroy_timeout");
+pub const BUDGET: Name = duration("budgetMs", "budget");
+pub const ORPHAN_GRACE: Name = duration("orphanGraceMs", "orphan_grace");
+pub const MAX_IDLE: Name = duration("maxIdleMs", "max_idle");
 pub const LIMIT: Name = name("limit", "limit");
-pub const LEASE: Name = name("leaseMs", "lease");
-pub const BACKOFF: Name = name("backoffMs", "backoff");
-pub const MAX_BACKOFF: Name = name("maxBackoffMs", "max_backoff");
-pub const REGISTRY_RETENTION: Name = name("registryRetentionMs", "registry_retention");
+pub const LEASE: Name = duration("leaseMs", "lease");
+pub const BACKOFF: Name = duration("backoffMs", "backoff");
+pub const MAX_BACKOFF: Name = duration("maxBackoffMs", "max_backoff");
+pub const REGISTRY_RETENTION: Name = duration("registryRetentionMs", "registry_retention");
 pub const OWNER: Name = name("owner", "owner");
 pub const HOST: Name = name("host", "host");
 pub const PROVIDERS: Name = name("providers", "providers");
@@ -156,6 +164,25 @@ impl FlowOptions {
             Self::RetryLeaks => &RETRY,
         }
     }
+}
+
+/// `flow`'s options as given in the Node spelling (camelCase, durations in
+/// milliseconds: what the command's pass plan holds), respelled for
+/// `dialect` (Python: snake_case, seconds). Options absent or null are left
+/// out; nothing is checked here (the flow's start checks what it is given).
+pub fn respell(flow: FlowOptions, node_values: &Map<String, Value>, dialect: Dialect) -> Map<String, Value> {
+    let mut respelled = Map::new();
+    for name in flow.names() {
+        let value = match node_values.get(name.node) {
+            None | Some(Value::Null) => continue,
+            Some(Value::Number(millis)) if name.duration && dialect == Dialect::Python => {
+                millis.as_f64().map_or(Value::Null, |millis| Value::from(millis / 1000.0))
+            }
+            Some(value) => value.clone(),
+        };
+        respelled.insert(dialect.spell(*name).to_owned(), value);
+    }
+    respelled
 }
 
 /// The option names of `flow` in `dialect`'s spelling: what a binding reads
@@ -421,6 +448,21 @@ impl HostOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn node_values_respell_for_python_in_seconds_and_back() {
+        let given = serde_json::json!({"orphanGraceMs": 1500, "registryRetentionMs": 1, "concurrency": 4,
+                                        "dryRun": true, "owner": null, "unknown": 1});
+        let python = respell(FlowOptions::Reconcile, given.as_object().unwrap(), Dialect::Python);
+        let expected =
+            serde_json::json!({"dry_run": true, "concurrency": 4, "orphan_grace": 1.5, "registry_retention": 0.001});
+        assert_eq!(Value::Object(python.clone()), expected);
+        let parsed = HostOptions::parse(&Value::Object(python).to_string(), Dialect::Python).unwrap();
+        assert_eq!(parsed.millis(ORPHAN_GRACE, 0, NoneMeansDefault::No).unwrap(), Some(1500));
+        assert_eq!(parsed.millis(REGISTRY_RETENTION, 0, NoneMeansDefault::No).unwrap(), Some(1));
+        let node = respell(FlowOptions::Reconcile, given.as_object().unwrap(), Dialect::Node);
+        assert_eq!(node.get("orphanGraceMs"), Some(&Value::from(1500)));
+    }
 
     fn node(json: &str) -> HostOptions {
         HostOptions::parse(json, Dialect::Node).unwrap()

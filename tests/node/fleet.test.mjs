@@ -511,6 +511,11 @@ for (const [kind, open] of stores) {
       assert.deepStrictEqual(await store.listAudit(), rows);
       assert.deepStrictEqual(await store.listAudit({ since: now + 1 }), [rows[1]]);
       assert.deepStrictEqual(await store.listAudit({ limit: 1 }), [rows[0]]);
+      // Without a limit, the core's default (1000 rows) bounds the answer.
+      const many = Array.from({ length: 1000 }, (_, i) => ({ ...rows[0], at: now + 10 + i, providerSandboxId: `m${i}` }));
+      await store.appendAudit(many);
+      assert.equal((await store.listAudit()).length, 1000);
+      assert.equal((await store.listAudit({ limit: 1002 })).length, 1002);
 
       // Argument types are checked before the native store sees anything.
       await assert.rejects(store.listStale('x', 1), { name: 'TypeError', message: /olderThan/ });

@@ -646,6 +646,10 @@ async def test_the_in_memory_fleet_methods_take_epoch_milliseconds() -> None:
     await store.append_audit(rows)
     assert await store.list_audit() == rows
     assert await store.list_audit(since=2, limit=1) == rows[1:2]
+    # Without a limit, the core's default (1000 rows) bounds the answer.
+    await store.append_audit([sr.AuditEntry(10 + n, "h", "docker", f"m{n}", "orphan", "destroyed") for n in range(1000)])
+    assert len(await store.list_audit()) == 1000
+    assert len(await store.list_audit(limit=1003)) == 1003
     with pytest.raises(ValueError, match="`reason`"):
         await store.record_leak(leak, "bogus", 0)
     with pytest.raises(ValueError, match="`now`"):

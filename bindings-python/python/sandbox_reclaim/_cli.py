@@ -126,7 +126,7 @@ async def _host(plan: dict[str, Any], plan_text: str) -> int:
         try:
             providers = _managed_providers(plan, plan_text) + given
             _check_names(plan, providers, len(providers) - len(given))
-            return await _passes(plan, hosted, store, providers, stop)
+            return await _passes(plan_text, hosted, store, providers, stop)
         finally:
             await store.close()
     except Failure as failure:
@@ -259,28 +259,12 @@ def _managed_providers(plan: dict[str, Any], plan_text: str) -> list[object]:
     return providers
 
 
-def _seconds(millis: int | None) -> float | None:
-    return None if millis is None else millis / 1000
-
-
-async def _pass(plan: dict[str, Any], store: object, providers: list[object], stop: asyncio.Event) -> ReconcileReport:
-    options: dict[str, Any] = {}
-    if plan["concurrency"] is not None:
-        options["concurrency"] = plan["concurrency"]
-    if plan["orphanGraceMs"] is not None:
-        options["orphan_grace"] = plan["orphanGraceMs"] / 1000
-    if plan["registryRetentionMs"] is not None:
-        options["registry_retention"] = plan["registryRetentionMs"] / 1000
+async def _pass(plan_text: str, store: object, providers: list[object], stop: asyncio.Event) -> ReconcileReport:
+    """One pass with every reconcile option the plan holds, as the core respells them."""
+    options: dict[str, Any] = json.loads(_native.respell_options("reconcile", plan_text))
     return await reconcile(
         providers=providers,  # type: ignore[arg-type]  # checked by _load_providers and reconcile
         instances=store,  # type: ignore[arg-type]
-        dry_run=plan["dryRun"],
-        retry_leaks=plan["retryLeaks"],
-        destroy_timeout=_seconds(plan["destroyTimeoutMs"]),
-        budget=_seconds(plan["budgetMs"]),
-        max_idle=_seconds(plan["maxIdleMs"]),
-        owner=plan["owner"],
-        host=plan["host"],
         stop=stop,
         **options,
     )
@@ -290,7 +274,7 @@ def _now() -> int:
     return time.time_ns() // 1_000_000
 
 
-async def _passes(plan: dict[str, Any], hosted: Any, store: object, providers: list[object], stop: asyncio.Event) -> int:
+async def _passes(plan_text: str, hosted: Any, store: object, providers: list[object], stop: asyncio.Event) -> int:
     """The command's loop decides each step (a pass, a sleep until a signal
     wakes it, the exit code) and prints every report and failure; this runs
     the passes and sleeps."""
@@ -298,7 +282,7 @@ async def _passes(plan: dict[str, Any], hosted: Any, store: object, providers: l
     while step != "exit":
         if step == "pass":
             try:
-                report = await _pass(plan, store, providers, stop)
+                report = await _pass(plan_text, store, providers, stop)
             except SandboxStoreError as error:
                 step, value = hosted.failed("store", str(error), _now())
             except (TypeError, ValueError) as error:

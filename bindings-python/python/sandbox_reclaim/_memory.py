@@ -166,6 +166,8 @@ class InMemoryLeakLedgerStore(InMemorySandboxInstanceStore):
         """Appends audit rows, in order."""
         self._native.append_audit(list(entries))
 
-    async def list_audit(self, since: int | None = None, limit: int = 1000) -> list[AuditEntry]:
-        """Audit rows with ``at >= since`` (epoch ms), oldest first, at most ``limit``."""
-        return self._native.list_audit(_optional_millis(since, "since"), whole_number(limit, "limit", 0, MAX_U32))
+    async def list_audit(self, since: int | None = None, limit: int | None = None) -> list[AuditEntry]:
+        """Audit rows with ``at >= since`` (epoch ms), oldest first, at most
+        ``limit`` (None: the core's default, 1000)."""
+        count = None if limit is None else whole_number(limit, "limit", 0, MAX_U32)
+        return self._native.list_audit(_optional_millis(since, "since"), count)
