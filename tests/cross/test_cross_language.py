@@ -238,13 +238,19 @@ def without_prefixed_fields(record: dict[str, Any]) -> dict[str, Any]:
 
 
 RETRY_LEAKS = 200
-LEASE_MS = 1000
+# 2 s: a batch (200 × 20 ms) still takes twice the lease, and the lease's last
+# tenth (the margin between the last destroy's deadline and the claim's end)
+# is 200 ms, more than a process starved on this 2-core machine was seen to
+# stall (at 1 s, a destroy whose sleep ended inside the lease once finished
+# after it: a timing margin of the test, not a rule the machine can enforce
+# for a destroy already past its last await).
+LEASE_MS = 2000
 DESTROY_MS = 20
 
 
 def test_two_retriers_never_destroy_a_leak_twice(node: str, location: Location, tmp_path: Path) -> None:
     """A Node and a Python retrier (and one more of each) on one ledger: 200
-    leaks, limit 200, lease 1 s, destroys of 20 ms. A batch takes far longer
+    leaks, limit 200, lease 2 s, destroys of 20 ms. A batch takes far longer
     than its lease, so each retrier must stop when its claim lapses: every
     leak is destroyed exactly once, none twice, none missed."""
     leaks = [
