@@ -144,22 +144,6 @@ function checkString(value, name) {
   return value;
 }
 
-/**
- * Checks that `value` is a whole number from `min` to `max` (TypeError naming
- * it otherwise), so no native conversion wraps or truncates it.
- */
-function checkWhole(value, name, min, max) {
-  if (!(Number.isInteger(value) && value >= min && value <= max)) {
-    throw new TypeError(`${name} must be a whole number between ${min} and ${max}`);
-  }
-  return value;
-}
-
-function checkOptionalWhole(object, field, owner, min = 0, max = Number.MAX_SAFE_INTEGER) {
-  const value = object[field];
-  if (value !== undefined) checkWhole(value, `${owner}.${field}`, min, max);
-}
-
 function checkStringArray(value, name) {
   if (!Array.isArray(value)) throw new TypeError(`${name} must be an array of strings`);
   value.forEach((item, index) => checkString(item, `${name}[${index}]`));
@@ -173,12 +157,10 @@ module.exports = {
   SchemaTooNewError,
   NOT_OWNED_CODE,
   STORE_CODES,
-  checkWhole,
   nativeCall,
   nativeCallSync,
   checkObject,
   checkString,
   checkOptionalString,
-  checkOptionalWhole,
   checkStringArray,
 };

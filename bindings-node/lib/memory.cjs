@@ -9,19 +9,16 @@ const {
   checkLeak,
   checkEntry,
   checkProvider,
-  checkLimit,
-  checkLeaseMs,
-  checkMillis,
-  checkOptionalLeaseMs,
   checkReason,
   checkAuditEntries,
-  checkAuditQuery,
+  readAuditQuery,
 } = require('./store-checks.cjs');
 const { checkString } = require('./errors.cjs');
 
 /**
  * An instance store kept natively (the core's in-memory store). It copies
- * records in and out; a flow calls its methods like any store's.
+ * records in and out; a flow calls its methods like any store's. Numbers
+ * cross as given: the core checks their ranges (a TypeError with its text).
  */
 class InMemorySandboxInstanceStore {
   #native;
@@ -43,64 +40,46 @@ class InMemorySandboxInstanceStore {
       this.countLeaks = async (provider) => refused(() => store.countLeaks(checkProvider(provider)));
       this.claimLeaks = async (provider, limit, leaseMs) => {
         checkString(provider, 'provider');
-        checkLimit(limit);
-        checkLeaseMs(leaseMs);
         return refused(() => store.claimLeaks(provider, limit, leaseMs));
       };
       this.resolveLeak = async (entry) => refused(() => store.resolveLeak(checkEntry(entry)));
       this.recordRetryFailure = async (entry, message, failedAt) => {
         checkEntry(entry);
         if (typeof message !== 'string') throw new TypeError('message must be a string');
-        if (typeof failedAt !== 'number') throw new TypeError('failedAt must be a number (epoch milliseconds)');
         return refused(() => store.recordRetryFailure(entry, message, failedAt));
       };
       // What a fleet pass (reconcile) calls; times are epoch milliseconds.
-      this.listStale = async (olderThan, limit) => {
-        checkMillis(olderThan, 'olderThan');
-        checkLimit(limit);
-        return refused(() => store.listStale(olderThan, limit));
-      };
+      this.listStale = async (olderThan, limit) => refused(() => store.listStale(olderThan, limit));
       this.expireIdle = async (key, updatedAt, leak) => {
         checkKey(key);
-        checkMillis(updatedAt, 'updatedAt');
         checkLeak(leak);
         return refused(() => store.expireIdle(key, updatedAt, leak));
       };
       this.sandboxReferences = async (provider, destroyedSince) => {
         checkString(provider, 'provider');
-        if (destroyedSince !== undefined) checkMillis(destroyedSince, 'destroyedSince');
         return refused(() => store.sandboxReferences(provider, destroyedSince));
       };
       this.registeredSandboxes = async (provider, since) => {
         checkString(provider, 'provider');
-        checkMillis(since, 'since');
         return refused(() => store.registeredSandboxes(provider, since));
       };
       this.recordLeak = async (leak, reason, nextAttemptAt) => {
         checkLeak(leak);
         checkReason(reason);
-        checkMillis(nextAttemptAt, 'nextAttemptAt');
         return refused(() => store.recordLeak(leak, reason, nextAttemptAt));
       };
       this.dueLeaks = async (provider, limit, leaseMs, now) => {
         checkString(provider, 'provider');
-        checkLimit(limit);
-        const lease = checkOptionalLeaseMs(leaseMs);
-        checkMillis(now, 'now');
-        return refused(() => store.dueLeaks(provider, limit, lease, now));
+        return refused(() => store.dueLeaks(provider, limit, leaseMs, now));
       };
       this.deferLeak = async (entry, message, failedAt, nextAttemptAt) => {
         checkEntry(entry);
         checkString(message, 'message');
-        checkMillis(failedAt, 'failedAt');
-        checkMillis(nextAttemptAt, 'nextAttemptAt');
         return refused(() => store.deferLeak(entry, message, failedAt, nextAttemptAt));
       };
       this.claimSweep = async (provider, holder, leaseMs, now) => {
         checkString(provider, 'provider');
         checkString(holder, 'holder');
-        checkLeaseMs(leaseMs);
-        checkMillis(now, 'now');
         return refused(() => store.claimSweep(provider, holder, leaseMs, now));
       };
       this.releaseSweep = async (provider, holder) => {
@@ -110,7 +89,7 @@ class InMemorySandboxInstanceStore {
       };
       this.appendAudit = async (entries) => refused(() => store.appendAudit(checkAuditEntries(entries)));
       this.listAudit = async (options) => {
-        const [since, limit] = checkAuditQuery(options);
+        const [since, limit] = readAuditQuery(options);
         return refused(() => store.listAudit(since, limit));
       };
     }

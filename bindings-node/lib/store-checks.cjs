@@ -1,12 +1,12 @@
 'use strict';
 // The argument checks every store facade shares (the in-memory store in
 // memory.cjs, the SQL stores in stores.cjs): a TypeError naming the field,
-// before the native store sees anything.
+// before the native store sees anything. Only types and exact strings are
+// checked here: every number (a limit, a lease, epoch milliseconds, a leak's
+// attempts) crosses as it is, and the core checks its range
+// (core/src/arguments.rs), refusing it as a TypeError with its own text.
 
-const { checkObject, checkString, checkOptionalString, checkWhole } = require('./errors.cjs');
-
-/** The largest count the native side takes (a `u32`: pool sizes, limits, attempts). */
-const MAX_U32 = 0xffff_ffff;
+const { checkObject, checkString, checkOptionalString } = require('./errors.cjs');
 
 function checkKey(key) {
   return checkString(key, 'key');
@@ -31,7 +31,6 @@ function checkEntry(entry) {
   checkObject(entry, 'entry');
   for (const field of ['key', 'provider', 'providerSandboxId', 'runId', 'lastError']) checkString(entry[field], `entry.${field}`);
   if (typeof entry.failedAt !== 'number') throw new TypeError('entry.failedAt must be a number (epoch milliseconds)');
-  checkWhole(entry.attempts, 'entry.attempts', 0, MAX_U32);
   return entry;
 }
 
@@ -40,25 +39,6 @@ function checkProvider(provider) {
     throw new TypeError('provider must be a string (or undefined for every provider)');
   }
   return provider ?? undefined;
-}
-
-function checkLimit(limit) {
-  return checkWhole(limit, 'limit', 0, MAX_U32);
-}
-
-function checkLeaseMs(leaseMs) {
-  return checkWhole(leaseMs, 'leaseMs', 0, Number.MAX_SAFE_INTEGER);
-}
-
-/** Epoch milliseconds (or a duration in ms): a whole number from 0 to 2^53-1. */
-function checkMillis(value, name) {
-  return checkWhole(value, name, 0, Number.MAX_SAFE_INTEGER);
-}
-
-/** An optional lease (`dueLeaks` without one only lists): undefined/null or milliseconds. */
-function checkOptionalLeaseMs(leaseMs) {
-  if (leaseMs === undefined || leaseMs === null) return undefined;
-  return checkMillis(leaseMs, 'leaseMs');
 }
 
 const LEAK_REASONS = ['destroy-failed', 'orphan', 'idle'];
@@ -74,7 +54,6 @@ function checkAuditEntries(entries) {
   entries.forEach((entry, index) => {
     const name = `entries[${index}]`;
     checkObject(entry, name);
-    checkMillis(entry.at, `${name}.at`);
     for (const field of ['host', 'provider', 'providerSandboxId', 'reason', 'result']) checkString(entry[field], `${name}.${field}`);
     for (const field of ['key', 'error']) {
       if (entry[field] !== undefined && entry[field] !== null) checkString(entry[field], `${name}.${field}`);
@@ -85,29 +64,23 @@ function checkAuditEntries(entries) {
 
 /**
  * `listAudit`'s options: `{ since?, limit? }` (absent: every row from the
- * start, at most the core's default); answers `[since | undefined, limit | undefined]`.
+ * start, at most the core's default), each read once; answers `[since, limit]`
+ * as given, for the core to check.
  */
-function checkAuditQuery(options) {
+function readAuditQuery(options) {
   if (options === undefined || options === null) return [undefined, undefined];
   checkObject(options, 'options');
   const { since, limit } = options;
-  if (since !== undefined && since !== null) checkMillis(since, 'options.since');
-  if (limit !== undefined) checkWhole(limit, 'options.limit', 0, MAX_U32);
-  return [since ?? undefined, limit];
+  return [since, limit];
 }
 
 module.exports = {
-  MAX_U32,
   checkKey,
   checkRecord,
   checkLeak,
   checkEntry,
   checkProvider,
-  checkLimit,
-  checkLeaseMs,
-  checkMillis,
-  checkOptionalLeaseMs,
   checkReason,
   checkAuditEntries,
-  checkAuditQuery,
+  readAuditQuery,
 };

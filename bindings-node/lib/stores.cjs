@@ -4,29 +4,22 @@
 //
 // A store is a thin facade over the native `SqlStore`: every method checks
 // its arguments' types (TypeError naming the field), then awaits the native
-// Promise. Reclaims use these stores like any JS store (they have
-// `deleteRecordingLeak`, so a failed destroy is recorded in the ledger).
+// Promise; numbers cross as given, and the core checks their ranges
+// (core/src/arguments.rs). Reclaims use these stores like any JS store (they
+// have `deleteRecordingLeak`, so a failed destroy is recorded in the ledger).
 
 const native = require('./native.cjs');
-const { nativeCall, checkObject, checkString, checkOptionalString, checkOptionalWhole, checkWhole } = require('./errors.cjs');
+const { nativeCall, checkObject, checkString, checkOptionalString } = require('./errors.cjs');
 const {
-  MAX_U32,
   checkKey,
   checkRecord,
   checkLeak,
   checkEntry,
   checkProvider,
-  checkLimit,
-  checkLeaseMs,
-  checkMillis,
-  checkOptionalLeaseMs,
   checkReason,
   checkAuditEntries,
-  checkAuditQuery,
+  readAuditQuery,
 } = require('./store-checks.cjs');
-
-/** The longest busy timeout SQLite takes: an `int` of milliseconds. */
-const MAX_BUSY_TIMEOUT_MS = 0x7fff_ffff;
 
 /** Lets only the static factories construct a store. */
 const OPENING = Symbol('opening');
@@ -78,8 +71,6 @@ class SqlSandboxInstanceStore {
   /** Claims up to `limit` of `provider`'s leaks for `leaseMs` (for a retry loop). */
   async claimLeaks(provider, limit, leaseMs) {
     checkString(provider, 'provider');
-    checkLimit(limit);
-    checkLeaseMs(leaseMs);
     return nativeCall(() => this.#native.claimLeaks(provider, limit, leaseMs));
   }
 
@@ -93,7 +84,6 @@ class SqlSandboxInstanceStore {
   async recordRetryFailure(entry, message, failedAt) {
     checkEntry(entry);
     checkString(message, 'message');
-    checkWhole(failedAt, 'failedAt', 0, Number.MAX_SAFE_INTEGER);
     await nativeCall(() => this.#native.recordRetryFailure(entry, message, failedAt));
   }
 
@@ -101,8 +91,6 @@ class SqlSandboxInstanceStore {
 
   /** Instance records last updated before `olderThan`, oldest first, at most `limit`. */
   async listStale(olderThan, limit) {
-    checkMillis(olderThan, 'olderThan');
-    checkLimit(limit);
     return nativeCall(() => this.#native.listStale(olderThan, limit));
   }
 
@@ -113,7 +101,6 @@ class SqlSandboxInstanceStore {
    */
   async expireIdle(key, updatedAt, leak) {
     checkKey(key);
-    checkMillis(updatedAt, 'updatedAt');
     checkLeak(leak);
     return nativeCall(() => this.#native.expireIdle(key, updatedAt, leak));
   }
@@ -125,7 +112,6 @@ class SqlSandboxInstanceStore {
    */
   async sandboxReferences(provider, destroyedSince) {
     checkString(provider, 'provider');
-    if (destroyedSince !== undefined) checkMillis(destroyedSince, 'destroyedSince');
     return nativeCall(() => this.#native.sandboxReferences(provider, destroyedSince));
   }
 
@@ -137,7 +123,6 @@ class SqlSandboxInstanceStore {
    */
   async registeredSandboxes(provider, since) {
     checkString(provider, 'provider');
-    checkMillis(since, 'since');
     return nativeCall(() => this.#native.registeredSandboxes(provider, since));
   }
 
@@ -145,25 +130,19 @@ class SqlSandboxInstanceStore {
   async recordLeak(leak, reason, nextAttemptAt) {
     checkLeak(leak);
     checkReason(reason);
-    checkMillis(nextAttemptAt, 'nextAttemptAt');
     await nativeCall(() => this.#native.recordLeak(leak, reason, nextAttemptAt));
   }
 
   /** `provider`'s entries due at `now`, at most `limit`; with `leaseMs`, claimed until `now + leaseMs`. */
   async dueLeaks(provider, limit, leaseMs, now) {
     checkString(provider, 'provider');
-    checkLimit(limit);
-    const lease = checkOptionalLeaseMs(leaseMs);
-    checkMillis(now, 'now');
-    return nativeCall(() => this.#native.dueLeaks(provider, limit, lease, now));
+    return nativeCall(() => this.#native.dueLeaks(provider, limit, leaseMs, now));
   }
 
   /** A claimed entry failed again: attempts + 1, keeps `message`, due at `nextAttemptAt`, claim released. */
   async deferLeak(entry, message, failedAt, nextAttemptAt) {
     checkEntry(entry);
     checkString(message, 'message');
-    checkMillis(failedAt, 'failedAt');
-    checkMillis(nextAttemptAt, 'nextAttemptAt');
     await nativeCall(() => this.#native.deferLeak(entry, message, failedAt, nextAttemptAt));
   }
 
@@ -171,8 +150,6 @@ class SqlSandboxInstanceStore {
   async claimSweep(provider, holder, leaseMs, now) {
     checkString(provider, 'provider');
     checkString(holder, 'holder');
-    checkLeaseMs(leaseMs);
-    checkMillis(now, 'now');
     return nativeCall(() => this.#native.claimSweep(provider, holder, leaseMs, now));
   }
 
@@ -191,7 +168,7 @@ class SqlSandboxInstanceStore {
 
   /** Audit rows with `at >= since`, oldest first, at most `limit` (default 1000). */
   async listAudit(options) {
-    const [since, limit] = checkAuditQuery(options);
+    const [since, limit] = readAuditQuery(options);
     return nativeCall(() => this.#native.listAudit(since, limit));
   }
 
@@ -216,10 +193,8 @@ class SqliteSandboxInstanceStore extends SqlSandboxInstanceStore {
   static async open(path, options = {}) {
     checkString(path, 'path');
     checkObject(options, 'options');
-    checkOptionalWhole(options, 'busyTimeoutMs', 'options', 0, MAX_BUSY_TIMEOUT_MS);
-    checkOptionalWhole(options, 'maxConnections', 'options', 1, MAX_U32);
     const { busyTimeoutMs, maxConnections } = options;
-    const store = await nativeCall(() => native.SqlStore.openSqlite(path, { busyTimeoutMs, maxConnections }));
+    const store = await nativeCall(() => native.SqlStore.openSqlite(path, busyTimeoutMs, maxConnections));
     return new SqliteSandboxInstanceStore(OPENING, store);
   }
 }
@@ -236,12 +211,10 @@ class PostgresSandboxInstanceStore extends SqlSandboxInstanceStore {
   static async connect(url, options = {}) {
     checkString(url, 'url');
     checkObject(options, 'options');
-    for (const field of ['schema', 'instancesTable', 'leaksTable', 'schemaVersionTable']) checkOptionalString(options, field, 'options');
-    checkOptionalWhole(options, 'maxConnections', 'options', 1, MAX_U32);
     const { schema, instancesTable, leaksTable, schemaVersionTable, maxConnections } = options;
-    const store = await nativeCall(() =>
-      native.SqlStore.connectPostgres(url, { schema, instancesTable, leaksTable, schemaVersionTable, maxConnections }),
-    );
+    const names = { schema, instancesTable, leaksTable, schemaVersionTable };
+    for (const field of Object.keys(names)) checkOptionalString(names, field, 'options');
+    const store = await nativeCall(() => native.SqlStore.connectPostgres(url, names, maxConnections));
     return new PostgresSandboxInstanceStore(OPENING, store);
   }
 }

@@ -4,11 +4,14 @@
 
 use std::sync::Arc;
 
-use napi::{Error, Result, Status};
+use napi::bindgen_prelude::{FromNapiValue, ToNapiValue, TypeName, Unknown, ValidateNapiValue};
+use napi::{sys, Error, Result, Status, ValueType};
 use napi_derive::napi;
+use sandbox_reclaim::arguments::{self, HostNumber, Whole, COUNT, MILLIS};
 use sandbox_reclaim::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason};
 use sandbox_reclaim::ledger::{LeakEntry, LeakLedger, NewLeak};
 use sandbox_reclaim::options::defaults;
+use sandbox_reclaim::options::Dialect;
 use sandbox_reclaim::{InMemorySandboxInstanceStore, SandboxInstanceRecord, SandboxInstanceStore, StoreError};
 
 use sandbox_reclaim::memory::now_or_never;
@@ -82,7 +85,8 @@ pub struct LeakRecord {
     pub last_error: String,
     /// Epoch milliseconds of the latest failure.
     pub failed_at: f64,
-    pub attempts: u32,
+    /// Retries so far: a whole number below 2^32 (the core checks one JS gives).
+    pub attempts: JsNumber,
 }
 
 impl From<LeakEntry> for LeakRecord {
@@ -94,7 +98,7 @@ impl From<LeakEntry> for LeakRecord {
             run_id: entry.run_id,
             last_error: entry.last_error,
             failed_at: entry.failed_at as f64,
-            attempts: entry.attempts,
+            attempts: JsNumber::Number(f64::from(entry.attempts)),
         }
     }
 }
@@ -118,6 +122,7 @@ impl TryFrom<LeakRecord> for LeakEntry {
     type Error = Error;
 
     fn try_from(entry: LeakRecord) -> Result<Self> {
+        let attempts = whole("entry.attempts", entry.attempts, COUNT)? as u32;
         Ok(LeakEntry {
             failed_at: epoch_millis("entry.failedAt", entry.failed_at)?,
             key: entry.key,
@@ -125,7 +130,7 @@ impl TryFrom<LeakRecord> for LeakEntry {
             provider_sandbox_id: entry.provider_sandbox_id,
             run_id: entry.run_id,
             last_error: entry.last_error,
-            attempts: entry.attempts,
+            attempts,
         })
     }
 }
@@ -167,8 +172,8 @@ impl From<DueLeak> for DueLeakRecord {
 /// One audit row: a destroy attempt made by a fleet pass.
 #[napi(object)]
 pub struct AuditRecord {
-    /// Epoch milliseconds when the attempt settled.
-    pub at: f64,
+    /// Epoch milliseconds when the attempt settled (the core checks one JS gives).
+    pub at: JsNumber,
     pub host: String,
     pub provider: String,
     pub provider_sandbox_id: String,
@@ -183,7 +188,7 @@ pub struct AuditRecord {
 impl From<AuditEntry> for AuditRecord {
     fn from(entry: AuditEntry) -> Self {
         Self {
-            at: entry.at as f64,
+            at: JsNumber::Number(entry.at as f64),
             host: entry.host,
             provider: entry.provider,
             provider_sandbox_id: entry.provider_sandbox_id,
@@ -195,26 +200,31 @@ impl From<AuditEntry> for AuditRecord {
     }
 }
 
-impl TryFrom<AuditRecord> for AuditEntry {
-    type Error = Error;
-
-    fn try_from(entry: AuditRecord) -> Result<Self> {
-        Ok(AuditEntry {
-            at: epoch_millis("entry.at", entry.at)?,
-            host: entry.host,
-            provider: entry.provider,
-            provider_sandbox_id: entry.provider_sandbox_id,
-            key: entry.key,
-            reason: entry.reason,
-            result: entry.result,
-            error: entry.error,
-        })
-    }
+/// Audit row `index` from JS (`entries[index]`), its time checked by the core.
+fn audit_entry(index: usize, entry: AuditRecord) -> Result<AuditEntry> {
+    Ok(AuditEntry {
+        at: whole(&format!("entries[{index}].at"), entry.at, MILLIS)?,
+        host: entry.host,
+        provider: entry.provider,
+        provider_sandbox_id: entry.provider_sandbox_id,
+        key: entry.key,
+        reason: entry.reason,
+        result: entry.result,
+        error: entry.error,
+    })
 }
 
 /// Audit rows from JS, each checked.
 pub fn audit_entries(entries: Vec<AuditRecord>) -> Result<Vec<AuditEntry>> {
-    entries.into_iter().map(AuditEntry::try_from).collect()
+    entries.into_iter().enumerate().map(|(index, entry)| audit_entry(index, entry)).collect()
+}
+
+/// `listAudit`'s `{ since, limit }` as JS read them: `since` absent when
+/// `undefined` or `null`, `limit` when `undefined` (then the core's default).
+pub fn audit_query(since: JsNumber, limit: JsNumber) -> Result<(Option<u64>, usize)> {
+    let since = whole_unless_nullish("options.since", since, MILLIS)?;
+    let limit = whole_if_given("options.limit", limit, COUNT)?;
+    Ok((since, limit.map_or(defaults::AUDIT_LIMIT, |limit| limit as usize)))
 }
 
 /// A leak reason from its string form; anything else is refused (`TypeError`).
@@ -225,23 +235,98 @@ pub fn leak_reason(reason: &str) -> Result<LeakReason> {
         .ok_or_else(|| type_error("reason must be 'destroy-failed', 'orphan' or 'idle'"))
 }
 
-/// An optional lease in milliseconds (`dueLeaks` without one only lists).
-pub fn optional_millis(field: &str, value: Option<f64>) -> Result<Option<u64>> {
-    value.map(|value| epoch_millis(field, value)).transpose()
+/// A JS value where a number is expected, as it crossed (napi converts
+/// nothing): the core checks it ([`whole`]), so a string or `null` is refused
+/// with the same text as a number out of range.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum JsNumber {
+    Undefined,
+    Null,
+    Number(f64),
+    /// Any other type.
+    Other,
 }
 
-/// Checks that `value` is epoch milliseconds: a whole number in `0..=2^53-1`.
-pub fn epoch_millis(field: &str, value: f64) -> Result<u64> {
-    if value.fract() == 0.0 && value >= 0.0 && value <= sandbox_reclaim::model::MAX_SAFE_INTEGER as f64 {
-        Ok(value as u64)
-    } else {
-        Err(type_error(format!("{field} must be epoch milliseconds (a whole number between 0 and 2^53-1)")))
+impl JsNumber {
+    fn host(self) -> HostNumber {
+        match self {
+            Self::Number(number) => HostNumber::Float(number),
+            Self::Undefined => HostNumber::Other("undefined".to_owned()),
+            Self::Null => HostNumber::Other("null".to_owned()),
+            Self::Other => HostNumber::Other("object".to_owned()),
+        }
     }
 }
 
+impl TypeName for JsNumber {
+    fn type_name() -> &'static str {
+        "number"
+    }
+
+    fn value_type() -> ValueType {
+        ValueType::Number
+    }
+}
+
+impl ValidateNapiValue for JsNumber {}
+
+impl FromNapiValue for JsNumber {
+    unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> Result<Self> {
+        // SAFETY: napi hands over a live value of this call's env.
+        let value = unsafe { Unknown::from_napi_value(env, value)? };
+        Ok(match value.get_type()? {
+            ValueType::Undefined => Self::Undefined,
+            ValueType::Null => Self::Null,
+            // SAFETY: the value is a number.
+            ValueType::Number => Self::Number(unsafe { value.cast::<f64>()? }),
+            _ => Self::Other,
+        })
+    }
+}
+
+impl ToNapiValue for JsNumber {
+    unsafe fn to_napi_value(env: sys::napi_env, value: Self) -> Result<sys::napi_value> {
+        // SAFETY: forwarded to napi's own conversions, with the caller's env.
+        unsafe {
+            match value {
+                Self::Number(number) => f64::to_napi_value(env, number),
+                Self::Null => <()>::to_napi_value(env, ()),
+                Self::Undefined | Self::Other => Option::<f64>::to_napi_value(env, None),
+            }
+        }
+    }
+}
+
+/// `value` if the core finds it a whole number in `range`; else its
+/// refusal (naming `field` as JS does) as a `TypeError`.
+pub fn whole(field: &str, value: JsNumber, range: Whole) -> Result<u64> {
+    arguments::whole(&value.host(), field, range, Dialect::Node).map_err(|refused| type_error(refused.message))
+}
+
+/// An optional argument: `undefined` is absent (`null` is refused).
+pub fn whole_if_given(field: &str, value: JsNumber, range: Whole) -> Result<Option<u64>> {
+    match value {
+        JsNumber::Undefined => Ok(None),
+        given => whole(field, given, range).map(Some),
+    }
+}
+
+/// An optional argument: `undefined` and `null` are absent.
+pub fn whole_unless_nullish(field: &str, value: JsNumber, range: Whole) -> Result<Option<u64>> {
+    match value {
+        JsNumber::Undefined | JsNumber::Null => Ok(None),
+        given => whole(field, given, range).map(Some),
+    }
+}
+
+/// Epoch milliseconds of a record field (its type checked by the JS facade).
+pub fn epoch_millis(field: &str, value: f64) -> Result<u64> {
+    whole(field, JsNumber::Number(value), MILLIS)
+}
+
 /// A claim lease from milliseconds (`0` is a lease that has already ended).
-pub fn lease_duration(lease_ms: f64) -> Result<std::time::Duration> {
-    Ok(std::time::Duration::from_millis(epoch_millis("leaseMs", lease_ms)?))
+pub fn lease_duration(lease_ms: JsNumber) -> Result<std::time::Duration> {
+    Ok(std::time::Duration::from_millis(whole("leaseMs", lease_ms, MILLIS)?))
 }
 
 /// A napi error that the JS facade rethrows as a `TypeError`.
@@ -334,7 +419,8 @@ impl MemoryStore {
 
     /// Claims up to `limit` of `provider`'s leaks for `leaseMs` (see `LeakLedger::claim_leaks`).
     #[napi]
-    pub fn claim_leaks(&self, provider: String, limit: u32, lease_ms: f64) -> Result<Vec<LeakRecord>> {
+    pub fn claim_leaks(&self, provider: String, limit: JsNumber, lease_ms: JsNumber) -> Result<Vec<LeakRecord>> {
+        let limit = whole("limit", limit, COUNT)?;
         let lease = lease_duration(lease_ms)?;
         let entries = ready(self.ledger()?.claim_leaks(&provider, limit as usize, lease))?;
         Ok(entries.into_iter().map(LeakRecord::from).collect())
@@ -349,24 +435,25 @@ impl MemoryStore {
 
     /// Bumps a claimed leak's attempts, keeps `message` and releases the claim.
     #[napi]
-    pub fn record_retry_failure(&self, entry: LeakRecord, message: String, failed_at: f64) -> Result<()> {
+    pub fn record_retry_failure(&self, entry: LeakRecord, message: String, failed_at: JsNumber) -> Result<()> {
         let entry = LeakEntry::try_from(entry)?;
-        let failed_at = epoch_millis("failedAt", failed_at)?;
+        let failed_at = whole("failedAt", failed_at, MILLIS)?;
         ready(self.ledger()?.record_retry_failure(&entry, &message, failed_at))
     }
 
     /// Instance records last updated before `olderThan`, oldest first, at most `limit`.
     #[napi]
-    pub fn list_stale(&self, older_than: f64, limit: u32) -> Result<Vec<InstanceRecord>> {
-        let older_than = epoch_millis("olderThan", older_than)?;
+    pub fn list_stale(&self, older_than: JsNumber, limit: JsNumber) -> Result<Vec<InstanceRecord>> {
+        let older_than = whole("olderThan", older_than, MILLIS)?;
+        let limit = whole("limit", limit, COUNT)?;
         let records = ready(self.fleet()?.list_stale(older_than, limit as usize))?;
         Ok(records.into_iter().map(InstanceRecord::from).collect())
     }
 
     /// Deletes `key` if its `updatedAt` is still `updatedAt` and records `leak` (reason `idle`).
     #[napi]
-    pub fn expire_idle(&self, key: String, updated_at: f64, leak: LeakInput) -> Result<bool> {
-        let updated_at = epoch_millis("updatedAt", updated_at)?;
+    pub fn expire_idle(&self, key: String, updated_at: JsNumber, leak: LeakInput) -> Result<bool> {
+        let updated_at = whole("updatedAt", updated_at, MILLIS)?;
         let leak = NewLeak::try_from(leak)?;
         ready(self.fleet()?.expire_idle(&key, updated_at, leak))
     }
@@ -375,8 +462,8 @@ impl MemoryStore {
     /// references, and (with `destroyedSince`) every one an audit row says
     /// was destroyed at or after it.
     #[napi]
-    pub fn sandbox_references(&self, provider: String, destroyed_since: Option<f64>) -> Result<Vec<String>> {
-        let destroyed_since = destroyed_since.map(|at| epoch_millis("destroyedSince", at)).transpose()?;
+    pub fn sandbox_references(&self, provider: String, destroyed_since: JsNumber) -> Result<Vec<String>> {
+        let destroyed_since = whole_if_given("destroyedSince", destroyed_since, MILLIS)?;
         ready(self.fleet()?.sandbox_references(&provider, destroyed_since.unwrap_or(u64::MAX)))
     }
 
@@ -384,17 +471,17 @@ impl MemoryStore {
     /// record named, whose record still exists or was last written or
     /// deleted at or after `since`.
     #[napi]
-    pub fn registered_sandboxes(&self, provider: String, since: f64) -> Result<Vec<String>> {
-        let since = epoch_millis("since", since)?;
+    pub fn registered_sandboxes(&self, provider: String, since: JsNumber) -> Result<Vec<String>> {
+        let since = whole("since", since, MILLIS)?;
         ready(self.fleet()?.registered_sandboxes(&provider, since))
     }
 
     /// Records a leak without touching any instance record.
     #[napi]
-    pub fn record_leak(&self, leak: LeakInput, reason: String, next_attempt_at: f64) -> Result<()> {
+    pub fn record_leak(&self, leak: LeakInput, reason: String, next_attempt_at: JsNumber) -> Result<()> {
         let leak = NewLeak::try_from(leak)?;
         let reason = leak_reason(&reason)?;
-        let next_attempt_at = epoch_millis("nextAttemptAt", next_attempt_at)?;
+        let next_attempt_at = whole("nextAttemptAt", next_attempt_at, MILLIS)?;
         ready(self.fleet()?.record_leak(leak, reason, next_attempt_at))
     }
 
@@ -403,30 +490,37 @@ impl MemoryStore {
     pub fn due_leaks(
         &self,
         provider: String,
-        limit: u32,
-        lease_ms: Option<f64>,
-        now: f64,
+        limit: JsNumber,
+        lease_ms: JsNumber,
+        now: JsNumber,
     ) -> Result<Vec<DueLeakRecord>> {
-        let lease_ms = optional_millis("leaseMs", lease_ms)?;
-        let now = epoch_millis("now", now)?;
+        let limit = whole("limit", limit, COUNT)?;
+        let lease_ms = whole_unless_nullish("leaseMs", lease_ms, MILLIS)?;
+        let now = whole("now", now, MILLIS)?;
         let due = ready(self.fleet()?.due_leaks(&provider, limit as usize, lease_ms, now))?;
         Ok(due.into_iter().map(DueLeakRecord::from).collect())
     }
 
     /// A claimed entry failed again: attempts + 1, keep `message`, due at `nextAttemptAt`.
     #[napi]
-    pub fn defer_leak(&self, entry: LeakRecord, message: String, failed_at: f64, next_attempt_at: f64) -> Result<()> {
+    pub fn defer_leak(
+        &self,
+        entry: LeakRecord,
+        message: String,
+        failed_at: JsNumber,
+        next_attempt_at: JsNumber,
+    ) -> Result<()> {
         let entry = LeakEntry::try_from(entry)?;
-        let failed_at = epoch_millis("failedAt", failed_at)?;
-        let next_attempt_at = epoch_millis("nextAttemptAt", next_attempt_at)?;
+        let failed_at = whole("failedAt", failed_at, MILLIS)?;
+        let next_attempt_at = whole("nextAttemptAt", next_attempt_at, MILLIS)?;
         ready(self.fleet()?.defer_leak(&entry, &message, failed_at, next_attempt_at))
     }
 
     /// Takes `provider`'s orphan sweep for `holder` until `now + leaseMs`, unless another holds it.
     #[napi]
-    pub fn claim_sweep(&self, provider: String, holder: String, lease_ms: f64, now: f64) -> Result<bool> {
-        let lease_ms = epoch_millis("leaseMs", lease_ms)?;
-        let now = epoch_millis("now", now)?;
+    pub fn claim_sweep(&self, provider: String, holder: String, lease_ms: JsNumber, now: JsNumber) -> Result<bool> {
+        let lease_ms = whole("leaseMs", lease_ms, MILLIS)?;
+        let now = whole("now", now, MILLIS)?;
         ready(self.fleet()?.claim_sweep(&provider, &holder, lease_ms, now))
     }
 
@@ -445,9 +539,8 @@ impl MemoryStore {
 
     /// Audit rows with `at >= since`, oldest first, at most `limit`.
     #[napi]
-    pub fn list_audit(&self, since: Option<f64>, limit: Option<u32>) -> Result<Vec<AuditRecord>> {
-        let since = optional_millis("since", since)?;
-        let limit = limit.map_or(defaults::AUDIT_LIMIT, |limit| limit as usize);
+    pub fn list_audit(&self, since: JsNumber, limit: JsNumber) -> Result<Vec<AuditRecord>> {
+        let (since, limit) = audit_query(since, limit)?;
         let entries = ready(self.fleet()?.list_audit(since, limit))?;
         Ok(entries.into_iter().map(AuditRecord::from).collect())
     }

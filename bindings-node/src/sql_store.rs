@@ -12,17 +12,17 @@ use std::sync::Arc;
 use napi::bindgen_prelude::PromiseRaw;
 use napi::{Env, Result};
 use napi_derive::napi;
+use sandbox_reclaim::arguments::{BUSY_TIMEOUT_MS, COUNT, MILLIS, POOL_SIZE};
 use sandbox_reclaim::fleet::FleetStore;
 use sandbox_reclaim::ledger::{LeakEntry, LeakLedger, NewLeak};
-use sandbox_reclaim::options::defaults;
 use sandbox_reclaim::stores::{PostgresOptions, SqliteOptions, StoreOpenError};
 use sandbox_reclaim::{
     PostgresSandboxInstanceStore, SandboxInstanceRecord, SandboxInstanceStore, SqliteSandboxInstanceStore, StoreError,
 };
 
 use crate::memory_store::{
-    audit_entries, epoch_millis, leak_reason, lease_duration, optional_millis, type_error, AuditRecord, DueLeakRecord,
-    InstanceRecord, LeakInput, LeakRecord,
+    audit_entries, audit_query, leak_reason, lease_duration, type_error, whole, whole_if_given, whole_unless_nullish,
+    AuditRecord, DueLeakRecord, InstanceRecord, JsNumber, LeakInput, LeakRecord,
 };
 use crate::provider::{spawn_coded, Coded};
 
@@ -37,16 +37,8 @@ pub const INCOMPATIBLE_SCHEMA_CODE: &str = "SANDBOX_STORE_INCOMPATIBLE_SCHEMA";
 /// A newer library migrated the database: `SchemaTooNewError` (`found`, `supported`).
 pub const SCHEMA_TOO_NEW_CODE: &str = "SANDBOX_STORE_SCHEMA_TOO_NEW";
 
-/// `SqliteSandboxInstanceStore.open`'s options.
-#[napi(object)]
-pub struct SqliteOpenOptions {
-    /// How long a write waits for another process's lock. Default 30 000.
-    pub busy_timeout_ms: Option<f64>,
-    /// Connections in this handle's pool. Default 4.
-    pub max_connections: Option<u32>,
-}
-
-/// `PostgresSandboxInstanceStore.connect`'s options.
+/// `PostgresSandboxInstanceStore.connect`'s names (the JS facade reads them
+/// from the options once; `maxConnections` crosses on its own).
 #[napi(object)]
 pub struct PostgresConnectOptions {
     /// Schema holding the tables, created if missing. Default `public`.
@@ -57,8 +49,6 @@ pub struct PostgresConnectOptions {
     pub leaks_table: Option<String>,
     /// Table of applied migration versions.
     pub schema_version_table: Option<String>,
-    /// Most connections this handle's pool opens. Default 10.
-    pub max_connections: Option<u32>,
 }
 
 /// Either core SQL store; both keep a leak ledger.
@@ -142,15 +132,22 @@ impl SqlStore {
 
 #[napi]
 impl SqlStore {
-    /// Opens (creating if missing) the SQLite store at `path`; resolves to a `SqlStore`.
+    /// Opens (creating if missing) the SQLite store at `path`; resolves to a
+    /// `SqlStore`. `options.busyTimeoutMs` and `options.maxConnections` as
+    /// JS read them (`undefined`: the core's default).
     #[napi]
-    pub fn open_sqlite(env: &Env, path: String, options: SqliteOpenOptions) -> Result<PromiseRaw<'_, SqlStore>> {
+    pub fn open_sqlite(
+        env: &Env,
+        path: String,
+        busy_timeout_ms: JsNumber,
+        max_connections: JsNumber,
+    ) -> Result<PromiseRaw<'_, SqlStore>> {
         let mut sqlite = SqliteOptions::default();
-        if let Some(busy) = options.busy_timeout_ms {
-            sqlite.busy_timeout = std::time::Duration::from_millis(epoch_millis("busyTimeoutMs", busy)?);
+        if let Some(busy) = whole_if_given("options.busyTimeoutMs", busy_timeout_ms, BUSY_TIMEOUT_MS)? {
+            sqlite.busy_timeout = std::time::Duration::from_millis(busy);
         }
-        if let Some(max) = options.max_connections {
-            sqlite.max_connections = max;
+        if let Some(max) = whole_if_given("options.maxConnections", max_connections, POOL_SIZE)? {
+            sqlite.max_connections = max as u32;
         }
         spawn_coded(env, async move {
             let store = SqliteSandboxInstanceStore::open_with(path, sqlite).await.map_err(open_error)?;
@@ -159,11 +156,13 @@ impl SqlStore {
     }
 
     /// Connects to PostgreSQL at `url` and migrates; resolves to a `SqlStore`.
+    /// `options.maxConnections` as JS read it (`undefined`: the core's default).
     #[napi]
     pub fn connect_postgres(
         env: &Env,
         url: String,
         options: PostgresConnectOptions,
+        max_connections: JsNumber,
     ) -> Result<PromiseRaw<'_, SqlStore>> {
         let mut postgres = PostgresOptions::default();
         let names = [
@@ -177,8 +176,8 @@ impl SqlStore {
                 *slot = name;
             }
         }
-        if let Some(max) = options.max_connections {
-            postgres.max_connections = max;
+        if let Some(max) = whole_if_given("options.maxConnections", max_connections, POOL_SIZE)? {
+            postgres.max_connections = max as u32;
         }
         // Refuse bad names now, so the Promise never starts a connection for them.
         postgres.validate().map_err(|invalid| type_error(invalid.to_string()))?;
@@ -255,9 +254,10 @@ impl SqlStore {
         &self,
         env: &'env Env,
         provider: String,
-        limit: u32,
-        lease_ms: f64,
+        limit: JsNumber,
+        lease_ms: JsNumber,
     ) -> Result<PromiseRaw<'env, Vec<LeakRecord>>> {
+        let limit = whole("limit", limit, COUNT)?;
         let lease = lease_duration(lease_ms)?;
         let backend = self.backend.clone();
         spawn_coded(env, async move {
@@ -281,10 +281,10 @@ impl SqlStore {
         env: &'env Env,
         entry: LeakRecord,
         message: String,
-        failed_at: f64,
+        failed_at: JsNumber,
     ) -> Result<PromiseRaw<'env, ()>> {
         let entry = LeakEntry::try_from(entry)?;
-        let failed_at = epoch_millis("failedAt", failed_at)?;
+        let failed_at = whole("failedAt", failed_at, MILLIS)?;
         let backend = self.backend.clone();
         spawn_coded(env, async move {
             backend.ledger().record_retry_failure(&entry, &message, failed_at).await.map_err(store_error)
@@ -296,10 +296,11 @@ impl SqlStore {
     pub fn list_stale<'env>(
         &self,
         env: &'env Env,
-        older_than: f64,
-        limit: u32,
+        older_than: JsNumber,
+        limit: JsNumber,
     ) -> Result<PromiseRaw<'env, Vec<InstanceRecord>>> {
-        let older_than = epoch_millis("olderThan", older_than)?;
+        let older_than = whole("olderThan", older_than, MILLIS)?;
+        let limit = whole("limit", limit, COUNT)?;
         let backend = self.backend.clone();
         spawn_coded(env, async move {
             let records = backend.fleet().list_stale(older_than, limit as usize).await.map_err(store_error)?;
@@ -314,10 +315,10 @@ impl SqlStore {
         &self,
         env: &'env Env,
         key: String,
-        updated_at: f64,
+        updated_at: JsNumber,
         leak: LeakInput,
     ) -> Result<PromiseRaw<'env, bool>> {
-        let updated_at = epoch_millis("updatedAt", updated_at)?;
+        let updated_at = whole("updatedAt", updated_at, MILLIS)?;
         let leak = NewLeak::try_from(leak)?;
         let backend = self.backend.clone();
         spawn_coded(env, async move { backend.fleet().expire_idle(&key, updated_at, leak).await.map_err(store_error) })
@@ -331,9 +332,9 @@ impl SqlStore {
         &self,
         env: &'env Env,
         provider: String,
-        destroyed_since: Option<f64>,
+        destroyed_since: JsNumber,
     ) -> Result<PromiseRaw<'env, Vec<String>>> {
-        let destroyed_since = destroyed_since.map(|at| epoch_millis("destroyedSince", at)).transpose()?;
+        let destroyed_since = whole_if_given("destroyedSince", destroyed_since, MILLIS)?;
         let since = destroyed_since.unwrap_or(u64::MAX);
         let backend = self.backend.clone();
         spawn_coded(env, async move { backend.fleet().sandbox_references(&provider, since).await.map_err(store_error) })
@@ -347,9 +348,9 @@ impl SqlStore {
         &self,
         env: &'env Env,
         provider: String,
-        since: f64,
+        since: JsNumber,
     ) -> Result<PromiseRaw<'env, Vec<String>>> {
-        let since = epoch_millis("since", since)?;
+        let since = whole("since", since, MILLIS)?;
         let backend = self.backend.clone();
         spawn_coded(
             env,
@@ -364,11 +365,11 @@ impl SqlStore {
         env: &'env Env,
         leak: LeakInput,
         reason: String,
-        next_attempt_at: f64,
+        next_attempt_at: JsNumber,
     ) -> Result<PromiseRaw<'env, ()>> {
         let leak = NewLeak::try_from(leak)?;
         let reason = leak_reason(&reason)?;
-        let next_attempt_at = epoch_millis("nextAttemptAt", next_attempt_at)?;
+        let next_attempt_at = whole("nextAttemptAt", next_attempt_at, MILLIS)?;
         let backend = self.backend.clone();
         spawn_coded(env, async move {
             backend.fleet().record_leak(leak, reason, next_attempt_at).await.map_err(store_error)
@@ -381,12 +382,13 @@ impl SqlStore {
         &self,
         env: &'env Env,
         provider: String,
-        limit: u32,
-        lease_ms: Option<f64>,
-        now: f64,
+        limit: JsNumber,
+        lease_ms: JsNumber,
+        now: JsNumber,
     ) -> Result<PromiseRaw<'env, Vec<DueLeakRecord>>> {
-        let lease_ms = optional_millis("leaseMs", lease_ms)?;
-        let now = epoch_millis("now", now)?;
+        let limit = whole("limit", limit, COUNT)?;
+        let lease_ms = whole_unless_nullish("leaseMs", lease_ms, MILLIS)?;
+        let now = whole("now", now, MILLIS)?;
         let backend = self.backend.clone();
         spawn_coded(env, async move {
             let due = backend.fleet().due_leaks(&provider, limit as usize, lease_ms, now).await.map_err(store_error)?;
@@ -401,12 +403,12 @@ impl SqlStore {
         env: &'env Env,
         entry: LeakRecord,
         message: String,
-        failed_at: f64,
-        next_attempt_at: f64,
+        failed_at: JsNumber,
+        next_attempt_at: JsNumber,
     ) -> Result<PromiseRaw<'env, ()>> {
         let entry = LeakEntry::try_from(entry)?;
-        let failed_at = epoch_millis("failedAt", failed_at)?;
-        let next_attempt_at = epoch_millis("nextAttemptAt", next_attempt_at)?;
+        let failed_at = whole("failedAt", failed_at, MILLIS)?;
+        let next_attempt_at = whole("nextAttemptAt", next_attempt_at, MILLIS)?;
         let backend = self.backend.clone();
         spawn_coded(env, async move {
             backend.fleet().defer_leak(&entry, &message, failed_at, next_attempt_at).await.map_err(store_error)
@@ -420,11 +422,11 @@ impl SqlStore {
         env: &'env Env,
         provider: String,
         holder: String,
-        lease_ms: f64,
-        now: f64,
+        lease_ms: JsNumber,
+        now: JsNumber,
     ) -> Result<PromiseRaw<'env, bool>> {
-        let lease_ms = epoch_millis("leaseMs", lease_ms)?;
-        let now = epoch_millis("now", now)?;
+        let lease_ms = whole("leaseMs", lease_ms, MILLIS)?;
+        let now = whole("now", now, MILLIS)?;
         let backend = self.backend.clone();
         spawn_coded(env, async move {
             backend.fleet().claim_sweep(&provider, &holder, lease_ms, now).await.map_err(store_error)
@@ -456,11 +458,10 @@ impl SqlStore {
     pub fn list_audit<'env>(
         &self,
         env: &'env Env,
-        since: Option<f64>,
-        limit: Option<u32>,
+        since: JsNumber,
+        limit: JsNumber,
     ) -> Result<PromiseRaw<'env, Vec<AuditRecord>>> {
-        let since = optional_millis("since", since)?;
-        let limit = limit.map_or(defaults::AUDIT_LIMIT, |limit| limit as usize);
+        let (since, limit) = audit_query(since, limit)?;
         let backend = self.backend.clone();
         spawn_coded(env, async move {
             let entries = backend.fleet().list_audit(since, limit).await.map_err(store_error)?;

@@ -6,10 +6,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyFloat, PyInt};
 use pyo3::IntoPyObjectExt;
-use sandbox_reclaim::options::defaults;
+use sandbox_reclaim::arguments::{
+    self, ArgumentError, HostNumber, Seconds, Whole, BUSY_TIMEOUT_SECONDS, COUNT, LEASE_SECONDS, MILLIS, POOL_SIZE,
+};
+use sandbox_reclaim::options::{defaults, Dialect, Problem};
 use sandbox_reclaim::{
     AuditEntry, DueLeak, FleetStore, LeakEntry, LeakLedger, PostgresOptions, PostgresSandboxInstanceStore,
     SandboxInstanceStore, SqliteOptions, SqliteSandboxInstanceStore, StoreError,
@@ -77,21 +81,129 @@ impl SqlStore {
     }
 }
 
-/// A duration in seconds from Python, refused (naming `field`) unless finite and non-negative.
-pub fn seconds(field: &str, value: f64) -> PyResult<Duration> {
-    Duration::try_from_secs_f64(value)
-        .map_err(|_| PyValueError::new_err(format!("`{field}` must be a finite, non-negative number of seconds")))
+/// A Python value where a number is expected, as it crossed (an `int` by
+/// sign and magnitude, whatever its size), for the core to check.
+pub fn host_number(value: &Bound<'_, PyAny>) -> PyResult<HostNumber> {
+    if value.is_instance_of::<PyBool>() {
+        return Ok(HostNumber::Other("bool".to_owned()));
+    }
+    if value.is_instance_of::<PyInt>() {
+        let bits: u64 = value.call_method0("bit_length")?.extract()?;
+        let negative = value.lt(0)?;
+        return Ok(if bits <= 128 {
+            HostNumber::Int { negative, magnitude: value.abs()?.extract()? }
+        } else {
+            HostNumber::HugeInt { negative, bits }
+        });
+    }
+    if value.is_instance_of::<PyFloat>() {
+        return Ok(HostNumber::Float(value.extract()?));
+    }
+    Ok(HostNumber::Other(value.get_type().name()?.to_string()))
 }
 
-/// Opens (creating if missing) the SQLite store at `path`; awaitable of a `SqlStore`.
+/// The core's refusal as Python raises it: a wrong type is a `TypeError`,
+/// a value out of range a `ValueError`.
+fn refused(error: ArgumentError) -> PyErr {
+    match error.problem {
+        Problem::Type => PyTypeError::new_err(error.message),
+        Problem::Range => PyValueError::new_err(error.message),
+    }
+}
+
+/// `value` if the core finds it an `int` in `range` (`field` as Python names it).
+pub fn whole(field: &str, value: &Bound<'_, PyAny>, range: Whole) -> PyResult<u64> {
+    arguments::whole(&host_number(value)?, field, range, Dialect::Python).map_err(refused)
+}
+
+/// An optional `int` (`None` is absent).
+pub fn optional_whole(field: &str, value: Option<&Bound<'_, PyAny>>, range: Whole) -> PyResult<Option<u64>> {
+    value.map(|value| whole(field, value, range)).transpose()
+}
+
+/// A count (a limit) in `0..2^32`.
+pub fn count(field: &str, value: &Bound<'_, PyAny>) -> PyResult<usize> {
+    Ok(whole(field, value, COUNT)? as usize)
+}
+
+/// Epoch milliseconds (or a duration in milliseconds) in `0..=2^53-1`.
+pub fn millis(field: &str, value: &Bound<'_, PyAny>) -> PyResult<u64> {
+    whole(field, value, MILLIS)
+}
+
+/// A duration in seconds if the core finds it in `range`.
+pub fn seconds(field: &str, value: &Bound<'_, PyAny>, range: Seconds) -> PyResult<Duration> {
+    arguments::seconds(&host_number(value)?, field, range).map_err(refused)
+}
+
+/// A claim lease in seconds.
+pub fn lease(value: &Bound<'_, PyAny>) -> PyResult<Duration> {
+    seconds("lease", value, LEASE_SECONDS)
+}
+
+/// An option as a native function received it: [`Given::Absent`] when the
+/// caller left it out, so the core's default applies (`SqliteOptions` /
+/// `PostgresOptions::default()`, as in Node). An explicit `None` is a value
+/// like any other, refused with a `TypeError` naming the option.
+pub enum Given<'py> {
+    /// Not passed: the core's default.
+    Absent,
+    /// Passed, as it crossed.
+    Value(Bound<'py, PyAny>),
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Given<'py> {
+    type Error = PyErr;
+
+    fn extract(value: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        Ok(Self::Value(value.to_owned()))
+    }
+}
+
+impl<'py> Given<'py> {
+    /// `None` when absent, else the value `read` accepts.
+    fn read<T>(&self, read: impl FnOnce(&Bound<'py, PyAny>) -> PyResult<T>) -> PyResult<Option<T>> {
+        match self {
+            Self::Absent => Ok(None),
+            Self::Value(value) => read(value).map(Some),
+        }
+    }
+
+    /// Overwrites `slot` (holding the core's default) with the value `read` accepts, if given.
+    fn apply<T>(&self, slot: &mut T, read: impl FnOnce(&Bound<'py, PyAny>) -> PyResult<T>) -> PyResult<()> {
+        if let Some(value) = self.read(read)? {
+            *slot = value;
+        }
+        Ok(())
+    }
+}
+
+/// A name option (schema or table): a `str`, else a `TypeError` naming it.
+fn name(field: &str, value: &Bound<'_, PyAny>) -> PyResult<String> {
+    value.extract().map_err(|_| {
+        let kind = value.get_type().name().map_or_else(|_| "object".to_owned(), |kind| kind.to_string());
+        PyTypeError::new_err(format!("`{field}` must be a str, got {kind}"))
+    })
+}
+
+/// A pool size (`max_connections`).
+fn pool_size(value: &Bound<'_, PyAny>) -> PyResult<u32> {
+    Ok(whole("max_connections", value, POOL_SIZE)? as u32)
+}
+
+/// Opens (creating if missing) the SQLite store at `path`; awaitable of a
+/// `SqlStore`. An option left out takes the core's default.
 #[pyfunction]
-pub fn open_sqlite(
-    py: Python<'_>,
+#[pyo3(signature = (path, /, *, busy_timeout = Given::Absent, max_connections = Given::Absent))]
+pub fn open_sqlite<'py>(
+    py: Python<'py>,
     path: String,
-    busy_timeout: f64,
-    max_connections: u32,
-) -> PyResult<Bound<'_, PyAny>> {
-    let options = SqliteOptions { busy_timeout: seconds("busy_timeout", busy_timeout)?, max_connections };
+    busy_timeout: Given<'py>,
+    max_connections: Given<'py>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut options = SqliteOptions::default();
+    busy_timeout.apply(&mut options.busy_timeout, |value| seconds("busy_timeout", value, BUSY_TIMEOUT_SECONDS))?;
+    max_connections.apply(&mut options.max_connections, pool_size)?;
     let open = async move { SqliteSandboxInstanceStore::open_with(path, options).await };
     awaitable(py, open, |py, opened| {
         let store = opened.map_err(store_open_error)?;
@@ -99,26 +211,39 @@ pub fn open_sqlite(
     })
 }
 
-/// Connects to PostgreSQL at `url`; awaitable of a `SqlStore`.
+/// Connects to PostgreSQL at `url`; awaitable of a `SqlStore`. An option left
+/// out takes the core's default.
 #[pyfunction]
-#[allow(clippy::too_many_arguments)]
-pub fn connect_postgres(
-    py: Python<'_>,
+#[pyo3(signature = (
+    url,
+    /,
+    *,
+    schema = Given::Absent,
+    instances_table = Given::Absent,
+    leaks_table = Given::Absent,
+    schema_version_table = Given::Absent,
+    max_connections = Given::Absent,
+))]
+pub fn connect_postgres<'py>(
+    py: Python<'py>,
     url: String,
-    schema: String,
-    instances_table: String,
-    leaks_table: String,
-    schema_version_table: String,
-    max_connections: u32,
-) -> PyResult<Bound<'_, PyAny>> {
-    let options = PostgresOptions {
-        schema,
-        instances_table,
-        leaks_table,
-        schema_version_table,
-        max_connections,
-        ..PostgresOptions::default()
-    };
+    schema: Given<'py>,
+    instances_table: Given<'py>,
+    leaks_table: Given<'py>,
+    schema_version_table: Given<'py>,
+    max_connections: Given<'py>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut options = PostgresOptions::default();
+    let names = [
+        ("schema", schema, &mut options.schema),
+        ("instances_table", instances_table, &mut options.instances_table),
+        ("leaks_table", leaks_table, &mut options.leaks_table),
+        ("schema_version_table", schema_version_table, &mut options.schema_version_table),
+    ];
+    for (field, given, slot) in names {
+        given.apply(slot, |value| name(field, value))?;
+    }
+    max_connections.apply(&mut options.max_connections, pool_size)?;
     // Refused options raise here, before any connection is attempted.
     options.validate().map_err(store_open_error)?;
     let connect = async move { PostgresSandboxInstanceStore::connect(&url, options).await };
@@ -185,10 +310,11 @@ impl SqlStore {
         &self,
         py: Python<'py>,
         provider: String,
-        limit: usize,
-        lease: f64,
+        limit: &Bound<'py, PyAny>,
+        lease: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let lease = seconds("lease", lease)?;
+        let limit = count("limit", limit)?;
+        let lease = self::lease(lease)?;
         let backend = self.backend.clone();
         awaitable(py, async move { backend.ledger().claim_leaks(&provider, limit, lease).await }, entries_to_py)
     }
@@ -206,8 +332,9 @@ impl SqlStore {
         py: Python<'py>,
         entry: &Bound<'py, PyAny>,
         message: String,
-        failed_at: u64,
+        failed_at: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let failed_at = millis("failed_at", failed_at)?;
         let entry = leak_entry_from_py(entry)?;
         let backend = self.backend.clone();
         let retry = async move { backend.ledger().record_retry_failure(&entry, &message, failed_at).await };
@@ -217,7 +344,14 @@ impl SqlStore {
     // ---- the fleet store (reconcile); every time is epoch milliseconds ----
 
     /// Awaitable of the records last updated before `older_than`, oldest first, at most `limit`.
-    fn list_stale<'py>(&self, py: Python<'py>, older_than: u64, limit: usize) -> PyResult<Bound<'py, PyAny>> {
+    fn list_stale<'py>(
+        &self,
+        py: Python<'py>,
+        older_than: &Bound<'py, PyAny>,
+        limit: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let limit = count("limit", limit)?;
+        let older_than = millis("older_than", older_than)?;
         let backend = self.backend.clone();
         awaitable(py, async move { backend.fleet().list_stale(older_than, limit).await }, |py, records| {
             let records = records.map_err(store_error)?;
@@ -231,9 +365,10 @@ impl SqlStore {
         &self,
         py: Python<'py>,
         key: String,
-        updated_at: u64,
+        updated_at: &Bound<'py, PyAny>,
         leak: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let updated_at = millis("updated_at", updated_at)?;
         let leak = new_leak_from_py(leak)?;
         let backend = self.backend.clone();
         awaitable(py, async move { backend.fleet().expire_idle(&key, updated_at, leak).await }, flag)
@@ -247,9 +382,9 @@ impl SqlStore {
         &self,
         py: Python<'py>,
         provider: String,
-        destroyed_since: Option<u64>,
+        destroyed_since: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let since = destroyed_since.unwrap_or(u64::MAX);
+        let since = optional_whole("destroyed_since", destroyed_since, MILLIS)?.unwrap_or(u64::MAX);
         let backend = self.backend.clone();
         awaitable(py, async move { backend.fleet().sandbox_references(&provider, since).await }, |py, ids| {
             ids.map_err(store_error)?.into_py_any(py)
@@ -259,7 +394,13 @@ impl SqlStore {
     /// Awaitable of the registry: every sandbox id of `provider` an instance
     /// record named whose record still exists or was last written or deleted
     /// at or after `since` (epoch ms).
-    fn registered_sandboxes<'py>(&self, py: Python<'py>, provider: String, since: u64) -> PyResult<Bound<'py, PyAny>> {
+    fn registered_sandboxes<'py>(
+        &self,
+        py: Python<'py>,
+        provider: String,
+        since: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let since = millis("since", since)?;
         let backend = self.backend.clone();
         awaitable(py, async move { backend.fleet().registered_sandboxes(&provider, since).await }, |py, ids| {
             ids.map_err(store_error)?.into_py_any(py)
@@ -272,8 +413,9 @@ impl SqlStore {
         py: Python<'py>,
         leak: &Bound<'py, PyAny>,
         reason: &str,
-        next_attempt_at: u64,
+        next_attempt_at: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let next_attempt_at = millis("next_attempt_at", next_attempt_at)?;
         let leak = new_leak_from_py(leak)?;
         let reason = leak_reason(reason)?;
         let backend = self.backend.clone();
@@ -286,10 +428,13 @@ impl SqlStore {
         &self,
         py: Python<'py>,
         provider: String,
-        limit: usize,
-        lease_ms: Option<u64>,
-        now: u64,
+        limit: &Bound<'py, PyAny>,
+        lease_ms: Option<&Bound<'py, PyAny>>,
+        now: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let limit = count("limit", limit)?;
+        let lease_ms = optional_whole("lease_ms", lease_ms, MILLIS)?;
+        let now = millis("now", now)?;
         let backend = self.backend.clone();
         awaitable(py, async move { backend.fleet().due_leaks(&provider, limit, lease_ms, now).await }, due_to_py)
     }
@@ -300,9 +445,11 @@ impl SqlStore {
         py: Python<'py>,
         entry: &Bound<'py, PyAny>,
         message: String,
-        failed_at: u64,
-        next_attempt_at: u64,
+        failed_at: &Bound<'py, PyAny>,
+        next_attempt_at: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let failed_at = millis("failed_at", failed_at)?;
+        let next_attempt_at = millis("next_attempt_at", next_attempt_at)?;
         let entry = leak_entry_from_py(entry)?;
         let backend = self.backend.clone();
         let defer = async move { backend.fleet().defer_leak(&entry, &message, failed_at, next_attempt_at).await };
@@ -315,9 +462,11 @@ impl SqlStore {
         py: Python<'py>,
         provider: String,
         holder: String,
-        lease_ms: u64,
-        now: u64,
+        lease_ms: &Bound<'py, PyAny>,
+        now: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let lease_ms = millis("lease_ms", lease_ms)?;
+        let now = millis("now", now)?;
         let backend = self.backend.clone();
         awaitable(py, async move { backend.fleet().claim_sweep(&provider, &holder, lease_ms, now).await }, flag)
     }
@@ -340,10 +489,10 @@ impl SqlStore {
     fn list_audit<'py>(
         &self,
         py: Python<'py>,
-        since: Option<u64>,
-        limit: Option<usize>,
+        since: Option<&Bound<'py, PyAny>>,
+        limit: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let limit = limit.unwrap_or(defaults::AUDIT_LIMIT);
+        let (since, limit) = audit_query(since, limit)?;
         let backend = self.backend.clone();
         awaitable(py, async move { backend.fleet().list_audit(since, limit).await }, |py, rows| {
             let rows = rows.map_err(store_error)?;
@@ -357,6 +506,15 @@ impl SqlStore {
         let backend = self.backend.clone();
         awaitable(py, async move { backend.close().await }, |py, ()| Ok(py.None()))
     }
+}
+
+/// `list_audit`'s `limit` (`None`: the core's default) and `since` (`None`: from the start).
+pub fn audit_query(
+    since: Option<&Bound<'_, PyAny>>,
+    limit: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(Option<u64>, usize)> {
+    let limit = optional_whole("limit", limit, COUNT)?.map_or(defaults::AUDIT_LIMIT, |limit| limit as usize);
+    Ok((optional_whole("since", since, MILLIS)?, limit))
 }
 
 /// Leak entries as a list of the package's `LeakEntry` objects.

@@ -5,13 +5,14 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use sandbox_reclaim::options::defaults;
+use sandbox_reclaim::arguments::MILLIS;
 use sandbox_reclaim::{FleetStore, InMemorySandboxInstanceStore, LeakLedger, SandboxInstanceStore};
 
 use crate::records::{
     audit_entry_from_py, audit_entry_to_py, due_leak_to_py, instance_from_py, instance_to_py, leak_entry_from_py,
     leak_entry_to_py, leak_reason, new_leak_from_py,
 };
+use crate::sql_store::{audit_query, count, lease, millis, optional_whole};
 use pyo3::exceptions::PyRuntimeError;
 use sandbox_reclaim::memory::now_or_never;
 
@@ -108,11 +109,12 @@ impl MemoryLedgerStore {
     fn claim_leaks<'py>(
         slf: PyRef<'py, Self>,
         provider: &str,
-        limit: usize,
-        lease: f64,
+        limit: &Bound<'py, PyAny>,
+        lease: &Bound<'py, PyAny>,
     ) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let py = slf.py();
-        let lease = crate::sql_store::seconds("lease", lease)?;
+        let limit = count("limit", limit)?;
+        let lease = self::lease(lease)?;
         let entries = ready(slf.as_super().inner.claim_leaks(provider, limit, lease))?.map_err(store_error)?;
         entries.iter().map(|entry| leak_entry_to_py(py, entry)).collect()
     }
@@ -128,8 +130,9 @@ impl MemoryLedgerStore {
         slf: PyRef<'_, Self>,
         entry: &Bound<'_, PyAny>,
         message: &str,
-        failed_at: u64,
+        failed_at: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
+        let failed_at = millis("failed_at", failed_at)?;
         let entry = leak_entry_from_py(entry)?;
         ready(slf.as_super().inner.record_retry_failure(&entry, message, failed_at))?.map_err(store_error)
     }
@@ -137,15 +140,27 @@ impl MemoryLedgerStore {
     // ---- the fleet store (reconcile); every time is epoch milliseconds ----
 
     /// Records last updated before `older_than`, oldest first, at most `limit`.
-    fn list_stale<'py>(slf: PyRef<'py, Self>, older_than: u64, limit: usize) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    fn list_stale<'py>(
+        slf: PyRef<'py, Self>,
+        older_than: &Bound<'py, PyAny>,
+        limit: &Bound<'py, PyAny>,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let py = slf.py();
+        let older_than = millis("older_than", older_than)?;
+        let limit = count("limit", limit)?;
         let records = ready(slf.as_super().inner.list_stale(older_than, limit))?.map_err(store_error)?;
         records.iter().map(|record| instance_to_py(py, record)).collect()
     }
 
     /// Deletes record `key` if its `updated_at` is still `updated_at` and
     /// records `leak` (reason `idle`, due at once); `False` when it changed.
-    fn expire_idle(slf: PyRef<'_, Self>, key: &str, updated_at: u64, leak: &Bound<'_, PyAny>) -> PyResult<bool> {
+    fn expire_idle(
+        slf: PyRef<'_, Self>,
+        key: &str,
+        updated_at: &Bound<'_, PyAny>,
+        leak: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let updated_at = millis("updated_at", updated_at)?;
         let leak = new_leak_from_py(leak)?;
         ready(slf.as_super().inner.expire_idle(key, updated_at, leak))?.map_err(store_error)
     }
@@ -154,20 +169,31 @@ impl MemoryLedgerStore {
     /// and (with `destroyed_since`, epoch ms) every one an audit row says
     /// was destroyed at or after it.
     #[pyo3(signature = (provider, destroyed_since = None))]
-    fn sandbox_references(slf: PyRef<'_, Self>, provider: &str, destroyed_since: Option<u64>) -> PyResult<Vec<String>> {
-        let since = destroyed_since.unwrap_or(u64::MAX);
+    fn sandbox_references(
+        slf: PyRef<'_, Self>,
+        provider: &str,
+        destroyed_since: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<String>> {
+        let since = optional_whole("destroyed_since", destroyed_since, MILLIS)?.unwrap_or(u64::MAX);
         ready(slf.as_super().inner.sandbox_references(provider, since))?.map_err(store_error)
     }
 
     /// The registry: every sandbox id of `provider` an instance record named
     /// whose record still exists or was last written or deleted at or after
     /// `since` (epoch ms).
-    fn registered_sandboxes(slf: PyRef<'_, Self>, provider: &str, since: u64) -> PyResult<Vec<String>> {
+    fn registered_sandboxes(slf: PyRef<'_, Self>, provider: &str, since: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+        let since = millis("since", since)?;
         ready(slf.as_super().inner.registered_sandboxes(provider, since))?.map_err(store_error)
     }
 
     /// Records `leak` with `reason`, due at `next_attempt_at`.
-    fn record_leak(slf: PyRef<'_, Self>, leak: &Bound<'_, PyAny>, reason: &str, next_attempt_at: u64) -> PyResult<()> {
+    fn record_leak(
+        slf: PyRef<'_, Self>,
+        leak: &Bound<'_, PyAny>,
+        reason: &str,
+        next_attempt_at: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let next_attempt_at = millis("next_attempt_at", next_attempt_at)?;
         let leak = new_leak_from_py(leak)?;
         let reason = leak_reason(reason)?;
         ready(slf.as_super().inner.record_leak(leak, reason, next_attempt_at))?.map_err(store_error)
@@ -178,11 +204,14 @@ impl MemoryLedgerStore {
     fn due_leaks<'py>(
         slf: PyRef<'py, Self>,
         provider: &str,
-        limit: usize,
-        lease_ms: Option<u64>,
-        now: u64,
+        limit: &Bound<'py, PyAny>,
+        lease_ms: Option<&Bound<'py, PyAny>>,
+        now: &Bound<'py, PyAny>,
     ) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let py = slf.py();
+        let limit = count("limit", limit)?;
+        let lease_ms = optional_whole("lease_ms", lease_ms, MILLIS)?;
+        let now = millis("now", now)?;
         let due = ready(slf.as_super().inner.due_leaks(provider, limit, lease_ms, now))?.map_err(store_error)?;
         due.iter().map(|due| due_leak_to_py(py, due)).collect()
     }
@@ -192,15 +221,25 @@ impl MemoryLedgerStore {
         slf: PyRef<'_, Self>,
         entry: &Bound<'_, PyAny>,
         message: &str,
-        failed_at: u64,
-        next_attempt_at: u64,
+        failed_at: &Bound<'_, PyAny>,
+        next_attempt_at: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
+        let failed_at = millis("failed_at", failed_at)?;
+        let next_attempt_at = millis("next_attempt_at", next_attempt_at)?;
         let entry = leak_entry_from_py(entry)?;
         ready(slf.as_super().inner.defer_leak(&entry, message, failed_at, next_attempt_at))?.map_err(store_error)
     }
 
     /// Takes `provider`'s orphan sweep for `holder` until `now + lease_ms`; `False` if another holds it.
-    fn claim_sweep(slf: PyRef<'_, Self>, provider: &str, holder: &str, lease_ms: u64, now: u64) -> PyResult<bool> {
+    fn claim_sweep(
+        slf: PyRef<'_, Self>,
+        provider: &str,
+        holder: &str,
+        lease_ms: &Bound<'_, PyAny>,
+        now: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let lease_ms = millis("lease_ms", lease_ms)?;
+        let now = millis("now", now)?;
         ready(slf.as_super().inner.claim_sweep(provider, holder, lease_ms, now))?.map_err(store_error)
     }
 
@@ -219,11 +258,11 @@ impl MemoryLedgerStore {
     #[pyo3(signature = (since=None, limit=None))]
     fn list_audit<'py>(
         slf: PyRef<'py, Self>,
-        since: Option<u64>,
-        limit: Option<usize>,
+        since: Option<&Bound<'py, PyAny>>,
+        limit: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let py = slf.py();
-        let limit = limit.unwrap_or(defaults::AUDIT_LIMIT);
+        let (since, limit) = audit_query(since, limit)?;
         let rows = ready(slf.as_super().inner.list_audit(since, limit))?.map_err(store_error)?;
         rows.iter().map(|row| audit_entry_to_py(py, row)).collect()
     }

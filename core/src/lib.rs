@@ -17,6 +17,7 @@
 //! Node and Python bindings run the very same machines from their own event
 //! loops. Every string a flow emits comes from [`messages`].
 
+pub mod arguments;
 pub mod driver;
 pub mod effect_table;
 pub mod effects;

@@ -210,6 +210,19 @@ pub fn hosted_malformed(vendor: &str, method: &str, path: &str, why: &str) -> St
     format!("{vendor} answered {method} {path} with a body we cannot vouch for: {why}")
 }
 
+// ---- store arguments (core/src/arguments.rs): `field` is spelled as the host
+// names it (`leaseMs`, `options.limit` in Node; `` `lease` `` in Python).
+
+/// Node: a store argument that is not a whole number from `minimum` to `maximum`.
+pub fn node_whole_number_between(field: &str, minimum: u64, maximum: u64) -> String {
+    format!("{field} must be a whole number between {minimum} and {maximum}")
+}
+
+/// Python: how an error shows an int too big to print (beyond 128 bits).
+pub fn python_huge_int(bits: u64) -> String {
+    format!("an int of {bits} bits")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -398,3 +398,61 @@ test('out-of-range numbers of store methods are TypeErrors naming the argument, 
     await store.close();
   }
 });
+
+// The core checks every number a store method takes (core/src/arguments.rs):
+// any JS value crosses as it is, and a non-number is refused with the same
+// text as a number out of range, by the in-memory and the SQLite store alike.
+for (const [kind, open] of [
+  ['memory', async () => new InMemorySandboxInstanceStore({ ledger: true })],
+  ['sqlite', async () => SqliteSandboxInstanceStore.open(join(scratch, `core-ranges-${(files += 1)}.db`))],
+]) {
+  test(`${kind}: the core refuses a bad limit, lease or time with the field's name and range, before any effect`, async () => {
+    const store = await open();
+    try {
+      const leak = { key: 'k', provider: 'docker', providerSandboxId: 'c', runId: 'r', errorMessage: 'e', failedAt: 5 };
+      await store.deleteRecordingLeak('k', leak);
+      const [entry] = await store.listLeaks();
+      const LIMIT = /^limit must be a whole number between 0 and 4294967295$/;
+      const LEASE = /^leaseMs must be a whole number between 0 and 9007199254740991$/;
+      for (const limit of [-1, 1.5, 2 ** 32, Number.NaN, Infinity, '1', null, undefined, 1n]) {
+        await assert.rejects(store.claimLeaks('docker', limit, 0), { name: 'TypeError', message: LIMIT }, `limit ${String(limit)}`);
+        await assert.rejects(store.listStale(0, limit), { name: 'TypeError', message: LIMIT }, `limit ${String(limit)}`);
+        await assert.rejects(store.dueLeaks('docker', limit, 0, 0), { name: 'TypeError', message: LIMIT }, `limit ${String(limit)}`);
+      }
+      for (const leaseMs of [-1, 0.5, 2 ** 53, '5', undefined]) {
+        await assert.rejects(store.claimLeaks('docker', 1, leaseMs), { name: 'TypeError', message: LEASE }, `lease ${String(leaseMs)}`);
+        await assert.rejects(store.claimSweep('docker', 'h', leaseMs, 0), { name: 'TypeError', message: LEASE }, `lease ${String(leaseMs)}`);
+      }
+      // dueLeaks without a lease (undefined or null) only lists; listAudit's since may be null, its limit not.
+      assert.equal((await store.dueLeaks('docker', 0, null, 0)).length, 0);
+      assert.deepStrictEqual(await store.listAudit({ since: null }), []);
+      await assert.rejects(store.listAudit({ limit: null }), { name: 'TypeError', message: /^options\.limit must be a whole number between 0 and 4294967295$/ });
+      await assert.rejects(store.listAudit({ since: 'now' }), { name: 'TypeError', message: /^options\.since must be a whole number between 0 and 9007199254740991$/ });
+      await assert.rejects(store.sandboxReferences('docker', null), { name: 'TypeError', message: /^destroyedSince must be a whole number between 0 and/ });
+      await assert.rejects(store.deferLeak(entry, 'm', 6, -1), { name: 'TypeError', message: /^nextAttemptAt must be a whole number between 0 and/ });
+      await assert.rejects(store.recordRetryFailure({ ...entry, attempts: '1' }, 'm', 6), { name: 'TypeError', message: /^entry\.attempts must be a whole number between 0 and 4294967295$/ });
+      await assert.rejects(store.appendAudit([{ at: -1, host: 'h', provider: 'docker', providerSandboxId: 'c', reason: 'orphan', result: 'destroyed' }]), {
+        name: 'TypeError',
+        message: /^entries\[0\]\.at must be a whole number between 0 and 9007199254740991$/,
+      });
+      // The edges of each range are taken.
+      assert.deepStrictEqual(await store.listStale(Number.MAX_SAFE_INTEGER, 2 ** 32 - 1), []);
+      assert.deepStrictEqual(await store.listLeaks(), [entry], 'nothing was claimed or bumped');
+      assert.deepStrictEqual(await store.listAudit(), [], 'no audit row was written');
+    } finally {
+      await store.close?.();
+    }
+  });
+}
+
+test('store options: maxConnections and busyTimeoutMs of another type are refused by the core, null too', async () => {
+  const path = join(scratch, `never-${(files += 1)}.db`);
+  for (const maxConnections of ['4', null, true]) {
+    await assert.rejects(SqliteSandboxInstanceStore.open(path, { maxConnections }), { name: 'TypeError', message: /^options\.maxConnections must be a whole number between 1 and 4294967295$/ });
+    await assert.rejects(PostgresSandboxInstanceStore.connect('postgres://nobody@127.0.0.1:1/x', { maxConnections }), { name: 'TypeError', message: U32_RANGE });
+  }
+  await assert.rejects(SqliteSandboxInstanceStore.open(path, { busyTimeoutMs: null }), { name: 'TypeError', message: /^options\.busyTimeoutMs must be a whole number between 0 and 2147483647$/ });
+  assert.ok(!existsSync(path), 'a refused option creates no file');
+  const store = await SqliteSandboxInstanceStore.open(path, { busyTimeoutMs: 2 ** 31 - 1, maxConnections: 1 });
+  await store.close();
+});

@@ -14,7 +14,6 @@ import pytest
 from harness import load_vectors
 
 import sandbox_reclaim as sr
-from sandbox_reclaim._checks import whole_number
 
 REPO = Path(__file__).resolve().parents[2]
 NODE_BINDING = REPO / "bindings-node" / "index.mjs"
@@ -172,13 +171,16 @@ def test_leak_records_at_the_edges_of_their_ranges_are_accepted() -> None:
         (True, TypeError, r"^`limit` must be an int, got bool$"),
     ],
 )
-def test_whole_number_names_the_argument_and_its_range(value: object, kind: type[Exception], message: str) -> None:
+async def test_whole_number_names_the_argument_and_its_range(value: object, kind: type[Exception], message: str) -> None:
+    # The core checks a store's numbers (core/src/arguments.rs), with the text a Python check had.
+    store = sr.InMemorySandboxInstanceStore.with_ledger()
     with pytest.raises(kind, match=message):
-        whole_number(value, "limit", 0, 2**32 - 1)
+        await store.list_stale(0, value)  # type: ignore[arg-type]
 
 
-def test_whole_number_returns_values_in_range() -> None:
-    assert [whole_number(value, "n", 1, 3) for value in (1, 2, 3)] == [1, 2, 3]
+async def test_whole_number_returns_values_in_range() -> None:
+    store = sr.InMemorySandboxInstanceStore.with_ledger()
+    assert [await store.list_stale(0, value) for value in (0, 1, 2**32 - 1)] == [[], [], []]
 
 
 def test_whole_float_timestamps_and_str_status_are_accepted() -> None:

@@ -370,6 +370,67 @@ async def test_record_retry_failure_failed_at_of_another_type_is_a_type_error(tm
             await store.record_retry_failure(entry, "again", failed_at)
 
 
+@asynccontextmanager
+async def ledger_store(kind: str, tmp_path: Path) -> AsyncIterator[Any]:
+    """An in-memory or SQLite ledger store holding one leak entry."""
+    if kind == "memory":
+        store: Any = sr.InMemorySandboxInstanceStore.with_ledger()
+        await store.delete_recording_leak("k", sr.NewLeak("k", "docker", "ctr", "run", "boom", 5))
+        yield store
+        return
+    async with await sr.SqliteSandboxInstanceStore.open(tmp_path / "ranges.db") as sqlite:
+        await sqlite.delete_recording_leak("k", sr.NewLeak("k", "docker", "ctr", "run", "boom", 5))
+        yield sqlite
+
+
+@pytest.mark.parametrize("kind", ("memory", "sqlite"))
+async def test_the_core_checks_every_number_a_store_method_takes(tmp_path: Path, kind: str) -> None:
+    """The core (core/src/arguments.rs) checks limits, leases and times: a
+    wrong type is a TypeError, a value out of range a ValueError, each naming
+    the argument as Python spells it, before anything is claimed or written."""
+    async with ledger_store(kind, tmp_path) as store:
+        [entry] = await store.list_leaks()
+        limit_range = r"^`limit` must be a whole number between 0 and 4294967295, got "
+        for limit in (-1, 2**32, 2**70):
+            with pytest.raises(ValueError, match=limit_range + str(limit) + "$"):
+                await store.claim_leaks("docker", limit, 0)
+            with pytest.raises(ValueError, match=limit_range):
+                await store.list_stale(0, limit)
+            with pytest.raises(ValueError, match=limit_range):
+                await store.due_leaks("docker", limit, None, 0)
+            with pytest.raises(ValueError, match=limit_range):
+                await store.list_audit(limit=limit)
+        with pytest.raises(ValueError, match=r"got an int of 1329 bits$"):
+            await store.claim_leaks("docker", 10**400, 0)
+        for wrong_limit in (1.0, True, "1"):
+            with pytest.raises(TypeError, match=r"^`limit` must be an int, got (float|bool|str)$"):
+                await store.list_stale(0, wrong_limit)
+        for lease in (-1, -0.5, 2**70, float("inf"), float("nan")):
+            with pytest.raises(ValueError, match=r"^`lease` must be a number of seconds between 0 and 9007199254740\.99, got "):
+                await store.claim_leaks("docker", 1, lease)
+        for wrong_lease in ("1", None, True):
+            with pytest.raises(TypeError, match=r"^`lease` must be a number of seconds, got (str|NoneType|bool)$"):
+                await store.claim_leaks("docker", 1, wrong_lease)
+        with pytest.raises(ValueError, match=r"^`lease_ms` must be a whole number between 0 and 9007199254740991, got -1$"):
+            await store.claim_sweep("docker", "h", -1, 0)
+        with pytest.raises(TypeError, match=r"^`lease_ms` must be an int, got float$"):
+            await store.due_leaks("docker", 1, 1.5, 0)
+        with pytest.raises(ValueError, match=r"^`now` must be a whole number between 0 and 9007199254740991, got 9007199254740992$"):
+            await store.claim_sweep("docker", "h", 1, 2**53)
+        with pytest.raises(ValueError, match=r"^`next_attempt_at` must be a whole number"):
+            await store.defer_leak(entry, "again", 6, -1)
+        with pytest.raises(TypeError, match=r"^`destroyed_since` must be an int, got str$"):
+            await store.sandbox_references("docker", "0")
+        with pytest.raises(ValueError, match=r"^`since` must be a whole number"):
+            await store.list_audit(since=-1)
+        # None means absent where the signature says so; the edges of each range are taken.
+        assert await store.due_leaks("docker", 0, None, 0) == []
+        assert await store.list_audit(since=None, limit=None) == []
+        assert await store.list_stale(2**53 - 1, 2**32 - 1) == []
+        assert await store.claim_leaks("docker", 0, 0.0) == []
+        assert await store.list_leaks() == [entry], "no refused call claimed or bumped the entry"
+
+
 def test_store_cannot_be_built_without_open() -> None:
     with pytest.raises(TypeError, match="open"):
         sr.SqliteSandboxInstanceStore(object())  # type: ignore[arg-type]

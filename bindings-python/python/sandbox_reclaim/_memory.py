@@ -5,7 +5,7 @@ native half answers at once, so awaiting costs one coroutine step)."""
 from __future__ import annotations
 
 from . import _native
-from ._checks import MAX_SAFE_INTEGER, MAX_U32, exact, seconds, whole_number
+from ._checks import exact
 from ._records import AuditEntry, DueLeak, LeakEntry, LeakReason, NewLeak, SandboxInstanceRecord, leak_reason
 
 
@@ -60,19 +60,12 @@ def _text(value: object, name: str) -> str:
     return exact(value, name)
 
 
-def _millis(value: object, name: str) -> int:
-    return whole_number(value, name, 0, MAX_SAFE_INTEGER)
-
-
-def _optional_millis(value: object, name: str) -> int | None:
-    return None if value is None else _millis(value, name)
-
-
 class InMemoryLeakLedgerStore(InMemorySandboxInstanceStore):
     """An in-memory store with a leak ledger: a failed destroy's record
     removal and its leak entry happen in one step. It is also a fleet store
     (:func:`reconcile`): every time its fleet methods take is epoch
-    milliseconds."""
+    milliseconds. Numbers cross as given: the core checks each one's type and
+    range."""
 
     __slots__ = ()
 
@@ -95,9 +88,7 @@ class InMemoryLeakLedgerStore(InMemorySandboxInstanceStore):
 
     async def claim_leaks(self, provider: str, limit: int, lease: float) -> list[LeakEntry]:
         """Claims up to ``limit`` of ``provider``'s entries for ``lease`` seconds."""
-        count = whole_number(limit, "limit", 0, MAX_U32)
-        duration = seconds(lease, "lease", MAX_SAFE_INTEGER / 1000)
-        return self._native.claim_leaks(exact(provider, "provider"), count, duration)
+        return self._native.claim_leaks(exact(provider, "provider"), limit, lease)
 
     async def resolve_leak(self, entry: LeakEntry) -> None:
         """Removes a claimed entry whose sandbox is now destroyed."""
@@ -105,27 +96,25 @@ class InMemoryLeakLedgerStore(InMemorySandboxInstanceStore):
 
     async def record_retry_failure(self, entry: LeakEntry, message: str, failed_at: int) -> None:
         """Bumps a claimed entry's attempts, keeps ``message`` and releases the claim."""
-        moment = whole_number(failed_at, "failed_at", 0, MAX_SAFE_INTEGER)
-        self._native.record_retry_failure(entry, message, moment)
+        self._native.record_retry_failure(entry, message, failed_at)
 
     # ---- the fleet store (reconcile) ----
 
     async def list_stale(self, older_than: int, limit: int) -> list[SandboxInstanceRecord]:
         """Records last updated before ``older_than``, oldest first, at most ``limit``."""
-        return self._native.list_stale(_millis(older_than, "older_than"), whole_number(limit, "limit", 0, MAX_U32))
+        return self._native.list_stale(older_than, limit)
 
     async def expire_idle(self, key: str, updated_at: int, leak: NewLeak) -> bool:
         """Deletes record ``key`` if its ``updated_at`` is still ``updated_at``
         and records ``leak`` (reason ``idle``, due at once), in one step;
         ``False`` (nothing written) when it was touched or is gone."""
-        return self._native.expire_idle(_text(key, "key"), _millis(updated_at, "updated_at"), leak)
+        return self._native.expire_idle(_text(key, "key"), updated_at, leak)
 
     async def sandbox_references(self, provider: str, destroyed_since: int | None = None) -> list[str]:
         """Every ``provider_sandbox_id`` of ``provider`` a record or a leak entry
         references, and (with ``destroyed_since``, epoch ms) every one the audit
         log says was destroyed at or after it."""
-        since = _optional_millis(destroyed_since, "destroyed_since")
-        return self._native.sandbox_references(_text(provider, "provider"), since)
+        return self._native.sandbox_references(_text(provider, "provider"), destroyed_since)
 
     async def registered_sandboxes(self, provider: str, since: int) -> list[str]:
         """The registry: every ``provider_sandbox_id`` of ``provider`` an
@@ -133,30 +122,26 @@ class InMemoryLeakLedgerStore(InMemorySandboxInstanceStore):
         deleted, if it was last written or deleted at or after ``since``
         (epoch ms). :func:`reconcile` takes an unlabelled listed sandbox
         (owner ``""``) for ours only when this names it."""
-        return self._native.registered_sandboxes(_text(provider, "provider"), _millis(since, "since"))
+        return self._native.registered_sandboxes(_text(provider, "provider"), since)
 
     async def record_leak(self, leak: NewLeak, reason: LeakReason | str, next_attempt_at: int) -> None:
         """Records ``leak`` with ``reason``, due at ``next_attempt_at`` (a known sandbox: attempts + 1)."""
-        self._native.record_leak(leak, leak_reason(reason).value, _millis(next_attempt_at, "next_attempt_at"))
+        self._native.record_leak(leak, leak_reason(reason).value, next_attempt_at)
 
     async def due_leaks(self, provider: str, limit: int, lease_ms: int | None, now: int) -> list[DueLeak]:
         """``provider``'s entries due at ``now`` and unclaimed, oldest first, at
         most ``limit``, claimed until ``now + lease_ms`` (``None``: only listed)."""
-        count = whole_number(limit, "limit", 0, MAX_U32)
-        lease = _optional_millis(lease_ms, "lease_ms")
-        return self._native.due_leaks(_text(provider, "provider"), count, lease, _millis(now, "now"))
+        return self._native.due_leaks(_text(provider, "provider"), limit, lease_ms, now)
 
     async def defer_leak(self, entry: LeakEntry, message: str, failed_at: int, next_attempt_at: int) -> None:
         """A claimed entry failed again: attempts + 1, ``message`` kept, due at
         ``next_attempt_at``, claim released."""
-        failed = _millis(failed_at, "failed_at")
-        self._native.defer_leak(entry, _text(message, "message"), failed, _millis(next_attempt_at, "next_attempt_at"))
+        self._native.defer_leak(entry, _text(message, "message"), failed_at, next_attempt_at)
 
     async def claim_sweep(self, provider: str, holder: str, lease_ms: int, now: int) -> bool:
         """Takes ``provider``'s orphan sweep for ``holder`` until ``now + lease_ms``
         unless another holder's lease runs; whether ``holder`` holds it."""
-        lease = _millis(lease_ms, "lease_ms")
-        return self._native.claim_sweep(_text(provider, "provider"), _text(holder, "holder"), lease, _millis(now, "now"))
+        return self._native.claim_sweep(_text(provider, "provider"), _text(holder, "holder"), lease_ms, now)
 
     async def release_sweep(self, provider: str, holder: str) -> None:
         """Gives ``provider``'s sweep back if ``holder`` still holds it."""
@@ -169,5 +154,4 @@ class InMemoryLeakLedgerStore(InMemorySandboxInstanceStore):
     async def list_audit(self, since: int | None = None, limit: int | None = None) -> list[AuditEntry]:
         """Audit rows with ``at >= since`` (epoch ms), oldest first, at most
         ``limit`` (None: the core's default, 1000)."""
-        count = None if limit is None else whole_number(limit, "limit", 0, MAX_U32)
-        return self._native.list_audit(_optional_millis(since, "since"), count)
+        return self._native.list_audit(since, limit)

@@ -10,22 +10,35 @@ reads back unchanged in the others.
 
 from __future__ import annotations
 
+import enum
 import os
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from . import _native
-from ._checks import MAX_SAFE_INTEGER, MAX_U32, exact, seconds, whole_number
+from ._checks import exact
 from ._records import AuditEntry, DueLeak, LeakEntry, LeakReason, NewLeak, SandboxInstanceRecord, leak_reason
 
 _Store = TypeVar("_Store", bound="_SqlStore")
 
-_MAX_LEASE = MAX_SAFE_INTEGER / 1000
-"""The longest claim lease, in seconds: 2^53-1 milliseconds, as in Node."""
 
-_MAX_BUSY_TIMEOUT = 2_147_483.647
-"""The longest busy timeout, in seconds: SQLite waits an ``int`` of milliseconds."""
+class _NotGiven(enum.Enum):
+    """An option the caller left out: it does not cross to the native side,
+    which takes the core's default (issue #16: no default lives in Python)."""
 
+    NOT_GIVEN = "not given"
+
+    def __repr__(self) -> str:
+        return "<the core's default>"
+
+
+_NOT_GIVEN: Final = _NotGiven.NOT_GIVEN
+
+
+def _given(**options: object) -> dict[str, Any]:
+    """The options the caller gave (an explicit ``None`` included, for the
+    core to refuse), as keyword arguments for the native side."""
+    return {field: value for field, value in options.items() if value is not _NOT_GIVEN}
 
 def _check_str(field: str, value: object) -> str:
     if not isinstance(value, str):
@@ -33,21 +46,9 @@ def _check_str(field: str, value: object) -> str:
     return exact(value, field)
 
 
-def _check_seconds(field: str, value: object, maximum: float = _MAX_LEASE) -> float:
-    """A lease (or another duration up to ``maximum``) in seconds."""
-    return seconds(value, field, maximum)
-
-
-def _millis(value: object, name: str) -> int:
-    return whole_number(value, name, 0, MAX_SAFE_INTEGER)
-
-
-def _optional_millis(value: object, name: str) -> int | None:
-    return None if value is None else _millis(value, name)
-
-
 class _SqlStore:
-    """The methods both SQL stores share (a native ``SqlStore`` handle)."""
+    """The methods both SQL stores share (a native ``SqlStore`` handle).
+    Numbers cross as given: the core checks each one's type and range."""
 
     __slots__ = ("_native",)
 
@@ -86,8 +87,7 @@ class _SqlStore:
         """Claims up to ``limit`` of ``provider``'s entries for ``lease``
         seconds (used by :func:`retry_leaks`; an entry another retrier holds
         is skipped until its lease ends)."""
-        count = whole_number(limit, "limit", 0, MAX_U32)
-        return await self._native.claim_leaks(provider, count, _check_seconds("lease", lease))
+        return await self._native.claim_leaks(provider, limit, lease)
 
     async def resolve_leak(self, entry: LeakEntry) -> None:
         """Removes a claimed entry whose sandbox is now destroyed."""
@@ -96,28 +96,25 @@ class _SqlStore:
     async def record_retry_failure(self, entry: LeakEntry, message: str, failed_at: int) -> None:
         """Bumps a claimed entry's attempts, keeps ``message`` and releases the
         claim; ``failed_at`` is epoch milliseconds."""
-        millis = whole_number(failed_at, "failed_at", 0, MAX_SAFE_INTEGER)
-        await self._native.record_retry_failure(entry, message, millis)
+        await self._native.record_retry_failure(entry, message, failed_at)
 
     # ---- the fleet store (reconcile); every time is epoch milliseconds ----
 
     async def list_stale(self, older_than: int, limit: int) -> list[SandboxInstanceRecord]:
         """Records last updated before ``older_than``, oldest first, at most ``limit``."""
-        count = whole_number(limit, "limit", 0, MAX_U32)
-        return await self._native.list_stale(_millis(older_than, "older_than"), count)
+        return await self._native.list_stale(older_than, limit)
 
     async def expire_idle(self, key: str, updated_at: int, leak: NewLeak) -> bool:
         """Deletes record ``key`` if its ``updated_at`` is still ``updated_at``
         and records ``leak`` (reason ``idle``, due at once), in one
         transaction; ``False`` (nothing written) when it was touched or is gone."""
-        return await self._native.expire_idle(_check_str("key", key), _millis(updated_at, "updated_at"), leak)
+        return await self._native.expire_idle(_check_str("key", key), updated_at, leak)
 
     async def sandbox_references(self, provider: str, destroyed_since: int | None = None) -> list[str]:
         """Every ``provider_sandbox_id`` of ``provider`` a record or a leak entry
         references, and (with ``destroyed_since``, epoch ms) every one the audit
         log says was destroyed at or after it."""
-        since = None if destroyed_since is None else _millis(destroyed_since, "destroyed_since")
-        return await self._native.sandbox_references(_check_str("provider", provider), since)
+        return await self._native.sandbox_references(_check_str("provider", provider), destroyed_since)
 
     async def registered_sandboxes(self, provider: str, since: int) -> list[str]:
         """The registry: every ``provider_sandbox_id`` of ``provider`` an
@@ -126,34 +123,28 @@ class _SqlStore:
         (epoch ms; a deletion is stamped with the database's clock).
         :func:`reconcile` takes an unlabelled listed sandbox (owner ``""``)
         for ours only when this names it."""
-        return await self._native.registered_sandboxes(_check_str("provider", provider), _millis(since, "since"))
+        return await self._native.registered_sandboxes(_check_str("provider", provider), since)
 
     async def record_leak(self, leak: NewLeak, reason: LeakReason | str, next_attempt_at: int) -> None:
         """Records ``leak`` with ``reason``, due at ``next_attempt_at`` (a known sandbox: attempts + 1)."""
-        due = _millis(next_attempt_at, "next_attempt_at")
-        await self._native.record_leak(leak, leak_reason(reason).value, due)
+        await self._native.record_leak(leak, leak_reason(reason).value, next_attempt_at)
 
     async def due_leaks(self, provider: str, limit: int, lease_ms: int | None, now: int) -> list[DueLeak]:
         """``provider``'s entries due at ``now`` and unclaimed, oldest first, at
         most ``limit``, claimed until ``now + lease_ms`` (``None``: only listed;
         PostgreSQL skips rows another pass has locked)."""
-        count = whole_number(limit, "limit", 0, MAX_U32)
-        lease = _optional_millis(lease_ms, "lease_ms")
-        return await self._native.due_leaks(_check_str("provider", provider), count, lease, _millis(now, "now"))
+        return await self._native.due_leaks(_check_str("provider", provider), limit, lease_ms, now)
 
     async def defer_leak(self, entry: LeakEntry, message: str, failed_at: int, next_attempt_at: int) -> None:
         """A claimed entry failed again: attempts + 1, ``message`` kept, due at
         ``next_attempt_at``, claim released."""
-        failed = _millis(failed_at, "failed_at")
-        due = _millis(next_attempt_at, "next_attempt_at")
-        await self._native.defer_leak(entry, _check_str("message", message), failed, due)
+        await self._native.defer_leak(entry, _check_str("message", message), failed_at, next_attempt_at)
 
     async def claim_sweep(self, provider: str, holder: str, lease_ms: int, now: int) -> bool:
         """Takes ``provider``'s orphan sweep for ``holder`` until ``now + lease_ms``
         unless another holder's lease runs; whether ``holder`` holds it."""
-        lease = _millis(lease_ms, "lease_ms")
         names = (_check_str("provider", provider), _check_str("holder", holder))
-        return await self._native.claim_sweep(*names, lease, _millis(now, "now"))
+        return await self._native.claim_sweep(*names, lease_ms, now)
 
     async def release_sweep(self, provider: str, holder: str) -> None:
         """Gives ``provider``'s sweep back if ``holder`` still holds it."""
@@ -166,8 +157,7 @@ class _SqlStore:
     async def list_audit(self, since: int | None = None, limit: int | None = None) -> list[AuditEntry]:
         """Audit rows with ``at >= since`` (epoch ms), oldest first, at most
         ``limit`` (None: the core's default, 1000)."""
-        count = None if limit is None else whole_number(limit, "limit", 0, MAX_U32)
-        return await self._native.list_audit(_optional_millis(since, "since"), count)
+        return await self._native.list_audit(since, limit)
 
     async def close(self) -> None:
         """Closes the connection pool; later calls raise ``SandboxStoreError``."""
@@ -191,11 +181,18 @@ class SqliteSandboxInstanceStore(_SqlStore):
 
     @classmethod
     async def open(
-        cls, path: str | os.PathLike[str], *, busy_timeout: float = 30.0, max_connections: int = 4
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout: float | _NotGiven = _NOT_GIVEN,
+        max_connections: int | _NotGiven = _NOT_GIVEN,
     ) -> SqliteSandboxInstanceStore:
         """Opens (creating if missing) the store file, switches it to WAL and
         applies pending migrations. ``busy_timeout`` (seconds, at most about
-        24.8 days) is how long a write waits for another process's lock.
+        24.8 days; default: the core's, 30 s) is how long a write waits for
+        another process's lock; ``max_connections`` (default: the core's, 4)
+        sizes this handle's pool. An option left out takes the core's
+        default; ``None`` is refused (``TypeError``).
 
         A file that is not ours is refused, unchanged, with
         ``SandboxStoreOpenError`` (another application's tables, or a table of
@@ -205,9 +202,8 @@ class SqliteSandboxInstanceStore(_SqlStore):
         file = os.fspath(path)
         if not isinstance(file, str):
             raise TypeError("`path` must be a text path, not bytes")
-        timeout = _check_seconds("busy_timeout", busy_timeout, _MAX_BUSY_TIMEOUT)
-        connections = whole_number(max_connections, "max_connections", 1, MAX_U32)
-        return cls(await _native.open_sqlite(file, timeout, connections))
+        options = _given(busy_timeout=busy_timeout, max_connections=max_connections)
+        return cls(await _native.open_sqlite(file, **options))
 
     def __repr__(self) -> str:
         return "<SqliteSandboxInstanceStore>"
@@ -224,29 +220,32 @@ class PostgresSandboxInstanceStore(_SqlStore):
         cls,
         url: str,
         *,
-        schema: str = "public",
-        instances_table: str = "sandbox_instances",
-        leaks_table: str = "sandbox_leaks",
-        schema_version_table: str = "sandbox_reclaim_schema_version",
-        max_connections: int = 10,
+        schema: str | _NotGiven = _NOT_GIVEN,
+        instances_table: str | _NotGiven = _NOT_GIVEN,
+        leaks_table: str | _NotGiven = _NOT_GIVEN,
+        schema_version_table: str | _NotGiven = _NOT_GIVEN,
+        max_connections: int | _NotGiven = _NOT_GIVEN,
     ) -> PostgresSandboxInstanceStore:
         """Connects a pool to ``url`` (``postgres://user@host:port/db``),
         creates ``schema`` if missing and applies pending migrations (under an
         advisory lock, so hosts may start together). Names are plain
-        identifiers, quoted, so case-sensitive."""
-        names: dict[str, Any] = {
-            "url": url,
-            "schema": schema,
-            "instances_table": instances_table,
-            "leaks_table": leaks_table,
-            "schema_version_table": schema_version_table,
-        }
+        identifiers, quoted, so case-sensitive.
+
+        An option left out takes the core's default: ``schema`` ``"public"``,
+        ``instances_table`` ``"sandbox_instances"``, ``leaks_table``
+        ``"sandbox_leaks"``, ``schema_version_table``
+        ``"sandbox_reclaim_schema_version"``, ``max_connections`` 10;
+        ``None`` is refused (``TypeError``)."""
+        _check_str("url", url)
+        names = _given(
+            schema=schema,
+            instances_table=instances_table,
+            leaks_table=leaks_table,
+            schema_version_table=schema_version_table,
+        )
         for field, value in names.items():
             _check_str(field, value)
-        connections = whole_number(max_connections, "max_connections", 1, MAX_U32)
-        native = await _native.connect_postgres(
-            url, schema, instances_table, leaks_table, schema_version_table, connections
-        )
+        native = await _native.connect_postgres(url, **names, **_given(max_connections=max_connections))
         return cls(native)
 
     def __repr__(self) -> str:
