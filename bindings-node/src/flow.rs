@@ -107,13 +107,13 @@ pub fn start_reclaim(
         store_has_ledger,
         destroy_timeout_ms: destroy_timeout_ms.map(millis),
     };
-    started(&sent, |runs| runs.start(Box::new(Reclaim::new(input, millis(now)))))
+    started(sent, |runs| runs.start(Box::new(Reclaim::new(input, millis(now)))))
 }
 
 /// Starts a run: its string table holds `sent` (what JS passed, in its order).
-fn started(sent: &[String], start: impl FnOnce(&mut RunTable) -> Vec<Slot>) -> Packed {
+fn started(sent: Vec<String>, start: impl FnOnce(&mut RunTable) -> Vec<Slot>) -> Packed {
     let batch = RUNS.with_borrow_mut(start);
-    packed::open(packed::run_of(&batch), sent.iter().map(String::as_str));
+    packed::open(packed::run_of(&batch), sent);
     pack(batch)
 }
 
@@ -149,9 +149,9 @@ pub fn reclaim_deadline(options_json: String) -> Result<Option<f64>> {
 /// Starts `retryLeaks` for the provider named `provider_name`.
 #[napi]
 pub fn start_retry(options_json: String, provider_name: String, now: f64) -> Result<Packed> {
-    let sent = [provider_name.clone()];
+    let sent = vec![provider_name.clone()];
     let input = start::retry(&host_options(&options_json)?, provider_name).map_err(invalid)?;
-    Ok(started(&sent, |runs| runs.start(Box::new(Retry::new(input, millis(now))))))
+    Ok(started(sent, |runs| runs.start(Box::new(Retry::new(input, millis(now))))))
 }
 
 /// Starts `reclaimAll`: record `i` is `(runIds[i], sandboxKeys[i])`; the
@@ -178,7 +178,7 @@ pub fn start_reclaim_all(
     let pass = PassStart { progress, stopped, host_name: None, registry: false };
     let input = start::reclaim_all(&host_options(&options_json)?, records, providers, store_has_ledger, pass)
         .map_err(invalid)?;
-    Ok(started(&sent, |runs| runs.start(Box::new(ReclaimAll::new(input, millis(now))))))
+    Ok(started(sent, |runs| runs.start(Box::new(ReclaimAll::new(input, millis(now))))))
 }
 
 /// One provider of a reconcile pass, as the declaration read it.
@@ -216,7 +216,7 @@ pub fn start_reconcile(
     let now = millis(now);
     let pass = PassStart { progress, stopped, host_name: Some(host_name), registry };
     let input = start::reconcile(&host_options(&options_json)?, providers, pass, now).map_err(invalid)?;
-    Ok(started(&sent, |runs| runs.start(Box::new(Reconcile::new(input, now)))))
+    Ok(started(sent, |runs| runs.start(Box::new(Reconcile::new(input, now)))))
 }
 
 // How effect `id` of run `run` settled, one function per kind (see
@@ -238,7 +238,7 @@ pub fn complete_failed(run: u32, id: u32, message: String, now: f64) -> Result<P
 /// (the driver pushes them too).
 #[napi]
 pub fn complete_instance(run: u32, id: u32, provider: String, provider_sandbox_id: String, now: f64) -> Result<Packed> {
-    packed::add(run, [provider.as_str(), provider_sandbox_id.as_str()]);
+    packed::add(run, [provider.clone(), provider_sandbox_id.clone()]);
     settle(run, id, completion::INSTANCE, Some(provider), Some(provider_sandbox_id), now)
 }
 
@@ -262,7 +262,7 @@ fn settle(run: u32, id: u32, kind: u32, a: Option<String>, b: Option<String>, no
 /// joins the run's string table).
 #[napi]
 pub fn complete_leaks(run: u32, id: u32, sandbox_ids: Vec<String>, now: f64) -> Result<Packed> {
-    packed::add(run, sandbox_ids.iter().map(String::as_str));
+    packed::add(run, sandbox_ids.iter().cloned());
     answer(RUNS.with_borrow_mut(|runs| runs.complete_leaks(run, id, sandbox_ids, millis(now))))
 }
 

@@ -40,16 +40,16 @@ struct RunStrings {
 }
 
 impl RunStrings {
-    fn add(&mut self, text: &str) {
+    fn add(&mut self, text: String) {
         let at = self.texts.len() as u32;
-        self.texts.push(text.to_owned());
+        self.texts.push(text);
         if self.texts.len() > SCAN_LIMIT {
             if self.index.is_empty() {
                 for (position, known) in self.texts.iter().enumerate() {
                     self.index.entry(known.clone()).or_insert(position as u32);
                 }
-            } else {
-                self.index.entry(text.to_owned()).or_insert(at);
+            } else if let Some(text) = self.texts.last() {
+                self.index.entry(text.clone()).or_insert(at);
             }
         }
     }
@@ -69,7 +69,7 @@ thread_local! {
 }
 
 /// Starts run `run`'s table with the strings JS passed to start it.
-pub fn open<'a>(run: u32, strings: impl IntoIterator<Item = &'a str>) {
+pub fn open(run: u32, strings: impl IntoIterator<Item = String>) {
     TABLES.with_borrow_mut(|tables| {
         let run = run as usize;
         if tables.len() <= run {
@@ -82,7 +82,7 @@ pub fn open<'a>(run: u32, strings: impl IntoIterator<Item = &'a str>) {
 }
 
 /// Adds strings JS answered run `run` with (it pushes the same ones).
-pub fn add<'a>(run: u32, strings: impl IntoIterator<Item = &'a str>) {
+pub fn add(run: u32, strings: impl IntoIterator<Item = String>) {
     TABLES.with_borrow_mut(|tables| {
         if let Some(table) = tables.get_mut(run as usize).and_then(Option::as_mut) {
             strings.into_iter().for_each(|text| table.add(text));
@@ -169,7 +169,7 @@ mod tests {
 
     #[test]
     fn a_string_the_run_holds_crosses_as_its_handle_and_others_inline() {
-        open(7, ["run-1", "key-é"]);
+        open(7, ["run-1".to_owned(), "key-é".to_owned()]);
         let packed =
             pack(vec![Slot::Int(7), Slot::Nothing, Slot::Int(0), Slot::Text("key-é".into()), Slot::Text("new".into())]);
         let expected: Vec<u16> = [1, 7, 24, 0, 9, 1, 17, 3, u16::from(b'n'), u16::from(b'e'), u16::from(b'w')].into();

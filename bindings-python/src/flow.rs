@@ -17,7 +17,7 @@ use sandbox_reclaim::wire::{self, RunTable, Slot, WireError};
 /// The runs of this interpreter (calls hold the GIL, so the lock is uncontended).
 static RUNS: Mutex<RunTable> = Mutex::new(RunTable::new());
 
-fn runs<T>(use_table: impl FnOnce(&mut RunTable) -> T) -> T {
+pub(crate) fn runs<T>(use_table: impl FnOnce(&mut RunTable) -> T) -> T {
     // A panic cannot leave the table half-updated (each call is one operation).
     use_table(&mut RUNS.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
 }
@@ -229,7 +229,7 @@ fn answer(py: Python<'_>, batch: Result<Vec<Slot>, WireError>) -> PyResult<Bound
     tuple(py, batch.map_err(|error| PyRuntimeError::new_err(error.to_string()))?)
 }
 
-fn tuple(py: Python<'_>, batch: Vec<Slot>) -> PyResult<Bound<'_, PyTuple>> {
+pub(crate) fn tuple(py: Python<'_>, batch: Vec<Slot>) -> PyResult<Bound<'_, PyTuple>> {
     let items = batch.into_iter().map(|slot| -> PyResult<Bound<'_, PyAny>> {
         Ok(match slot {
             Slot::Int(value) => value.into_pyobject(py)?.into_any(),

@@ -15,6 +15,7 @@ mod cli;
 mod errors;
 mod flow;
 mod hosted;
+mod inline;
 mod providers;
 mod records;
 mod sql_store;
@@ -40,6 +41,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(flow::complete_leaks, module)?)?;
     module.add_function(wrap_pyfunction!(flow::timeout, module)?)?;
     module.add_function(wrap_pyfunction!(flow::abandon, module)?)?;
+    module.add_function(wrap_pyfunction!(inline::bind_inline_helpers, module)?)?;
+    module.add_class::<inline::InlineSteps>()?;
     module.add_function(wrap_pyfunction!(records::bind_record_types, module)?)?;
     module.add_class::<store::MemoryStore>()?;
     module.add_class::<store::MemoryLedgerStore>()?;

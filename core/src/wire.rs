@@ -271,20 +271,20 @@ fn text(value: impl Into<String>) -> Slot {
     Slot::Text(value.into())
 }
 
-/// The batch of `flow`: its deadline or its ending, then its effects.
+/// The batch of `flow`: its deadline or its ending, then its effects,
+/// written into one vector (the header first, filled in once the flow says
+/// whether it ended).
 fn encode(run: u32, flow: &mut BoxedFlow, json_answers: &mut HashMap<EffectId, u32>) -> (Vec<Slot>, bool) {
-    let mut effects = Vec::new();
+    let mut slots = Vec::with_capacity(HEADER + 8);
+    slots.extend([int(run), Slot::Nothing, int(ending::RUNNING)]);
     while let Some((id, effect)) = flow.poll_effect() {
-        let code = encode_effect(&mut effects, id, effect);
+        let code = encode_effect(&mut slots, id, effect);
         if crate::effect_table::answered_with_json(code) {
             json_answers.insert(id, code);
         }
     }
     let Some(end) = flow.poll_done() else {
-        let deadline = flow.poll_timeout().map_or(Slot::Nothing, int);
-        let mut slots = Vec::with_capacity(HEADER + effects.len());
-        slots.extend([int(run), deadline, int(ending::RUNNING)]);
-        slots.extend(effects);
+        slots[1] = flow.poll_timeout().map_or(Slot::Nothing, int);
         return (slots, false);
     };
     let (kind, operands) = match end {
@@ -307,9 +307,8 @@ fn encode(run: u32, flow: &mut BoxedFlow, json_answers: &mut HashMap<EffectId, u
         }
     };
     debug_assert_eq!(operands.len(), ending::OPERANDS[kind as usize] as usize);
-    let mut slots = vec![int(run), Slot::Nothing, int(kind)];
-    slots.extend(operands);
-    slots.extend(effects);
+    slots[2] = int(kind);
+    slots.splice(HEADER..HEADER, operands);
     (slots, true)
 }
 
@@ -326,12 +325,14 @@ fn leak_slots(leak: crate::ledger::NewLeak) -> [Slot; 6] {
 
 /// Appends one effect; answers its op.
 fn encode_effect(slots: &mut Vec<Slot>, id: EffectId, effect: Effect) -> u32 {
-    let (code, args) = match effect {
-        Effect::GetInstance { key } => (op::GET_INSTANCE, vec![text(key)]),
-        Effect::DeleteInstance { key } => (op::DELETE_INSTANCE, vec![text(key)]),
-        Effect::DeleteRecordingLeak { key, leak } => (
+    match effect {
+        Effect::GetInstance { key } => push(slots, op::GET_INSTANCE, id, [text(key)]),
+        Effect::DeleteInstance { key } => push(slots, op::DELETE_INSTANCE, id, [text(key)]),
+        Effect::DeleteRecordingLeak { key, leak } => push(
+            slots,
             op::DELETE_RECORDING_LEAK,
-            vec![
+            id,
+            [
                 text(key),
                 text(leak.key),
                 text(leak.provider),
@@ -341,49 +342,59 @@ fn encode_effect(slots: &mut Vec<Slot>, id: EffectId, effect: Effect) -> u32 {
                 int(leak.failed_at),
             ],
         ),
-        Effect::Destroy { provider, provider_sandbox_id, deadline } => {
-            (op::DESTROY, vec![int(provider), text(provider_sandbox_id), deadline.map_or(Slot::Nothing, int)])
-        }
+        Effect::Destroy { provider, provider_sandbox_id, deadline } => push(
+            slots,
+            op::DESTROY,
+            id,
+            [int(provider), text(provider_sandbox_id), deadline.map_or(Slot::Nothing, int)],
+        ),
         Effect::ListSandboxes { provider, deadline } => {
-            (op::LIST_SANDBOXES, vec![int(provider), deadline.map_or(Slot::Nothing, int)])
+            push(slots, op::LIST_SANDBOXES, id, [int(provider), deadline.map_or(Slot::Nothing, int)])
         }
         Effect::SandboxReferences { provider, destroyed_since } => {
-            (op::SANDBOX_REFERENCES, vec![text(provider), int(destroyed_since)])
+            push(slots, op::SANDBOX_REFERENCES, id, [text(provider), int(destroyed_since)])
         }
-        Effect::RegisteredSandboxes { provider, since } => (op::REGISTERED_SANDBOXES, vec![text(provider), int(since)]),
-        Effect::ListStale { older_than, limit } => (op::LIST_STALE, vec![int(older_than), int(limit)]),
+        Effect::RegisteredSandboxes { provider, since } => {
+            push(slots, op::REGISTERED_SANDBOXES, id, [text(provider), int(since)])
+        }
+        Effect::ListStale { older_than, limit } => push(slots, op::LIST_STALE, id, [int(older_than), int(limit)]),
         Effect::ExpireIdle { key, updated_at, leak } => {
             let mut args = vec![text(key), int(updated_at)];
             args.extend(leak_slots(leak));
-            (op::EXPIRE_IDLE, args)
+            push_all(slots, op::EXPIRE_IDLE, id, args)
         }
         Effect::RecordLeak { leak, reason, next_attempt_at } => {
             let mut args = leak_slots(leak).to_vec();
             args.extend([text(reason.as_str()), int(next_attempt_at)]);
-            (op::RECORD_LEAK, args)
+            push_all(slots, op::RECORD_LEAK, id, args)
         }
         Effect::DueLeaks { provider, limit, lease_ms, now } => {
-            (op::DUE_LEAKS, vec![text(provider), int(limit), lease_ms.map_or(Slot::Nothing, int), int(now)])
+            push(slots, op::DUE_LEAKS, id, [text(provider), int(limit), lease_ms.map_or(Slot::Nothing, int), int(now)])
         }
-        Effect::DeferLeak { entry, message, failed_at, next_attempt_at } => (
+        Effect::DeferLeak { entry, message, failed_at, next_attempt_at } => push(
+            slots,
             op::DEFER_LEAK,
-            vec![int(entry.effect), int(entry.index), text(message), int(failed_at), int(next_attempt_at)],
+            id,
+            [int(entry.effect), int(entry.index), text(message), int(failed_at), int(next_attempt_at)],
         ),
         Effect::ClaimSweep { provider, holder, lease_ms, now } => {
-            (op::CLAIM_SWEEP, vec![text(provider), text(holder), int(lease_ms), int(now)])
+            push(slots, op::CLAIM_SWEEP, id, [text(provider), text(holder), int(lease_ms), int(now)])
         }
-        Effect::ReleaseSweep { provider, holder } => (op::RELEASE_SWEEP, vec![text(provider), text(holder)]),
+        Effect::ReleaseSweep { provider, holder } => push(slots, op::RELEASE_SWEEP, id, [text(provider), text(holder)]),
         Effect::AppendAudit(entries) => {
-            (op::APPEND_AUDIT, vec![text(serde_json::to_string(&entries).unwrap_or_else(|_| "[]".into()))])
+            push(slots, op::APPEND_AUDIT, id, [text(serde_json::to_string(&entries).unwrap_or_else(|_| "[]".into()))])
         }
-        Effect::Progress(event) => (op::PROGRESS, vec![text(event)]),
+        Effect::Progress(event) => push(slots, op::PROGRESS, id, [text(event)]),
         Effect::ClaimLeaks { provider, limit, lease_ms } => {
-            (op::CLAIM_LEAKS, vec![text(provider), int(limit), int(lease_ms)])
+            push(slots, op::CLAIM_LEAKS, id, [text(provider), int(limit), int(lease_ms)])
         }
-        Effect::ResolveLeak { entry } => (op::RESOLVE_LEAK, vec![int(entry.effect), int(entry.index)]),
-        Effect::RecordRetryFailure { entry, message, failed_at } => {
-            (op::RECORD_RETRY_FAILURE, vec![int(entry.effect), int(entry.index), text(message), int(failed_at)])
-        }
+        Effect::ResolveLeak { entry } => push(slots, op::RESOLVE_LEAK, id, [int(entry.effect), int(entry.index)]),
+        Effect::RecordRetryFailure { entry, message, failed_at } => push(
+            slots,
+            op::RECORD_RETRY_FAILURE,
+            id,
+            [int(entry.effect), int(entry.index), text(message), int(failed_at)],
+        ),
         Effect::Log(line) => {
             let mut args = vec![text(line.level.as_str()), text(line.message), int(line.meta.len() as u64)];
             for (key, value) in line.meta {
@@ -402,13 +413,24 @@ fn encode_effect(slots: &mut Vec<Slot>, id: EffectId, effect: Effect) -> u32 {
                     }
                 }
             }
-            (op::LOG, args)
+            push_all(slots, op::LOG, id, args)
         }
-        Effect::Cancel { target } => (op::CANCEL, vec![int(target)]),
-    };
-    slots.push(int(code));
-    slots.push(int(id));
-    slots.extend(args);
+        Effect::Cancel { target } => push(slots, op::CANCEL, id, [int(target)]),
+    }
+}
+
+/// Appends an effect whose operand count varies.
+fn push_all(slots: &mut Vec<Slot>, code: u32, id: EffectId, operands: Vec<Slot>) -> u32 {
+    slots.extend([int(code), int(id)]);
+    slots.extend(operands);
+    code
+}
+
+/// Appends an effect of `N` operands (no operand vector: an array).
+fn push<const N: usize>(slots: &mut Vec<Slot>, code: u32, id: EffectId, operands: [Slot; N]) -> u32 {
+    slots.reserve(N + 2);
+    slots.extend([int(code), int(id)]);
+    slots.extend(operands);
     code
 }
 

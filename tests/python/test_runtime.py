@@ -208,7 +208,8 @@ async def test_sandbox_reclaimer_checks_its_options_when_made() -> None:
 @pytest.mark.parametrize("path", ["destroyed", "destroy-failed", "reclaimer destroy-failed"])
 async def test_a_reclaim_makes_at_most_4_native_calls(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = 0
-    for name in ("start_reclaim", "complete", "complete_leaks", "timeout", "abandon", "reclaim_failed_message", "destroy_timeout_message"):
+    # InlineSteps: the native steps a reclaim's lone host calls take (one call runs them all when they never suspend).
+    for name in ("start_reclaim", "InlineSteps", "complete", "complete_leaks", "timeout", "abandon", "reclaim_failed_message", "destroy_timeout_message"):
         original = getattr(_native, name)
 
         def counting(*args: Any, _original: Any = original) -> Any:
@@ -229,7 +230,7 @@ async def test_a_reclaim_makes_at_most_4_native_calls(path: str, monkeypatch: py
             await sr.sandbox_reclaimer(provider=provider, instances=store, logger=logger)(run_record())
     else:
         await sr.reclaim_sandbox(run_record(), provider=provider, instances=store, logger=logger)
-    assert calls == 4, f"{path}: {calls} native calls (start, then one per store or provider answer)"
+    assert 2 <= calls <= 4, f"{path}: {calls} native calls (at most: start, then one per store or provider answer)"
 
 
 async def test_provider_name_is_read_once_per_reclaim_and_the_checked_value_is_used() -> None:

@@ -5,10 +5,10 @@ A native call answers with a *batch* (run, deadline, ending, effects; layout
 in ``core/src/wire.rs``); each op's row of the core's operand table becomes a
 starter once, at import (``_host_calls.py``). Host values (a raised
 exception, claimed entries) stay here by effect id. Host methods may be
-``def`` or ``async def``; one awaitable with nothing else in flight and no
-deadline is awaited in place (every step of a plain reclaim). ``stoppable`` flows run each effect as a
-task: cancelling the caller, or setting ``stop``, tells the machine to stop and
-drives it to its end.
+``def`` or ``async def``; a lone call with no deadline is awaited in place
+(natively while it is the only thing a flow does: every step of a plain
+reclaim). ``stoppable`` flows run each effect as a task: cancelling the
+caller, or setting ``stop``, tells the machine to stop and drives it to its end.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import asyncio
 import collections
 import functools
 import inspect
-import json
 import types
 from collections.abc import Callable
 from typing import Any
@@ -25,16 +24,17 @@ from typing import Any
 from . import _native
 from ._clock import Clock, WallClock
 from ._coroutines import Suspended, close_unawaited, consume, first_step
-from ._errors import SandboxReclaimFailedError
-from ._host_answers import error_message
+from ._endings import finish
+from ._host_answers import error_message, instance_fields
 from ._host_calls import Answer, Batch, Host, starters
+from ._records import SandboxInstanceRecord
 
 __all__ = ["LEVELS", "Clock", "Host", "WallClock", "drive", "error_message", "now", "set_clock"]
 
 _PROTOCOL = _native.protocol()
 _HEADER: int = _PROTOCOL["header"]
 _ENDING_OPERANDS: list[int] = _PROTOCOL["ending_operands"]
-(_RUNNING, _RESOLVE_NOTHING, _RESOLVE_STRING, _RESOLVE_JSON, _REJECT_HOST_ERROR, _REJECT_RECLAIM_FAILED) = _PROTOCOL["endings"]
+_RUNNING: int = _PROTOCOL["endings"][0]
 _FAILED: int = _PROTOCOL["completions"][1]
 LEVELS: tuple[str, ...] = tuple(_PROTOCOL["levels"])
 _clock: Clock = WallClock()
@@ -60,9 +60,9 @@ class _Run:
 
     __slots__ = ("host", "run", "values", "awaiting", "settled", "tasks", "done", "waker", "cancelled", "cancelling", "replaced", "eager")
 
-    def __init__(self, host: Host, eager: bool) -> None:
+    def __init__(self, host: Host, eager: bool, values: dict[int, Any]) -> None:
         self.host, self.run, self.eager = host, -1, eager
-        self.values: dict[int, Any] = {}
+        self.values = values
         self.awaiting: list[tuple[int, Answer, Any]] = []  # started, not yet awaited
         self.settled: list[tuple[int, Answer, Any, bool]] = []  # answered synchronously, in start order
         self.tasks: dict[int, tuple[Answer, asyncio.Future[Any]]] = _NONE
@@ -185,19 +185,10 @@ class _Run:
             close_unawaited(awaitable)
         self.awaiting.clear()
 
-    def finish(self, batch: Batch) -> Any:
-        ending = batch[2]
-        if ending in (_RESOLVE_STRING, _RESOLVE_NOTHING, _RESOLVE_JSON):
-            return None if ending == _RESOLVE_NOTHING else json.loads(batch[3]) if ending == _RESOLVE_JSON else batch[3]
-        if ending == _REJECT_RECLAIM_FAILED:
-            raise SandboxReclaimFailedError._from_core(batch[3], batch[4], batch[5])
-        error = self.values.get(batch[3]) if ending == _REJECT_HOST_ERROR else None
-        if isinstance(error, BaseException):
-            raise error
-        raise RuntimeError(f"sandbox_reclaim: the flow ended on what it could not read (ending {ending})")
 
 
 _STARTERS = starters(cancel=_Run.cancel)  # by op number
+_native.bind_inline_helpers(error_message, instance_fields, SandboxInstanceRecord, types.CoroutineType)
 
 
 async def drive(start: Callable[..., Batch], arguments: tuple[Any, ...], host: Host, *,
@@ -207,12 +198,27 @@ async def drive(start: Callable[..., Batch], arguments: tuple[Any, ...], host: H
     a ``stoppable`` flow's caller stops the machine, drives it to its end and
     re-raises; ``stop`` stops it likewise and returns its ending. Other flows
     are abandoned where they stand, their effects cancelled."""
-    state = _Run(host, eager=stoppable)  # a lone awaitable of other flows is awaited in place
-    batch: Batch = (-1, None, _RUNNING)
+    values: dict[int, Any] = {}  # host values by effect id (a failed effect's exception)
+    batch: Batch = start(*arguments, _clock.now())
+    if not stoppable:
+        # Lone host calls with no deadline (every step of a plain reclaim) are
+        # called and awaited in place natively (src/inline.rs); it answers the
+        # first other batch, unstarted, or the ending (it abandons the run if it
+        # raises). Without a logger, log effects are nothing to do there either.
+        clock = None if type(_clock) is WallClock else _clock.now  # None: the native side reads the wall clock
+        batch = await _native.InlineSteps(batch, host.provided, host.store, values, clock, host.log is not None)
+        if batch[2] != _RUNNING and len(batch) == _HEADER + _ENDING_OPERANDS[batch[2]]:
+            return finish(batch, values)
+    # A lone awaitable of a flow that is not stoppable is awaited in place.
+    return await _drive(_Run(host, stoppable, values), batch, stoppable, stop)
+
+
+async def _drive(state: _Run, batch: Batch, stoppable: bool, stop: asyncio.Event | None) -> Any:
+    """``drive`` from ``batch`` on (not yet started)."""
     cancelled = stopped = False
     stop_waiter: asyncio.Future[Any] | None = None
     try:
-        batch = state.start(start(*arguments, _clock.now()))
+        batch = state.start(batch)
         while batch[2] == _RUNNING:
             if state.settled:  # synchronous answers, in the order their effects started
                 batch = state.start(state.completion(*state.settled.pop(0)))
@@ -246,7 +252,7 @@ async def drive(start: Callable[..., Batch], arguments: tuple[Any, ...], host: H
             await asyncio.sleep(0)
         if cancelled:
             raise asyncio.CancelledError
-        return state.finish(batch)
+        return finish(batch, state.values)
     except BaseException:
         if batch[2] == _RUNNING and state.run >= 0:
             _native.abandon(state.run)

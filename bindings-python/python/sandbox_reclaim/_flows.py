@@ -92,7 +92,7 @@ def _reclaim_host(provider: object, instances: object, logger: object, read_name
     ledger = getattr(instances, "delete_recording_leak", None)
     ledger = ledger if callable(ledger) else None
     log = None if logger is None else _log_methods(logger)
-    host = Host(provided={"destroy": (destroy,)}, store={"get": get, "delete": delete, "delete_recording_leak": ledger}, log=log)
+    host = Host({"destroy": (destroy,)}, {"get": get, "delete": delete, "delete_recording_leak": ledger}, log)
     return host, ledger is not None, name
 
 

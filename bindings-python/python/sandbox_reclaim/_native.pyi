@@ -1,7 +1,7 @@
 """Type stubs of the native module (Rust, pyo3). Internal: use the package API."""
 
 import builtins
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import Any
 
 from ._records import AuditEntry, DueLeak, LeakEntry, NewLeak, SandboxInstanceRecord
@@ -70,6 +70,18 @@ def complete(run: int, id: int, kind: int, a: str | None, b: str | None, now: in
 def complete_leaks(run: int, id: int, sandbox_ids: list[str], now: int, /) -> Batch: ...
 def timeout(run: int, now: int, /) -> Batch: ...
 def abandon(run: int, /) -> None: ...
+def bind_inline_helpers(error_message: Callable[[BaseException], str], instance_fields: Callable[[object], tuple[str, str]],
+                        record_type: type, coroutine_type: type, /) -> None: ...
+
+class InlineSteps:
+    """Awaiting it runs a flow's lone host calls with no deadline natively
+    (call, await, answer the machine); answers the first other batch,
+    unstarted, or the ending. ``now``: the driver's clock, ``None`` for the wall
+    clock; ``logs``: the flow has a logger (without one, log effects are skipped)."""
+
+    def __init__(self, batch: Batch, provided: Mapping[str, Sequence[Any]], store: Mapping[str, Any],
+                 values: dict[int, Any], now: Callable[[], int] | None, logs: bool, /) -> None: ...
+    def __await__(self) -> Generator[Any, None, Batch]: ...
 
 class InMemorySandboxInstanceStore:
     """The native half of the in-memory store (the core's): synchronous
@@ -156,16 +168,22 @@ class SqlStore:
     def list_audit(self, since: int | None = None, limit: int | None = None) -> Awaitable[list[AuditEntry]]: ...
     def close(self) -> Awaitable[None]: ...
 
-def open_sqlite(path: str, busy_timeout: float, max_connections: int, /) -> Awaitable[SqlStore]: ...
+def open_sqlite(
+    path: str, /, *, busy_timeout: float = ..., max_connections: int = ...
+) -> Awaitable[SqlStore]:
+    """An option left out takes the core's default (`SqliteOptions::default()`)."""
+
 def connect_postgres(
     url: str,
-    schema: str,
-    instances_table: str,
-    leaks_table: str,
-    schema_version_table: str,
-    max_connections: int,
     /,
-) -> Awaitable[SqlStore]: ...
+    *,
+    schema: str = ...,
+    instances_table: str = ...,
+    leaks_table: str = ...,
+    schema_version_table: str = ...,
+    max_connections: int = ...,
+) -> Awaitable[SqlStore]:
+    """An option left out takes the core's default (`PostgresOptions::default()`)."""
 
 HandleTuple = tuple[str, str, int]
 ListedTuple = tuple[str, int | None, str | None, str | None]
