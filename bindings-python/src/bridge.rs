@@ -59,6 +59,19 @@ where
     let on_done = AbandonOnDone { abandon: Mutex::new(Some(abandon)) };
     asyncio_future.call_method1(intern!(py, "add_done_callback"), (on_done,))?;
     let target = asyncio_future.clone().unbind();
+    #[cfg(unix)]
+    if let Some(queue) = wakeups::queue_of(py, &event_loop)? {
+        // The completion waits in the loop's queue and the loop converts and
+        // settles it itself: no tokio thread ever takes the GIL.
+        runtime.spawn(async move {
+            let output = tokio::select! {
+                output = future => output,
+                _ = abandoned => return,
+            };
+            queue.push(target, Box::new(move |py| convert(py, output)));
+        });
+        return Ok(asyncio_future);
+    }
     let event_loop = event_loop.unbind();
     runtime.spawn(async move {
         let output = tokio::select! {
@@ -105,17 +118,118 @@ fn settle_function(py: Python<'_>) -> PyResult<&Py<PyCFunction>> {
     static SETTLE: PyOnceLock<Py<PyCFunction>> = PyOnceLock::new();
     SETTLE.get_or_try_init(py, || {
         let settle = PyCFunction::new_closure(py, None, None, |args, _kwargs| -> PyResult<()> {
-            let py = args.py();
             let (future, succeeded, value): (Bound<'_, PyAny>, bool, Bound<'_, PyAny>) = args.extract()?;
-            if future.call_method0(intern!(py, "done"))?.is_truthy()? {
-                return Ok(());
-            }
-            let method = if succeeded { intern!(py, "set_result") } else { intern!(py, "set_exception") };
-            future.call_method1(method, (value,))?;
-            Ok(())
+            settle(&future, succeeded, value)
         })?;
         Ok(settle.unbind())
     })
+}
+
+/// Resolves `future` with `value` (or fails it), unless it is done already (cancelled).
+fn settle(future: &Bound<'_, PyAny>, succeeded: bool, value: Bound<'_, PyAny>) -> PyResult<()> {
+    let py = future.py();
+    if future.call_method0(intern!(py, "done"))?.is_truthy()? {
+        return Ok(());
+    }
+    let method = if succeeded { intern!(py, "set_result") } else { intern!(py, "set_exception") };
+    future.call_method1(method, (value,))?;
+    Ok(())
+}
+
+/// Completions handed to the event loop without the GIL: each loop gets a
+/// queue and a socket pair whose read end it watches (`loop.add_reader`).
+/// A tokio task pushes its output and, when the queue was empty, writes one
+/// byte; the loop's reader drains the queue, converting and settling each
+/// output on the loop's own thread. So completions cost no thread hop and no
+/// GIL hand-over per operation (a fleet pass's store calls arrive in bursts),
+/// and nothing at interpreter exit can find a tokio thread holding the GIL.
+#[cfg(unix)]
+mod wakeups {
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::net::UnixStream;
+    use std::sync::{Arc, Mutex, PoisonError};
+
+    use pyo3::intern;
+    use pyo3::prelude::*;
+    use pyo3::types::PyCFunction;
+
+    /// Converts a finished output, under the GIL, on the loop's thread.
+    pub type Convert = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
+
+    /// One event loop's waiting completions.
+    pub struct Queue {
+        pending: Mutex<Vec<(Py<PyAny>, Convert)>>,
+        wake: UnixStream,
+    }
+
+    impl Queue {
+        /// Called on a tokio thread: queues the completion; wakes the loop if it is not already woken.
+        pub fn push(&self, target: Py<PyAny>, convert: Convert) {
+            let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            let was_empty = pending.is_empty();
+            pending.push((target, convert));
+            drop(pending);
+            if was_empty {
+                // WouldBlock: the socket is full of wake-ups already; a
+                // closed loop: nobody awaits the result any more.
+                let _ = (&self.wake).write(&[1]);
+            }
+        }
+
+        /// On the loop: reads the wake-ups, then settles everything queued.
+        fn drain(&self, py: Python<'_>, read: &UnixStream) {
+            let mut bytes = [0u8; 256];
+            while matches!((&*read).read(&mut bytes), Ok(count) if count > 0) {}
+            let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));
+            for (target, convert) in pending {
+                let (succeeded, value) = match convert(py) {
+                    Ok(value) => (true, value),
+                    Err(error) => (false, error.into_value(py).into_any()),
+                };
+                let target = target.bind(py);
+                if let Err(error) = super::settle(target, succeeded, value.into_bound(py)) {
+                    error.write_unraisable(py, Some(target));
+                }
+            }
+        }
+    }
+
+    /// The loops with a queue (a closed loop's entry goes when the next one registers).
+    static QUEUES: Mutex<Vec<(Py<PyAny>, Arc<Queue>)>> = Mutex::new(Vec::new());
+
+    /// `event_loop`'s queue, registering its reader on first use; `None` when
+    /// the loop cannot watch a socket (the caller then settles through
+    /// `call_soon_threadsafe`).
+    pub fn queue_of(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<Option<Arc<Queue>>> {
+        let mut queues = QUEUES.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, queue)) = queues.iter().find(|(known, _)| known.bind(py).is(event_loop)) {
+            return Ok(Some(queue.clone()));
+        }
+        let mut open = Vec::with_capacity(queues.len());
+        for (known, queue) in queues.drain(..) {
+            if !known.bind(py).call_method0(intern!(py, "is_closed"))?.is_truthy()? {
+                open.push((known, queue));
+            }
+        }
+        *queues = open;
+        let Ok((read, wake)) = UnixStream::pair() else { return Ok(None) };
+        if read.set_nonblocking(true).is_err() || wake.set_nonblocking(true).is_err() {
+            return Ok(None);
+        }
+        let queue = Arc::new(Queue { pending: Mutex::new(Vec::new()), wake });
+        let fd = read.as_raw_fd();
+        let drained = queue.clone();
+        let reader = PyCFunction::new_closure(py, None, None, move |args, _kwargs| -> PyResult<()> {
+            drained.drain(args.py(), &read);
+            Ok(())
+        })?;
+        if event_loop.call_method1(intern!(py, "add_reader"), (fd, reader)).is_err() {
+            return Ok(None);
+        }
+        queues.push((event_loop.clone().unbind(), queue.clone()));
+        Ok(Some(queue))
+    }
 }
 
 /// The asyncio future's done callback: tells the tokio task to stop if it
