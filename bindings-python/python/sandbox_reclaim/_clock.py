@@ -49,3 +49,18 @@ class WallClock:
 def _wake(waker: asyncio.Future[None], *_: object) -> None:
     if not waker.done():
         waker.set_result(None)
+
+
+current: Clock = WallClock()  # the driver reads the time here
+
+
+def set_clock(clock: Clock) -> Clock:
+    """Internal, for tests: replaces the driver's clock; returns the previous one."""
+    global current
+    previous, current = current, clock
+    return previous
+
+
+def now() -> int:
+    """The driver's clock, epoch milliseconds (virtual in the vector suite)."""
+    return current.now()

@@ -22,7 +22,8 @@ from collections.abc import Callable
 from typing import Any
 
 from . import _native
-from ._clock import Clock, WallClock
+from . import _clock as clocks
+from ._clock import Clock, WallClock, now, set_clock
 from ._coroutines import Suspended, close_unawaited, consume, first_step
 from ._endings import finish
 from ._host_answers import error_message, instance_fields
@@ -37,21 +38,6 @@ _ENDING_OPERANDS: list[int] = _PROTOCOL["ending_operands"]
 _RUNNING: int = _PROTOCOL["endings"][0]
 _FAILED: int = _PROTOCOL["completions"][1]
 LEVELS: tuple[str, ...] = tuple(_PROTOCOL["levels"])
-_clock: Clock = WallClock()
-
-
-def set_clock(clock: Clock) -> Clock:
-    """Internal, for tests: replaces the driver's clock; returns the previous one."""
-    global _clock
-    previous, _clock = _clock, clock
-    return previous
-
-
-def now() -> int:
-    """The driver's clock, epoch milliseconds (virtual in the vector suite)."""
-    return _clock.now()
-
-
 _NONE: dict[int, Any] = {}  # the shared empty task table (a run needing tasks gets its own)
 
 
@@ -120,11 +106,11 @@ class _Run:
     def failed(self, effect: int, error: BaseException, now: int | None = None) -> Batch:
         """The exception stays here (logs, rejections); its message goes to the machine."""
         self.values[effect] = error
-        return _native.complete(self.run, effect, _FAILED, error_message(error), None, _clock.now() if now is None else now)
+        return _native.complete(self.run, effect, _FAILED, error_message(error), None, clocks.current.now() if now is None else now)
 
     def completion(self, effect: int, answer: Answer, value: Any, failed: bool) -> Batch:
         """Feeds one settle to the machine; answers the next batch."""
-        now = _clock.now()
+        now = clocks.current.now()
         if failed:
             return self.failed(effect, value, now)
         report, keeps = answer
@@ -148,7 +134,7 @@ class _Run:
             # One future to wait on however many tasks run: each task's done callback wakes it.
             self.waker = asyncio.get_running_loop().create_future()
             try:
-                await _clock.wait(self.waker, stop, deadline)
+                await clocks.current.wait(self.waker, stop, deadline)
             finally:
                 self.waker = None
         if self.done:
@@ -161,7 +147,7 @@ class _Run:
             return self.completion(effect, answer, task.result() if failure is None else failure, failure is not None)
         if stop is not None and stop.done():
             return None
-        return _native.timeout(self.run, _clock.now())  # the deadline (an early wake-up waits again)
+        return _native.timeout(self.run, clocks.current.now())  # the deadline (an early wake-up waits again)
 
     def finished(self, effect: int, task: asyncio.Future[Any]) -> None:
         running = self.tasks.get(effect)
@@ -199,13 +185,13 @@ async def drive(start: Callable[..., Batch], arguments: tuple[Any, ...], host: H
     re-raises; ``stop`` stops it likewise and returns its ending. Other flows
     are abandoned where they stand, their effects cancelled."""
     values: dict[int, Any] = {}  # host values by effect id (a failed effect's exception)
-    batch: Batch = start(*arguments, _clock.now())
+    batch: Batch = start(*arguments, clocks.current.now())
     if not stoppable:
         # Lone host calls with no deadline (every step of a plain reclaim) are
         # called and awaited in place natively (src/inline.rs); it answers the
         # first other batch, unstarted, or the ending (it abandons the run if it
         # raises). Without a logger, log effects are nothing to do there either.
-        clock = None if type(_clock) is WallClock else _clock.now  # None: the native side reads the wall clock
+        clock = None if type(clocks.current) is WallClock else clocks.current.now  # None: the native side reads the wall clock
         batch = await _native.InlineSteps(batch, host.provided, host.store, values, clock, host.log is not None)
         if batch[2] != _RUNNING and len(batch) == _HEADER + _ENDING_OPERANDS[batch[2]]:
             return finish(batch, values)
@@ -235,7 +221,7 @@ async def _drive(state: _Run, batch: Batch, stoppable: bool, stop: asyncio.Event
                     batch = state.start(await state.wait(batch[1]))  # type: ignore[arg-type]
             elif not stopped and (cancelled or (stop is not None and stop.is_set())):
                 stopped = True
-                batch = state.start(_native.stop(state.run, _clock.now()))
+                batch = state.start(_native.stop(state.run, clocks.current.now()))
             else:
                 if stop is not None and stop_waiter is None and not stopped:
                     stop_waiter = asyncio.ensure_future(stop.wait())
