@@ -54,7 +54,7 @@ const DUE_COLUMNS: &str =
     "id, sandbox_key, provider, provider_sandbox_id, run_id, last_error, failed_at, attempts, reason, next_attempt_at";
 
 /// The longest busy timeout SQLite can wait: `i32::MAX` milliseconds.
-pub const MAX_BUSY_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
+pub const MAX_BUSY_TIMEOUT: Duration = Duration::from_millis(crate::arguments::BUSY_TIMEOUT_MS.max);
 
 /// How [`SqliteSandboxInstanceStore::open_with`] opens the file.
 #[derive(Debug, Clone, Copy)]
