@@ -51,7 +51,11 @@ const { STARTERS, REPORTERS } = tables(cancel);
  */
 class Run {
   constructor(host, resolve, reject) {
-    Object.assign(this, { host, resolve, reject, run: -1, done: false });
+    this.host = host;
+    this.resolve = resolve;
+    this.reject = reject;
+    this.run = -1;
+    this.done = false;
     this.strings = undefined; // the strings this run passed to the machine (batches.cjs)
     this.specs = []; // effect id → its table row
     this.values = []; // effect id → the host value it produced (error, entries)
@@ -107,24 +111,24 @@ class Run {
     return controller.signal;
   }
 
-  /** Calls a host method for effect `id` and feeds its settle back. */
-  call(id, spec, method, target, args) {
+  /** Calls a host method for effect `id` and feeds its settle back (an
+   * async function: V8's await is cheaper than a then() with two closures). */
+  async call(id, spec, method, target, args) {
     this.specs[id] = spec;
-    let answer;
+    let value;
+    let failed = false;
     try {
-      answer = Promise.resolve(method.apply(target, args));
+      value = await method.apply(target, args);
     } catch (error) {
-      answer = Promise.reject(error);
+      value = error;
+      failed = true;
     }
-    answer.then(
-      (value) => this.settled(id, value, false),
-      (error) => this.settled(id, error, true),
-    );
-  }
-
-  settled(id, value, failed) {
     if (this.done || this.cancelled?.has(id)) return; // a late settle changes nothing
-    this.guarded(() => this.completion(id, value, failed));
+    try {
+      this.process(this.completion(id, value, failed));
+    } catch (error) {
+      this.abandon(error);
+    }
   }
 
   /** Feeds one settle to the machine; answers the next batch. */
