@@ -203,8 +203,11 @@ impl InlineSteps {
     }
 
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
-        if let Some(awaiting) = self.awaiting.take() {
+        if !self.finished {
+            self.finished = true;
             self.abandon();
+        }
+        if let Some(awaiting) = self.awaiting.take() {
             let iterator = awaiting.iterator.bind(py);
             if iterator.hasattr(intern!(py, "close"))? {
                 iterator.call_method0(intern!(py, "close"))?;
@@ -229,8 +232,13 @@ impl InlineSteps {
         }
         let result = self.advance(py, &mut resume);
         if let Err(error) = &result {
-            if !error.is_instance_of::<PyStopIteration>(py) {
+            if !self.finished {
+                // Whatever raised (a host's BaseException, an answer out of
+                // contract, a broken host table): the run goes with it.
                 self.finished = true;
+                self.abandon();
+            } else if !error.is_instance_of::<PyStopIteration>(py) {
+                self.abandon();
             }
         }
         result
@@ -277,11 +285,13 @@ impl InlineSteps {
                     continue;
                 }
             };
-            if awaitable(py, &value)? {
-                let iterator = value.call_method0(intern!(py, "__await__"))?.cast_into::<PyIterator>()?.unbind();
-                self.awaiting = Some(Awaiting { effect: call.effect, spec: call.spec, iterator });
-            } else {
-                self.batch = Some(self.settled(py, call.effect, call.spec, Ok(value))?);
+            match awaited(py, &value) {
+                Ok(Some(iterator)) => {
+                    self.awaiting = Some(Awaiting { effect: call.effect, spec: call.spec, iterator: iterator.unbind() })
+                }
+                Ok(None) => self.batch = Some(self.settled(py, call.effect, call.spec, Ok(value))?),
+                // `await` of it would raise (a broken `__await__`): the effect failed, as in the driver.
+                Err(error) => self.batch = Some(self.settled(py, call.effect, call.spec, Err(error))?),
             }
         }
     }
@@ -375,10 +385,8 @@ impl InlineSteps {
                 self.values.bind(py).set_item(effect, exception)?;
                 return self.complete(py, effect, completion::FAILED, Some(message), None);
             }
-            Err(error) => {
-                self.abandon();
-                return Err(error);
-            }
+            // Not a host failure (CancelledError): it propagates, the run goes with it (`step`).
+            Err(error) => return Err(error),
         };
         if spec.answer != answer::INSTANCE {
             return self.complete(py, effect, completion::OK, None, None);
@@ -386,15 +394,9 @@ impl InlineSteps {
         if value.is_none() {
             return self.complete(py, effect, completion::NO_INSTANCE, None, None);
         }
-        match instance_fields(py, &value) {
-            Ok((provider, sandbox_id)) => {
-                self.complete(py, effect, completion::INSTANCE, Some(provider), Some(sandbox_id))
-            }
-            Err(error) => {
-                self.abandon(); // an answer out of contract: the caller gets the TypeError
-                Err(error)
-            }
-        }
+        // An answer out of contract raises its TypeError to the caller (`step` abandons the run).
+        let (provider, sandbox_id) = instance_fields(py, &value)?;
+        self.complete(py, effect, completion::INSTANCE, Some(provider), Some(sandbox_id))
     }
 
     fn complete(
@@ -433,6 +435,21 @@ fn awaitable(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<bool> {
         return Ok(false);
     }
     value.hasattr(intern!(py, "__await__"))
+}
+
+/// The iterator `await value` steps, or `None` when `value` is not awaited.
+fn awaited<'py>(py: Python<'py>, value: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyIterator>>> {
+    if !awaitable(py, value)? {
+        return Ok(None);
+    }
+    let iterator = value.call_method0(intern!(py, "__await__"))?;
+    match iterator.cast_into::<PyIterator>() {
+        Ok(iterator) => Ok(Some(iterator)),
+        Err(error) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "__await__() returned non-iterator of type '{}'",
+            error.into_inner().get_type().name()?
+        ))),
+    }
 }
 
 /// `throw(*args)` into the awaitable's iterator, as `await` delegates it.

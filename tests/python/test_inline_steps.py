@@ -217,3 +217,32 @@ async def test_a_reclaimer_without_a_logger_skips_its_log_lines_and_still_fails_
         await failing(run_record())
     if collecting is not None:
         assert len(collecting.lines) >= 2, "with a logger, the outcome lines reach it"
+
+
+class BrokenAwait:
+    """Its ``__await__`` raises, as ``await`` of it would."""
+
+    def __await__(self) -> Any:
+        raise OSError("cannot await")
+
+
+class NotAnIterator:
+    """Its ``__await__`` answers what ``await`` refuses (a TypeError)."""
+
+    def __await__(self) -> Any:
+        return 42
+
+
+@pytest.mark.parametrize("broken", [BrokenAwait, NotAnIterator])
+async def test_a_destroy_whose_awaitable_cannot_be_awaited_failed_and_the_record_is_deleted(broken: Any) -> None:
+    store = Store(lambda key: instance())
+    outcome = await sr.reclaim_sandbox(run_record(), provider=Provider(lambda _: broken()), instances=store)
+    assert outcome == sr.ReclaimOutcome.DESTROY_FAILED
+    assert store.deleted == [KEY]
+
+
+async def test_a_get_whose_awaitable_cannot_be_awaited_propagates_as_the_reference_does() -> None:
+    provider = Provider()
+    with pytest.raises(OSError, match="cannot await"):
+        await sr.reclaim_sandbox(run_record(), provider=provider, instances=Store(lambda key: BrokenAwait()))
+    assert provider.destroyed == []
