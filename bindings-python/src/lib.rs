@@ -49,6 +49,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(errors::bind_error_types, module)?)?;
     module.add_class::<sql_store::SqlStore>()?;
     module.add_function(wrap_pyfunction!(sql_store::open_sqlite, module)?)?;
+    module.add_function(wrap_pyfunction!(sql_store::check_record_whole, module)?)?;
     module.add_function(wrap_pyfunction!(sql_store::connect_postgres, module)?)?;
     module.add_class::<providers::ManagedProvider>()?;
     module.add_function(wrap_pyfunction!(providers::docker_provider, module)?)?;

@@ -88,6 +88,9 @@ pub fn host_number(value: &Bound<'_, PyAny>) -> PyResult<HostNumber> {
         return Ok(HostNumber::Other("bool".to_owned()));
     }
     if value.is_instance_of::<PyInt>() {
+        if let Ok(small) = value.extract::<u64>() {
+            return Ok(HostNumber::Int { negative: false, magnitude: u128::from(small) });
+        }
         let bits: u64 = value.call_method0("bit_length")?.extract()?;
         let negative = value.lt(0)?;
         return Ok(if bits <= 128 {
@@ -114,6 +117,14 @@ fn refused(error: ArgumentError) -> PyErr {
 /// `value` if the core finds it an `int` in `range` (`field` as Python names it).
 pub fn whole(field: &str, value: &Bound<'_, PyAny>, range: Whole) -> PyResult<u64> {
     arguments::whole(&host_number(value)?, field, range, Dialect::Python).map_err(refused)
+}
+
+/// Checks a record's whole-number field by the core's rule (an `int` in
+/// `0..=2^53-1`, or `0..2^32` for a `count`); raises its refusal.
+#[pyfunction]
+pub fn check_record_whole(owner: &str, field: &str, wire: &str, value: &Bound<'_, PyAny>, count: bool) -> PyResult<()> {
+    let range = if count { COUNT } else { MILLIS };
+    arguments::record_whole(&host_number(value)?, owner, field, wire, range).map(drop).map_err(refused)
 }
 
 /// An optional `int` (`None` is absent).

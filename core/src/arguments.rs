@@ -132,6 +132,35 @@ pub fn seconds(value: &HostNumber, field: &str, range: Seconds) -> Result<Durati
 }
 
 /// Python's `type(value).__name__` of a number that crossed.
+/// A Python record's whole-number field (`owner.field`, `wire` its
+/// camelCase name): an `int` (never a `bool` or a `float`) in `range`.
+pub fn record_whole(
+    value: &HostNumber,
+    owner: &str,
+    field: &str,
+    wire: &str,
+    range: Whole,
+) -> Result<u64, ArgumentError> {
+    let named = || messages::record_field(owner, field, wire);
+    match value {
+        HostNumber::Int { negative, magnitude }
+            if (!negative || *magnitude == 0)
+                && *magnitude >= u128::from(range.min)
+                && *magnitude <= u128::from(range.max) =>
+        {
+            Ok(*magnitude as u64)
+        }
+        HostNumber::Int { .. } | HostNumber::HugeInt { .. } => Err(ArgumentError {
+            problem: Problem::Range,
+            message: messages::node_whole_number_between(&named(), range.min, range.max),
+        }),
+        other => Err(ArgumentError {
+            problem: Problem::Type,
+            message: messages::python_must_be(&named(), "an int", &python_type(other)),
+        }),
+    }
+}
+
 fn python_type(value: &HostNumber) -> String {
     match value {
         HostNumber::Float(_) => "float".to_owned(),
@@ -290,5 +319,27 @@ mod tests {
         for (float, repr) in cases {
             assert_eq!(python_float_repr(float), repr, "{float}");
         }
+    }
+
+    #[test]
+    fn a_records_whole_number_field_is_an_int_in_range_with_the_records_own_texts() {
+        let check = |value: HostNumber| record_whole(&value, "LeakEntry", "attempts", "attempts", COUNT);
+        assert_eq!(check(int(7)), Ok(7));
+        assert_eq!(check(HostNumber::Int { negative: true, magnitude: 0 }), Ok(0));
+        let range = check(HostNumber::Int { negative: false, magnitude: 1 << 32 }).unwrap_err();
+        assert_eq!(range.problem, Problem::Range);
+        assert_eq!(
+            range.message,
+            "LeakEntry.attempts (wire `attempts`) must be a whole number between 0 and 4294967295"
+        );
+        let negative = check(HostNumber::Int { negative: true, magnitude: 1 }).unwrap_err();
+        assert_eq!(negative.problem, Problem::Range);
+        for (value, got) in [(HostNumber::Float(1.0), "float"), (HostNumber::Other("bool".into()), "bool")] {
+            let error = check(value).unwrap_err();
+            assert_eq!(error.problem, Problem::Type);
+            assert_eq!(error.message, format!("LeakEntry.attempts (wire `attempts`) must be an int, got {got}"));
+        }
+        let huge = record_whole(&HostNumber::HugeInt { negative: false, bits: 200 }, "R", "at", "at", MILLIS);
+        assert_eq!(huge.unwrap_err().message, "R.at (wire `at`) must be a whole number between 0 and 9007199254740991");
     }
 }

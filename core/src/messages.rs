@@ -223,6 +223,11 @@ pub fn python_huge_int(bits: u64) -> String {
     format!("an int of {bits} bits")
 }
 
+/// How an error names a record's field: `Owner.field (wire `wireName`)`.
+pub fn record_field(owner: &str, field: &str, wire: &str) -> String {
+    format!("{owner}.{field} (wire `{wire}`)")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -137,7 +137,7 @@ def test_reconcile_matches_the_binary_on_identical_worlds(tmp_path: Path) -> Non
         ]
         documents = []
         for ran, world in zip(runs, worlds):
-            assert ran.code == 0, ran
+            assert ran.code == 0, ran.stdout + ran.stderr
             document = comparable(ran.json())
             assert document.pop("store") == f"sqlite:{world.store_path}"
             documents.append(document)

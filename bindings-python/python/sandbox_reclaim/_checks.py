@@ -2,16 +2,10 @@
 cannot cross into Rust exactly is refused with ``TypeError`` naming the
 argument. Every number a store takes crosses as it is: the core checks its
 type and range (``core/src/arguments.rs``) and the native module raises its
-refusal as ``TypeError`` / ``ValueError``."""
+refusal as ``TypeError`` / ``ValueError``; so does a record's
+whole-number field (``_native.check_record_whole``)."""
 
 from __future__ import annotations
-
-MAX_U32 = 2**32 - 1
-"""The largest count a record holds (a leak entry's attempts)."""
-
-MAX_SAFE_INTEGER = 2**53 - 1
-"""The largest epoch-milliseconds value every binding holds exactly (records' times)."""
-
 
 def exact(value: str, name: str) -> str:
     """A string for the core: one holding a lone surrogate cannot cross into

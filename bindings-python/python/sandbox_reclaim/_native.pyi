@@ -168,6 +168,9 @@ class SqlStore:
     def list_audit(self, since: int | None = None, limit: int | None = None) -> Awaitable[list[AuditEntry]]: ...
     def close(self) -> Awaitable[None]: ...
 
+def check_record_whole(owner: str, field: str, wire: str, value: object, count: bool, /) -> None:
+    """Checks a record's whole-number field by the core's rule; raises its refusal."""
+
 def open_sqlite(
     path: str, /, *, busy_timeout: float = ..., max_connections: int = ...
 ) -> Awaitable[SqlStore]:

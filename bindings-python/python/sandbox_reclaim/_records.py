@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from ._checks import MAX_SAFE_INTEGER, MAX_U32
+from . import _native
 
 JsonValue: TypeAlias = Any
 """An opaque JSON value (``error`` and ``usage`` belong to TanStack and grow)."""
@@ -73,12 +73,10 @@ def _check_number(owner: str, field: str, wire: str, value: object, optional: bo
         raise ValueError(f"{owner}.{field} (wire `{wire}`) must be finite, got {value!r}")
 
 
-def _check_whole(owner: str, field: str, wire: str, value: object, maximum: int = MAX_SAFE_INTEGER) -> None:
-    """A whole number from 0 to ``maximum`` (epoch milliseconds by default)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _field_error(owner, field, wire, "an int", value)
-    if not 0 <= value <= maximum:
-        raise ValueError(f"{owner}.{field} (wire `{wire}`) must be a whole number between 0 and {maximum}")
+def _check_whole(owner: str, field: str, wire: str, value: object, count: bool = False) -> None:
+    """A whole number the core holds: epoch milliseconds, or a ``count``
+    (its range and texts are the core's: ``core/src/arguments.rs``)."""
+    _native.check_record_whole(owner, field, wire, value, count)
 
 
 def _check_json(owner: str, field: str, wire: str, value: object) -> None:
@@ -331,7 +329,7 @@ class LeakEntry:
         _check_text(owner, "run_id", "runId", self.run_id)
         _check_text(owner, "last_error", "lastError", self.last_error)
         _check_whole(owner, "failed_at", "failedAt", self.failed_at)
-        _check_whole(owner, "attempts", "attempts", self.attempts, MAX_U32)
+        _check_whole(owner, "attempts", "attempts", self.attempts, count=True)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LeakEntry:
