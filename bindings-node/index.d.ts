@@ -455,7 +455,7 @@ export interface HostedProviderOptions {
   apiUrl?: string;
   /** Sandboxes per listing page. Default (and most) E2B 100, Daytona 100 (most 200), Vercel 50. */
   pageSize?: number;
-  /** Longest one HTTP request may take. Default 30 000 ms. */
+  /** Longest one HTTP request may take, 1 ms to a day. Default 30 000 ms. */
   requestTimeoutMs?: number;
   /**
    * List every sandbox of the account / project, not only those under

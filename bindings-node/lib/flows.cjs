@@ -6,38 +6,13 @@
 const os = require('node:os');
 const native = require('./native.cjs');
 const { drive, exactString, levels } = require('./driver.cjs');
+const { plainValue, plainOptions } = require('./plain.cjs');
 
 // The plain-valued options each flow takes, as the core names them: read from
 // the user's options (once each) and checked, defaulted and ranged by the core.
 const RECLAIM_ALL_OPTIONS = native.optionNames('reclaimAll');
 const RECONCILE_OPTIONS = native.optionNames('reconcile');
 const RETRY_OPTIONS = native.optionNames('retryLeaks');
-
-/**
- * A value as the core reads it: JSON scalars as they are, and a marker for
- * what JSON cannot say (a non-finite number, a string that cannot cross
- * exactly, anything else by its type). No option is known here.
- */
-function plainValue(value) {
-  switch (typeof value) {
-    case 'number':
-      return Number.isFinite(value) ? value : { $float: Number.isNaN(value) ? 'nan' : value > 0 ? 'inf' : '-inf' };
-    case 'string':
-      return value.isWellFormed() ? value : { $loneSurrogate: true };
-    case 'boolean':
-    case 'undefined':
-      return value;
-    default:
-      return value === null ? null : { $type: typeof value };
-  }
-}
-
-/** The options `names` of `options`, each read once, as the core's JSON input. */
-function plainOptions(options, names) {
-  const values = {};
-  for (const name of names) values[name] = plainValue(options[name]);
-  return JSON.stringify(values);
-}
 
 /** Starts a machine; an option the core refuses is a TypeError with the core's text. */
 function checkedByCore(start) {

@@ -5,6 +5,7 @@
 // checked here (TypeError naming the field); values by the core.
 
 const native = require('./native.cjs');
+const { plainOptions } = require('./plain.cjs');
 const { nativeCall, nativeCallSync, checkObject, checkString, checkOptionalString, checkStringArray } = require('./errors.cjs');
 
 function checkLabels(labels) {
@@ -97,8 +98,6 @@ class DockerProvider extends ManagedProvider {
   }
 }
 
-const ISOLATIONS = ['auto', 'namespaces', 'process-group'];
-
 /** Sandboxes as private directories plus supervised process trees (namespaces where possible). */
 class LocalProvider extends ManagedProvider {
   #isolation;
@@ -116,9 +115,7 @@ class LocalProvider extends ManagedProvider {
     checkString(options.baseDir, 'options.baseDir');
     for (const field of ['owner', 'name']) checkOptionalString(options, field, 'options');
     if (options.keepAlive !== undefined) checkStringArray(options.keepAlive, 'options.keepAlive');
-    if (options.isolation !== undefined && !ISOLATIONS.includes(options.isolation)) {
-      throw new TypeError(`options.isolation must be one of ${ISOLATIONS.map((i) => `'${i}'`).join(', ')}`);
-    }
+    checkOptionalString(options, 'isolation', 'options');
     const { baseDir, owner, keepAlive, isolation, name } = options;
     const provider = nativeCallSync(() => native.NativeProvider.local({ baseDir, owner, keepAlive, isolation, name }));
     super(provider);
@@ -131,10 +128,8 @@ class LocalProvider extends ManagedProvider {
   }
 }
 
-/** The options every hosted provider takes, and which each vendor adds. */
-const HOSTED_OPTIONS = ['name', 'owner', 'apiKey', 'apiUrl'];
-const HOSTED_NUMBERS = ['pageSize', 'requestTimeoutMs'];
-const HOSTED_FLAGS = ['sweepUnlabelled'];
+/** Marks a construction over a native provider the command crate built. */
+const FROM_NATIVE = Symbol('fromNative');
 
 /**
  * What the hosted providers share: `name`, `owner`, an honest `destroy`, a
@@ -146,22 +141,18 @@ class HostedProvider {
   #name;
   #owner;
 
-  constructor(factory, options, extraStrings = []) {
-    checkObject(options, 'options');
-    for (const field of [...HOSTED_OPTIONS, ...extraStrings]) checkOptionalString(options, field, 'options');
-    for (const field of HOSTED_NUMBERS) {
-      const value = options[field];
-      if (value !== undefined && (!Number.isInteger(value) || value < 1 || value > 0xffffffff)) {
-        throw new TypeError(`options.${field} must be a positive whole number`);
-      }
+  /**
+   * @param {'e2b' | 'daytona' | 'vercel'} vendor
+   * @param {object} options the options the core names for `vendor`, each read once, checked and defaulted by the core
+   */
+  constructor(vendor, options) {
+    if (vendor === FROM_NATIVE) {
+      this.#native = options;
+    } else {
+      checkObject(options, 'options');
+      const values = plainOptions(options, native.hostedOptionNames(vendor));
+      this.#native = nativeCallSync(() => native.NativeHostedProvider[vendor](values));
     }
-    for (const field of HOSTED_FLAGS) {
-      const value = options[field];
-      if (value !== undefined && typeof value !== 'boolean') throw new TypeError(`options.${field} must be a boolean`);
-    }
-    const read = {};
-    for (const field of [...HOSTED_OPTIONS, ...extraStrings, ...HOSTED_NUMBERS, ...HOSTED_FLAGS]) read[field] = options[field];
-    this.#native = nativeCallSync(() => factory(read));
     this.#name = this.#native.name;
     this.#owner = this.#native.owner;
   }
@@ -228,7 +219,7 @@ class HostedProvider {
 class E2bProvider extends HostedProvider {
   /** @param {{ name?: string, owner?: string, apiKey?: string, apiUrl?: string, pageSize?: number, requestTimeoutMs?: number, sweepUnlabelled?: boolean }} [options] */
   constructor(options = {}) {
-    super((read) => native.NativeHostedProvider.e2b(read), options);
+    super('e2b', options);
   }
 }
 
@@ -241,7 +232,7 @@ class E2bProvider extends HostedProvider {
 class DaytonaProvider extends HostedProvider {
   /** @param {{ name?: string, owner?: string, apiKey?: string, apiUrl?: string, pageSize?: number, requestTimeoutMs?: number, sweepUnlabelled?: boolean }} [options] */
   constructor(options = {}) {
-    super((read) => native.NativeHostedProvider.daytona(read), options);
+    super('daytona', options);
   }
 }
 
@@ -254,7 +245,7 @@ class DaytonaProvider extends HostedProvider {
 class VercelProvider extends HostedProvider {
   /** @param {{ name?: string, owner?: string, apiKey?: string, teamId?: string, projectId?: string, apiUrl?: string, pageSize?: number, requestTimeoutMs?: number, sweepUnlabelled?: boolean }} [options] */
   constructor(options = {}) {
-    super((read) => native.NativeHostedProvider.vercel(read), options, ['teamId', 'projectId']);
+    super('vercel', options);
   }
 }
 
@@ -273,7 +264,7 @@ function ownerLabels(owner, key) {
 
 /** A facade over a native hosted provider the command crate built (the hosted command's `--e2b`, ...). */
 function hostedFromNative(nativeProvider) {
-  return new HostedProvider(() => nativeProvider, {});
+  return new HostedProvider(FROM_NATIVE, nativeProvider);
 }
 
 module.exports = { DockerProvider, LocalProvider, E2bProvider, DaytonaProvider, VercelProvider, ownerLabels, hostedFromNative };

@@ -8,44 +8,37 @@ use std::sync::Arc;
 use napi::bindgen_prelude::PromiseRaw;
 use napi::{Env, Result};
 use napi_derive::napi;
+use sandbox_reclaim::messages;
+use sandbox_reclaim::options::{Dialect, HostOptionError, HostOptions};
+use sandbox_reclaim::provider_options::{HostedSettings, HostedVendor};
 use sandbox_reclaim::providers::{
     owner_labels as core_owner_labels, DaytonaConfig, DaytonaProvider, E2bConfig, E2bProvider, VercelConfig,
     VercelProvider,
 };
 use sandbox_reclaim::{HostedSandboxProvider, Labels, ListedSandbox, DEFAULT_OWNER};
 
+use crate::memory_store::type_error;
 use crate::provider::{provider_error, spawn_coded, Coded};
 
-/// `new E2bProvider(options)`, `new DaytonaProvider(options)`, `new
-/// VercelProvider(options)`: every field optional; each vendor reads the
-/// fields it has (the facades check which).
-#[napi(object)]
-pub struct HostedOptions {
-    /// Provider name (default the vendor's: `e2b`, `daytona`, `vercel`).
-    pub name: Option<String>,
-    /// Owner namespace: the label / metadata / tag the listing is filtered by.
-    pub owner: Option<String>,
-    /// API key or token; default the vendor's variable.
-    pub api_key: Option<String>,
-    /// API base URL; default the vendor's variable, else its public API.
-    pub api_url: Option<String>,
-    /// Vercel's team; default `VERCEL_TEAM_ID`.
-    pub team_id: Option<String>,
-    /// Vercel's project; default `VERCEL_PROJECT_ID`.
-    pub project_id: Option<String>,
-    /// Sandboxes per listing page (default the vendor's largest).
-    pub page_size: Option<u32>,
-    /// Longest one HTTP request may take, in ms (default 30 000).
-    pub request_timeout_ms: Option<u32>,
-    /// List every sandbox, not only the owner's: an unlabelled one is listed
-    /// with owner `""` (the store's registry decides). Default false.
-    pub sweep_unlabelled: Option<bool>,
+/// The option names `vendor` (`e2b`, `daytona`, `vercel`) takes, as JS
+/// spells them: what the facade reads from the user's options (each once)
+/// and hands to the core as plain values.
+#[napi]
+pub fn hosted_option_names(vendor: String) -> Result<Vec<String>, String> {
+    let vendor = hosted_vendor(&vendor)?;
+    Ok(vendor.names().iter().map(|name| name.node.to_owned()).collect())
 }
 
-impl HostedOptions {
-    fn request_timeout(&self) -> Option<std::time::Duration> {
-        self.request_timeout_ms.map(|ms| std::time::Duration::from_millis(u64::from(ms.max(1))))
-    }
+fn hosted_vendor(vendor: &str) -> Result<HostedVendor, String> {
+    HostedVendor::parse(vendor).ok_or_else(|| thrown(type_error(messages::unknown_vendor(vendor)).into()))
+}
+
+/// The settings the user's plain option values (JSON) give, checked and
+/// defaulted by the core; an option it refuses is a `TypeError`.
+fn settings(vendor: HostedVendor, options_json: &str) -> Result<HostedSettings, String> {
+    let refused = |error: HostOptionError| thrown(type_error(error.message).into());
+    let options = HostOptions::parse(options_json, Dialect::Node).map_err(refused)?;
+    HostedSettings::from_host(vendor, &options).map_err(refused)
 }
 
 /// A sandbox as a hosted provider lists it: a field it cannot read is
@@ -82,42 +75,26 @@ pub struct NativeHostedProvider {
 impl NativeHostedProvider {
     /// An E2B provider (reads `E2B_API_KEY` / `E2B_API_URL`; sends nothing).
     #[napi(factory, js_name = "e2b")]
-    pub fn e2b(options: HostedOptions) -> Result<Self, String> {
-        let mut config = E2bConfig::default();
-        config.name = options.name.clone().unwrap_or(config.name);
-        config.owner = options.owner.clone().unwrap_or(config.owner);
-        config.page_size = options.page_size.unwrap_or(config.page_size);
-        config.request_timeout = options.request_timeout().unwrap_or(config.request_timeout);
-        config.sweep_unlabelled = options.sweep_unlabelled.unwrap_or(config.sweep_unlabelled);
-        (config.api_key, config.api_url) = (options.api_key, options.api_url);
-        Self::hosted(E2bProvider::new(config), config_owner(options.owner))
+    pub fn e2b(options_json: String) -> Result<Self, String> {
+        let settings = settings(HostedVendor::E2b, &options_json)?;
+        let owner = settings.owner.clone();
+        Self::hosted(E2bProvider::new(E2bConfig::from(settings)), owner)
     }
 
     /// A Daytona provider (reads `DAYTONA_API_KEY` / `DAYTONA_API_URL`; sends nothing).
     #[napi(factory)]
-    pub fn daytona(options: HostedOptions) -> Result<Self, String> {
-        let mut config = DaytonaConfig::default();
-        config.name = options.name.clone().unwrap_or(config.name);
-        config.owner = options.owner.clone().unwrap_or(config.owner);
-        config.page_size = options.page_size.unwrap_or(config.page_size);
-        config.request_timeout = options.request_timeout().unwrap_or(config.request_timeout);
-        config.sweep_unlabelled = options.sweep_unlabelled.unwrap_or(config.sweep_unlabelled);
-        (config.api_key, config.api_url) = (options.api_key, options.api_url);
-        Self::hosted(DaytonaProvider::new(config), config_owner(options.owner))
+    pub fn daytona(options_json: String) -> Result<Self, String> {
+        let settings = settings(HostedVendor::Daytona, &options_json)?;
+        let owner = settings.owner.clone();
+        Self::hosted(DaytonaProvider::new(DaytonaConfig::from(settings)), owner)
     }
 
     /// A Vercel provider (reads `VERCEL_TOKEN` / `VERCEL_TEAM_ID` / `VERCEL_PROJECT_ID`; sends nothing).
     #[napi(factory)]
-    pub fn vercel(options: HostedOptions) -> Result<Self, String> {
-        let mut config = VercelConfig::default();
-        config.name = options.name.clone().unwrap_or(config.name);
-        config.owner = options.owner.clone().unwrap_or(config.owner);
-        config.page_size = options.page_size.unwrap_or(config.page_size);
-        config.request_timeout = options.request_timeout().unwrap_or(config.request_timeout);
-        config.sweep_unlabelled = options.sweep_unlabelled.unwrap_or(config.sweep_unlabelled);
-        (config.token, config.api_url) = (options.api_key, options.api_url);
-        (config.team_id, config.project_id) = (options.team_id, options.project_id);
-        Self::hosted(VercelProvider::new(config), config_owner(options.owner))
+    pub fn vercel(options_json: String) -> Result<Self, String> {
+        let settings = settings(HostedVendor::Vercel, &options_json)?;
+        let owner = settings.owner.clone();
+        Self::hosted(VercelProvider::new(VercelConfig::from(settings)), owner)
     }
 
     /// A provider the command crate built (the hosted command's `--e2b`, ...).

@@ -247,16 +247,10 @@ impl NativeProvider {
         if let Some(name) = options.name {
             config.name = name;
         }
-        config.isolation = match options.isolation.as_deref() {
-            None | Some("auto") => IsolationRequest::Auto,
-            Some("namespaces") => IsolationRequest::Namespaces,
-            Some("process-group") => IsolationRequest::ProcessGroup,
-            Some(other) => {
-                return Err(thrown(type_error(format!(
-                    "invalid `isolation`: must be 'auto', 'namespaces' or 'process-group', got {other:?}"
-                ))))
-            }
-        };
+        if let Some(isolation) = options.isolation {
+            config.isolation = IsolationRequest::parse(&isolation, "options.isolation")
+                .map_err(|refused| thrown(type_error(refused)))?;
+        }
         let owner = config.owner.clone();
         let provider = sandbox_reclaim::LocalProvider::new(config).map_err(|error| thrown(provider_error(error)))?;
         let isolation = Some(provider.isolation().as_str());

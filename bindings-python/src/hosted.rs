@@ -5,17 +5,18 @@
 //! `E2bProvider`, `DaytonaProvider` and `VercelProvider`
 //! (`sandbox_reclaim/_providers.py`).
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::IntoPyObjectExt;
+use sandbox_reclaim::messages;
+use sandbox_reclaim::options::{Dialect, HostOptionError, HostOptions, Problem};
+use sandbox_reclaim::provider_options::{HostedSettings, HostedVendor};
 use sandbox_reclaim::providers::{
     owner_labels as core_owner_labels, DaytonaConfig, DaytonaProvider, E2bConfig, E2bProvider, VercelConfig,
     VercelProvider,
 };
 use sandbox_reclaim::{HostedSandboxProvider, Labels};
+use std::sync::Arc;
 
 use crate::bridge::{awaitable, runtime};
 use crate::errors::{invalid_input, provider_error};
@@ -27,70 +28,40 @@ pub struct HostedProvider {
     owner: String,
 }
 
-/// An `E2bProvider` (reads `E2B_API_KEY` / `E2B_API_URL` when not given).
+/// The option names `vendor` (`e2b`, `daytona`, `vercel`) takes, as Python
+/// spells them: what the provider's constructor hands to the core as plain values.
 #[pyfunction]
-#[pyo3(signature = (name, owner, api_key, api_url, page_size, sweep_unlabelled, request_timeout))]
-pub fn e2b_provider(
-    name: String,
-    owner: String,
-    api_key: Option<String>,
-    api_url: Option<String>,
-    page_size: u32,
-    sweep_unlabelled: bool,
-    request_timeout: f64,
-) -> PyResult<HostedProvider> {
-    let request_timeout = seconds(request_timeout)?;
-    let config =
-        E2bConfig { name, owner: owner.clone(), api_key, api_url, page_size, sweep_unlabelled, request_timeout };
-    hosted(|| E2bProvider::new(config), owner)
+pub fn hosted_option_names(vendor: &str) -> PyResult<Vec<&'static str>> {
+    Ok(hosted_vendor(vendor)?.names().iter().map(|name| name.python).collect())
 }
 
-/// A `DaytonaProvider` (reads `DAYTONA_API_KEY` / `DAYTONA_API_URL` when not given).
+/// An `E2bProvider`, `DaytonaProvider` or `VercelProvider` from the user's
+/// plain option values (JSON), checked and defaulted by the core (a wrong
+/// type is a `TypeError`, a value out of range a `ValueError`); credentials
+/// left out are read from the vendor's variables. Nothing is sent.
 #[pyfunction]
-#[pyo3(signature = (name, owner, api_key, api_url, page_size, sweep_unlabelled, request_timeout))]
-pub fn daytona_provider(
-    name: String,
-    owner: String,
-    api_key: Option<String>,
-    api_url: Option<String>,
-    page_size: u32,
-    sweep_unlabelled: bool,
-    request_timeout: f64,
-) -> PyResult<HostedProvider> {
-    let request_timeout = seconds(request_timeout)?;
-    let config =
-        DaytonaConfig { name, owner: owner.clone(), api_key, api_url, page_size, sweep_unlabelled, request_timeout };
-    hosted(|| DaytonaProvider::new(config), owner)
+pub fn hosted_provider(vendor: &str, options_json: &str) -> PyResult<HostedProvider> {
+    let vendor = hosted_vendor(vendor)?;
+    let options = HostOptions::parse(options_json, Dialect::Python).map_err(refused)?;
+    let settings = HostedSettings::from_host(vendor, &options).map_err(refused)?;
+    let owner = settings.owner.clone();
+    match vendor {
+        HostedVendor::E2b => hosted(|| E2bProvider::new(E2bConfig::from(settings)), owner),
+        HostedVendor::Daytona => hosted(|| DaytonaProvider::new(DaytonaConfig::from(settings)), owner),
+        HostedVendor::Vercel => hosted(|| VercelProvider::new(VercelConfig::from(settings)), owner),
+    }
 }
 
-/// A `VercelProvider` (reads `VERCEL_TOKEN` / `VERCEL_TEAM_ID` / `VERCEL_PROJECT_ID` when not given).
-#[pyfunction]
-#[pyo3(signature = (name, owner, api_key, team_id, project_id, api_url, page_size, sweep_unlabelled, request_timeout))]
-#[allow(clippy::too_many_arguments)]
-pub fn vercel_provider(
-    name: String,
-    owner: String,
-    api_key: Option<String>,
-    team_id: Option<String>,
-    project_id: Option<String>,
-    api_url: Option<String>,
-    page_size: u32,
-    sweep_unlabelled: bool,
-    request_timeout: f64,
-) -> PyResult<HostedProvider> {
-    let request_timeout = seconds(request_timeout)?;
-    let config = VercelConfig {
-        name,
-        owner: owner.clone(),
-        token: api_key,
-        team_id,
-        project_id,
-        api_url,
-        page_size,
-        sweep_unlabelled,
-        request_timeout,
-    };
-    hosted(|| VercelProvider::new(config), owner)
+fn hosted_vendor(vendor: &str) -> PyResult<HostedVendor> {
+    HostedVendor::parse(vendor).ok_or_else(|| PyValueError::new_err(messages::unknown_vendor(vendor)))
+}
+
+/// An option the core refused: the wrong type is a `TypeError`, out of range a `ValueError`.
+fn refused(error: HostOptionError) -> PyErr {
+    match error.problem {
+        Problem::Type => PyTypeError::new_err(error.message),
+        Problem::Range => PyValueError::new_err(error.message),
+    }
 }
 
 /// The hosted command's `--e2b`, `--daytona`, `--vercel` providers, built
@@ -107,15 +78,6 @@ pub fn host_hosted_providers(plan: &str) -> PyResult<Vec<HostedProvider>> {
             HostedProvider { inner: Arc::from(provider), owner }
         })
         .collect())
-}
-
-fn seconds(request_timeout: f64) -> PyResult<Duration> {
-    if !request_timeout.is_finite() || request_timeout <= 0.0 || request_timeout > 86_400.0 {
-        return Err(PyValueError::new_err(format!(
-            "invalid `request_timeout`: must be a positive number of seconds (at most a day), got {request_timeout}"
-        )));
-    }
-    Ok(Duration::from_secs_f64(request_timeout))
 }
 
 fn hosted<P: HostedSandboxProvider + 'static>(

@@ -56,9 +56,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     #[cfg(unix)]
     module.add_function(wrap_pyfunction!(providers::local_provider, module)?)?;
     module.add_class::<hosted::HostedProvider>()?;
-    module.add_function(wrap_pyfunction!(hosted::e2b_provider, module)?)?;
-    module.add_function(wrap_pyfunction!(hosted::daytona_provider, module)?)?;
-    module.add_function(wrap_pyfunction!(hosted::vercel_provider, module)?)?;
+    module.add_function(wrap_pyfunction!(hosted::hosted_option_names, module)?)?;
+    module.add_function(wrap_pyfunction!(hosted::hosted_provider, module)?)?;
     module.add_function(wrap_pyfunction!(hosted::owner_labels, module)?)?;
     module.add_function(wrap_pyfunction!(hosted::host_hosted_providers, module)?)?;
     module.add_function(wrap_pyfunction!(bridge::shutdown, module)?)?;

@@ -65,22 +65,29 @@ pub struct ManagedProvider {
 pub fn docker_provider(
     image: String,
     keep_alive: Option<Vec<String>>,
-    network_mode: String,
+    network_mode: Option<String>,
     cpus: Option<f64>,
     memory_bytes: Option<i64>,
-    owner: String,
-    name: String,
+    owner: Option<String>,
+    name: Option<String>,
     docker_host: Option<String>,
 ) -> PyResult<ManagedProvider> {
+    // What is `None` keeps the core's default (`DockerConfig::new`).
     let mut config = DockerConfig::new(image);
     if let Some(keep_alive) = keep_alive {
         config.keep_alive = keep_alive;
     }
-    config.network_mode = network_mode;
+    if let Some(network_mode) = network_mode {
+        config.network_mode = network_mode;
+    }
     config.cpus = cpus;
     config.memory_bytes = memory_bytes;
-    config.owner = owner;
-    config.name = name;
+    if let Some(owner) = owner {
+        config.owner = owner;
+    }
+    if let Some(name) = name {
+        config.name = name;
+    }
     config.docker_host = docker_host;
     // The client may look for a runtime when it is built.
     let _runtime = runtime()?.enter();
@@ -94,28 +101,25 @@ pub fn docker_provider(
 pub fn local_provider(
     py: Python<'_>,
     base_dir: PathBuf,
-    owner: String,
+    owner: Option<String>,
     keep_alive: Option<Vec<String>>,
-    isolation: &str,
-    name: String,
+    isolation: Option<&str>,
+    name: Option<String>,
 ) -> PyResult<ManagedProvider> {
-    let isolation = match isolation {
-        "auto" => IsolationRequest::Auto,
-        "namespaces" => IsolationRequest::Namespaces,
-        "process-group" => IsolationRequest::ProcessGroup,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "invalid `isolation`: must be 'auto', 'namespaces' or 'process-group', got {other:?}"
-            )))
-        }
-    };
+    // What is `None` keeps the core's default (`LocalConfig::new`).
     let mut config = LocalConfig::new(base_dir);
-    config.owner = owner;
+    if let Some(isolation) = isolation {
+        config.isolation = IsolationRequest::parse(isolation, "`isolation`").map_err(PyValueError::new_err)?;
+    }
+    if let Some(owner) = owner {
+        config.owner = owner;
+    }
     if let Some(keep_alive) = keep_alive {
         config.keep_alive = keep_alive;
     }
-    config.isolation = isolation;
-    config.name = name;
+    if let Some(name) = name {
+        config.name = name;
+    }
     // The namespace probe runs a process: let other Python threads run meanwhile.
     let provider = py.detach(|| LocalProvider::new(config)).map_err(provider_error)?;
     Ok(ManagedProvider { inner: Arc::new(Managed::Local(provider)) })

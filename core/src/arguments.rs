@@ -131,7 +131,6 @@ pub fn seconds(value: &HostNumber, field: &str, range: Seconds) -> Result<Durati
     }
 }
 
-/// Python's `type(value).__name__` of a number that crossed.
 /// A Python record's whole-number field (`owner.field`, `wire` its
 /// camelCase name): an `int` (never a `bool` or a `float`) in `range`.
 pub fn record_whole(
@@ -161,6 +160,7 @@ pub fn record_whole(
     }
 }
 
+/// Python's `type(value).__name__` of a number that crossed.
 fn python_type(value: &HostNumber) -> String {
     match value {
         HostNumber::Float(_) => "float".to_owned(),

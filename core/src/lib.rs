@@ -30,6 +30,7 @@ pub mod messages;
 pub mod model;
 pub mod options;
 pub mod passes;
+pub mod provider_options;
 #[cfg(any(feature = "docker", feature = "local", feature = "e2b", feature = "daytona", feature = "vercel"))]
 pub mod providers;
 pub mod reports;

@@ -109,6 +109,16 @@ pub fn unknown_flow(flow: &str) -> String {
     )
 }
 
+/// A binding asked for the options of a vendor the core has no hosted provider for.
+pub fn unknown_vendor(vendor: &str) -> String {
+    format!("{MISUSE}: no hosted provider for {vendor:?} (the vendors are e2b, daytona and vercel)")
+}
+
+/// A `LocalProvider` isolation that is none of the three.
+pub fn isolation_choices(field: &str, got: &str) -> String {
+    format!("{field} must be 'auto', 'namespaces' or 'process-group', got {got:?}")
+}
+
 pub fn option_not_an_object() -> String {
     "options must be an object".to_owned()
 }

@@ -88,11 +88,13 @@ pub struct Name {
     pub duration: bool,
 }
 
-const fn name(node: &'static str, python: &'static str) -> Name {
+/// An option that is not a duration, in each host's spelling.
+pub const fn name(node: &'static str, python: &'static str) -> Name {
     Name { node, python, duration: false }
 }
 
-const fn duration(node: &'static str, python: &'static str) -> Name {
+/// A duration option: milliseconds in Node, seconds in Python.
+pub const fn duration(node: &'static str, python: &'static str) -> Name {
     Name { node, python, duration: true }
 }
 
@@ -329,24 +331,40 @@ impl HostOptions {
 
     /// A whole count from `minimum` below 2^32.
     pub fn count(&self, name: Name, minimum: u32, none: NoneMeansDefault) -> Result<Option<u32>, HostOptionError> {
+        self.count_up_to(name, minimum, u32::MAX, none)
+    }
+
+    /// A whole count from `minimum` to `maximum`.
+    pub fn count_up_to(
+        &self,
+        name: Name,
+        minimum: u32,
+        maximum: u32,
+        none: NoneMeansDefault,
+    ) -> Result<Option<u32>, HostOptionError> {
         let Some(plain) = self.given(name, none) else { return Ok(None) };
         let field = self.dialect.field(name);
-        let max = u32::MAX;
+        let within = |int: i128| int >= i128::from(minimum) && int <= i128::from(maximum);
+        let node_message = |too_big: bool| match (maximum == u32::MAX, too_big) {
+            (true, true) => messages::node_count_below_2_32(&field, minimum),
+            (true, false) => messages::node_whole_number(&field, minimum),
+            (false, _) => messages::node_whole_number_between(&field, u64::from(minimum), u64::from(maximum)),
+        };
         match (self.dialect, &plain) {
-            (Dialect::Node, Plain::Int(int)) if *int >= i128::from(minimum) && *int <= i128::from(max) => {
-                Ok(Some(*int as u32))
+            (_, Plain::Int(int)) if within(*int) => Ok(Some(*int as u32)),
+            (Dialect::Node, Plain::Int(int)) => {
+                Err(self.refuse(name, Problem::Type, node_message(*int > i128::from(maximum))))
             }
-            (Dialect::Node, Plain::Int(int)) if *int > i128::from(max) => {
-                Err(self.refuse(name, Problem::Type, messages::node_count_below_2_32(&field, minimum)))
-            }
-            (Dialect::Node, _) => Err(self.refuse(name, Problem::Type, messages::node_whole_number(&field, minimum))),
-            (Dialect::Python, Plain::Int(int)) if *int >= i128::from(minimum) && *int <= i128::from(max) => {
-                Ok(Some(*int as u32))
-            }
+            (Dialect::Node, _) => Err(self.refuse(name, Problem::Type, node_message(false))),
             (Dialect::Python, Plain::Int(_)) => Err(self.refuse(
                 name,
                 Problem::Range,
-                messages::python_whole_number_range(&field, u64::from(minimum), u64::from(max), &plain.python_repr()),
+                messages::python_whole_number_range(
+                    &field,
+                    u64::from(minimum),
+                    u64::from(maximum),
+                    &plain.python_repr(),
+                ),
             )),
             (Dialect::Python, _) => {
                 Err(self.refuse(name, Problem::Type, messages::python_must_be(&field, "an int", &plain.python_type())))
@@ -357,14 +375,32 @@ impl HostOptions {
     /// A duration, as whole milliseconds from `minimum_ms` (Node: whole
     /// milliseconds; Python: seconds, rounded half to even to milliseconds).
     pub fn millis(&self, name: Name, minimum_ms: u64, none: NoneMeansDefault) -> Result<Option<u64>, HostOptionError> {
+        self.millis_up_to(name, minimum_ms, MAX_SAFE_INTEGER, none)
+    }
+
+    /// A duration from `minimum_ms` to `maximum_ms` (at most 2^53-1), as [`Self::millis`].
+    pub fn millis_up_to(
+        &self,
+        name: Name,
+        minimum_ms: u64,
+        maximum_ms: u64,
+        none: NoneMeansDefault,
+    ) -> Result<Option<u64>, HostOptionError> {
         let Some(plain) = self.given(name, none) else { return Ok(None) };
         let field = self.dialect.field(name);
         match self.dialect {
             Dialect::Node => match plain {
-                Plain::Int(int) if int >= i128::from(minimum_ms) && int <= i128::from(MAX_SAFE_INTEGER) => {
+                Plain::Int(int) if int >= i128::from(minimum_ms) && int <= i128::from(maximum_ms) => {
                     Ok(Some(int as u64))
                 }
-                _ => Err(self.refuse(name, Problem::Type, messages::node_whole_number(&field, minimum_ms))),
+                _ if maximum_ms >= MAX_SAFE_INTEGER => {
+                    Err(self.refuse(name, Problem::Type, messages::node_whole_number(&field, minimum_ms)))
+                }
+                _ => Err(self.refuse(
+                    name,
+                    Problem::Type,
+                    messages::node_whole_number_between(&field, minimum_ms, maximum_ms),
+                )),
             },
             Dialect::Python => {
                 let seconds = match plain {
@@ -379,7 +415,7 @@ impl HostOptions {
                         ));
                     }
                 };
-                let max_seconds = MAX_SAFE_INTEGER as f64 / 1000.0;
+                let max_seconds = maximum_ms.min(MAX_SAFE_INTEGER) as f64 / 1000.0;
                 // NaN fails both comparisons, so it is refused too.
                 if !(0.0..=max_seconds).contains(&seconds) || seconds.is_nan() {
                     let message = messages::python_seconds_range(&field, max_seconds, &plain.python_repr());

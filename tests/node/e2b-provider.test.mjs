@@ -43,6 +43,20 @@ test('E2bProvider refuses bad options with a TypeError naming the field, and nev
     assert.throws(() => new E2bProvider({ apiKey: 'k', pageSize: 0 }), { name: 'TypeError', message: /pageSize/ });
     assert.throws(() => new E2bProvider({ apiKey: 'k', pageSize: 101 }), { name: 'TypeError', message: /pageSize/ });
     assert.throws(() => new E2bProvider({ apiKey: 'k', name: '' }), { name: 'TypeError', message: /name/ });
+    // The core's ranges and texts: E2B's largest page, a request timeout of at most a day.
+    assert.throws(() => new E2bProvider({ apiKey: 'k', pageSize: 101 }), {
+      name: 'TypeError',
+      message: 'options.pageSize must be a whole number between 1 and 100',
+    });
+    assert.throws(() => new E2bProvider({ apiKey: 'k', requestTimeoutMs: 86_400_001 }), {
+      name: 'TypeError',
+      message: 'options.requestTimeoutMs must be a whole number between 1 and 86400000',
+    });
+    assert.throws(() => new E2bProvider({ apiKey: 'k', sweepUnlabelled: 'yes' }), {
+      name: 'TypeError',
+      message: 'options.sweepUnlabelled must be a boolean',
+    });
+    assert.throws(() => new E2bProvider({ apiKey: 'k\uD800' }), { name: 'TypeError', message: /options\.apiKey must not contain a lone UTF-16 surrogate/ });
   } finally {
     if (saved !== undefined) process.env.E2B_API_KEY = saved;
   }

@@ -60,6 +60,13 @@ for (const vendor of VENDORS) {
     assert.throws(() => new Provider({ apiKey: 5 }), { name: 'TypeError', message: /options\.apiKey/ });
     assert.throws(() => new Provider({ apiKey: 'k', projectId: 'p', apiUrl: 'nope' }), { name: 'TypeError', message: /apiUrl/ });
     assert.throws(() => new Provider({ apiKey: 'k', projectId: 'p', pageSize: 1000 }), { name: 'TypeError', message: /pageSize/ });
+    // Each vendor's largest page is the core's: Daytona serves 200, Vercel 50.
+    const most = vendor.name === 'daytona' ? 200 : 50;
+    assert.doesNotThrow(() => new Provider({ apiKey: 'k', projectId: 'p', pageSize: most }));
+    assert.throws(() => new Provider({ apiKey: 'k', projectId: 'p', pageSize: most + 1 }), {
+      name: 'TypeError',
+      message: `options.pageSize must be a whole number between 1 and ${most}`,
+    });
     const provider = new Provider({ apiKey: 'secret_value_123', projectId: 'p', apiUrl: 'http://127.0.0.1:9' });
     assert.equal(provider.name, vendor.name);
     assert.ok(!JSON.stringify(provider).includes('secret_value_123'));

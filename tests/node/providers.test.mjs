@@ -42,7 +42,11 @@ test('DockerProvider and LocalProvider refuse bad config with a TypeError naming
   assert.throws(() => new DockerProvider({ image, networkMode: 5 }), { name: 'TypeError', message: /networkMode/ });
   assert.throws(() => new LocalProvider({}), { name: 'TypeError', message: /baseDir/ });
   assert.throws(() => new LocalProvider({ baseDir: '' }), { name: 'TypeError', message: /baseDir/ });
-  assert.throws(() => new LocalProvider({ baseDir: scratch, isolation: 'vm' }), { name: 'TypeError', message: /isolation/ });
+  assert.throws(() => new LocalProvider({ baseDir: scratch, isolation: 'vm' }), {
+    name: 'TypeError',
+    message: `options.isolation must be 'auto', 'namespaces' or 'process-group', got "vm"`,
+  });
+  assert.throws(() => new LocalProvider({ baseDir: scratch, isolation: 7 }), { name: 'TypeError', message: /options\.isolation/ });
   assert.throws(() => new LocalProvider({ baseDir: scratch, name: '' }), { name: 'TypeError', message: /name/ });
   assert.deepStrictEqual(readdirSync(scratch), [], 'refused config touched nothing');
 });

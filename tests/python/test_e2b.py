@@ -21,6 +21,7 @@ from cli_world import console_script
 from cli_world import run as run_command
 
 from sandbox_reclaim import (
+    DEFAULT_OWNER,
     E2bProvider,
     InMemoryLeakLedgerStore,
     ReclaimOutcome,
@@ -113,6 +114,22 @@ def test_bad_options_are_refused_naming_the_field_and_the_key_never_shows(monkey
         E2bProvider(api_key="k", name="")
     with pytest.raises(TypeError, match="sweep_unlabelled"):
         E2bProvider(api_key="k", sweep_unlabelled=None)  # type: ignore[arg-type]
+    # The core's ranges and texts: E2B's largest page; a request timeout of at most a day.
+    with pytest.raises(ValueError) as page:
+        E2bProvider(api_key="k", page_size=101)
+    assert str(page.value) == "`page_size` must be a whole number between 1 and 100, got 101"
+    with pytest.raises(TypeError) as flag:
+        E2bProvider(api_key="k", page_size=True)
+    assert str(flag.value) == "`page_size` must be an int, got bool"
+    with pytest.raises(ValueError, match="request_timeout"):
+        E2bProvider(api_key="k", request_timeout=86_401)
+    with pytest.raises(TypeError) as name:
+        E2bProvider(api_key="k", name=None)  # type: ignore[arg-type]
+    assert str(name.value) == "`name` must be a str, got NoneType"
+    with pytest.raises(TypeError, match="lone surrogate"):
+        E2bProvider(api_key="k\ud800")
+    defaults = E2bProvider(api_key="k", api_url="http://127.0.0.1:9")
+    assert (defaults.name, defaults.owner) == ("e2b", DEFAULT_OWNER)
     with pytest.raises(TypeError, match="sweep_unlabelled"):
         E2bProvider(api_key="k", sweep_unlabelled="false")  # type: ignore[arg-type]
     monkeypatch.setenv("E2B_API_KEY", "e2b_from_env_secret")

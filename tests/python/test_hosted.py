@@ -160,6 +160,12 @@ def test_bad_options_are_refused_naming_the_field(monkeypatch: pytest.MonkeyPatc
         DaytonaProvider(api_key="k", page_size=201)
     with pytest.raises(ValueError, match="page_size"):
         VercelProvider(api_key="k", project_id="p", page_size=51)
+    # Each vendor's largest page, and its defaults, are the core's.
+    assert DaytonaProvider(api_key="k", page_size=200).name == "daytona"
+    with pytest.raises(ValueError) as page:
+        VercelProvider(api_key="k", project_id="p", page_size=0)
+    assert str(page.value) == "`page_size` must be a whole number between 1 and 50, got 0"
+    assert VercelProvider(api_key="k", project_id="p").name == "vercel"
     with pytest.raises(TypeError, match="team_id"):
         VercelProvider(api_key="k", project_id="p", team_id=5)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="sweep_unlabelled"):

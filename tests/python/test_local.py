@@ -88,11 +88,20 @@ async def test_foreign_sandbox_is_refused(tmp_path: Path) -> None:
         await theirs.destroy(handle.id)
 
 
+def test_left_out_options_take_the_cores_defaults(tmp_path: Path) -> None:
+    provider = sr.LocalProvider(base_dir=tmp_path / "defaults")
+    assert (provider.name, provider.owner) == ("local", sr.DEFAULT_OWNER)
+    assert provider.isolation() in ("namespaces", "process-group")
+
+
 def test_config_errors_name_the_field(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="base_dir"):
         sr.LocalProvider(base_dir=None)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="`isolation`"):
+    with pytest.raises(ValueError) as isolation:
         sr.LocalProvider(base_dir=tmp_path, isolation="chroot")  # type: ignore[arg-type]
+    assert str(isolation.value) == "`isolation` must be 'auto', 'namespaces' or 'process-group', got \"chroot\""
+    with pytest.raises(TypeError, match="`isolation`"):
+        sr.LocalProvider(base_dir=tmp_path, isolation=None)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="`owner`"):
         sr.LocalProvider(base_dir=tmp_path, owner="")
     with pytest.raises(ValueError, match="`keep_alive`"):

@@ -208,16 +208,16 @@ class ManagedProvider:
 def docker_provider(
     image: str,
     keep_alive: list[str] | None,
-    network_mode: str,
+    network_mode: str | None,
     cpus: float | None,
     memory_bytes: int | None,
-    owner: str,
-    name: str,
+    owner: str | None,
+    name: str | None,
     docker_host: str | None,
     /,
 ) -> ManagedProvider: ...
 def local_provider(
-    base_dir: str, owner: str, keep_alive: list[str] | None, isolation: str, name: str, /
+    base_dir: str, owner: str | None, keep_alive: list[str] | None, isolation: str | None, name: str | None, /
 ) -> ManagedProvider: ...
 
 class HostedProvider:
@@ -233,38 +233,8 @@ class HostedProvider:
     def list_sandboxes(self) -> Awaitable[list[tuple[str, int | None, str | None, str | None, bool]]]: ...
     def check_access(self) -> Awaitable[None]: ...
 
-def e2b_provider(
-    name: str,
-    owner: str,
-    api_key: str | None,
-    api_url: str | None,
-    page_size: int,
-    sweep_unlabelled: bool,
-    request_timeout: float,
-    /,
-) -> HostedProvider: ...
-def daytona_provider(
-    name: str,
-    owner: str,
-    api_key: str | None,
-    api_url: str | None,
-    page_size: int,
-    sweep_unlabelled: bool,
-    request_timeout: float,
-    /,
-) -> HostedProvider: ...
-def vercel_provider(
-    name: str,
-    owner: str,
-    api_key: str | None,
-    team_id: str | None,
-    project_id: str | None,
-    api_url: str | None,
-    page_size: int,
-    sweep_unlabelled: bool,
-    request_timeout: float,
-    /,
-) -> HostedProvider: ...
+def hosted_option_names(vendor: str, /) -> list[str]: ...
+def hosted_provider(vendor: str, options_json: str, /) -> HostedProvider: ...
 def owner_labels(owner: str, key: str, /) -> dict[str, str]: ...
 def host_hosted_providers(plan: str, /) -> list[HostedProvider]: ...
 

@@ -23,6 +23,7 @@ from typing import Literal
 
 from . import _native
 from ._errors import SandboxProviderError
+from ._options import DEFAULT, options_json
 from ._records import ExecResult, ListedSandbox, SandboxHandle
 
 DEFAULT_OWNER: str = _native.protocol()["default_owner"]
@@ -35,6 +36,11 @@ def _text(field: str, value: object) -> str:
     if not isinstance(value, str):
         raise TypeError(f"`{field}` must be a str, got {type(value).__name__}")
     return value
+
+
+def _given(field: str, value: object) -> str | None:
+    """A string argument, or ``None`` for one left at :data:`DEFAULT` (the core's default)."""
+    return None if value is DEFAULT else _text(field, value)
 
 
 def _argv(field: str, value: object) -> list[str] | None:
@@ -110,7 +116,8 @@ class DockerProvider(_ManagedProvider):
     ``image`` must already be present on the engine; ``keep_alive`` is the
     command that keeps a container running (default ``sleep infinity``);
     ``network_mode`` defaults to ``"none"``; ``docker_host`` defaults to
-    ``DOCKER_HOST``, else the local socket. Connecting is lazy.
+    ``DOCKER_HOST``, else the local socket; ``owner`` to :data:`DEFAULT_OWNER`;
+    ``name`` to ``"docker"`` (the core's defaults). Connecting is lazy.
     """
 
     __slots__ = ()
@@ -120,11 +127,11 @@ class DockerProvider(_ManagedProvider):
         *,
         image: str,
         keep_alive: Sequence[str] | None = None,
-        network_mode: str = "none",
+        network_mode: str = DEFAULT,
         cpus: float | None = None,
         memory_bytes: int | None = None,
-        owner: str = DEFAULT_OWNER,
-        name: str = "docker",
+        owner: str = DEFAULT,
+        name: str = DEFAULT,
         docker_host: str | None = None,
     ) -> None:
         if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, (int, float))):
@@ -138,11 +145,11 @@ class DockerProvider(_ManagedProvider):
         self._native = _native.docker_provider(
             _text("image", image),
             _argv("keep_alive", keep_alive),
-            _text("network_mode", network_mode),
+            _given("network_mode", network_mode),
             None if cpus is None else float(cpus),
             memory_bytes,
-            _text("owner", owner),
-            _text("name", name),
+            _given("owner", owner),
+            _given("name", name),
             None if docker_host is None else _text("docker_host", docker_host),
         )
 
@@ -153,7 +160,9 @@ class DockerProvider(_ManagedProvider):
 class LocalProvider(_ManagedProvider):
     """Sandboxes as directories under ``base_dir`` plus supervised process
     trees: fresh PID, mount, network (loopback only), IPC and UTS namespaces
-    where the kernel allows, else a process group (``isolation="auto"``).
+    where the kernel allows, else a process group (``isolation="auto"``, the
+    default; ``"namespaces"`` or ``"process-group"`` insist). ``owner``
+    defaults to :data:`DEFAULT_OWNER`, ``name`` to ``"local"`` (the core's defaults).
     """
 
     __slots__ = ()
@@ -162,10 +171,10 @@ class LocalProvider(_ManagedProvider):
         self,
         *,
         base_dir: str | os.PathLike[str],
-        owner: str = DEFAULT_OWNER,
+        owner: str = DEFAULT,
         keep_alive: Sequence[str] | None = None,
-        isolation: Isolation = "auto",
-        name: str = "local",
+        isolation: Isolation = DEFAULT,
+        name: str = DEFAULT,
     ) -> None:
         if not hasattr(_native, "local_provider"):
             # Namespaces and process groups: the native module has it on Unix only.
@@ -176,7 +185,11 @@ class LocalProvider(_ManagedProvider):
         if not isinstance(directory, str):
             raise TypeError("`base_dir` must be a text path, not bytes")
         self._native = _native.local_provider(
-            directory, _text("owner", owner), _argv("keep_alive", keep_alive), _text("isolation", isolation), _text("name", name)
+            directory,
+            _given("owner", owner),
+            _argv("keep_alive", keep_alive),
+            _given("isolation", isolation),
+            _given("name", name),
         )
 
     def isolation(self) -> Literal["namespaces", "process-group"]:
@@ -191,28 +204,11 @@ class LocalProvider(_ManagedProvider):
         return f"<LocalProvider name={self.name!r} isolation={self.isolation()!r}>"
 
 
-def _page_size(value: object, most: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"`page_size` must be an int, got {type(value).__name__}")
-    if not 1 <= value <= most:
-        raise ValueError(f"invalid `page_size`: must be between 1 and {most}, got {value}")
-    return value
-
-
-def _flag(field: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"`{field}` must be a bool, got {type(value).__name__}")
-    return value
-
-
-def _seconds(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"`request_timeout` must be a number of seconds, got {type(value).__name__}")
-    return float(value)
-
-
-def _optional_text(field: str, value: object) -> str | None:
-    return None if value is None else _text(field, value)
+def _hosted(vendor: str, arguments: Mapping[str, object]) -> _native.HostedProvider:
+    """The native provider ``arguments`` (the constructor's) configure: the
+    core names the options ``vendor`` takes, checks each, and applies its
+    defaults to those left at :data:`DEFAULT`."""
+    return _native.hosted_provider(vendor, options_json(_native.hosted_option_names(vendor), arguments))
 
 
 class _HostedProvider:
@@ -231,7 +227,12 @@ class _HostedProvider:
     our owner label with owner ``""`` (unlabelled), so :func:`reconcile`
     also sweeps what was created without labels (TanStack's providers) when
     the store's registry names it; an unlabelled sandbox the registry does
-    not name, or one labelled for another owner, is never touched."""
+    not name, or one labelled for another owner, is never touched.
+
+    ``owner`` defaults to :data:`DEFAULT_OWNER`; ``request_timeout``, the
+    longest one HTTP request may take, to 30 seconds (at most a day). The
+    core checks and defaults every option (a wrong type is a ``TypeError``,
+    a value out of range a ``ValueError``, naming the argument)."""
 
     __slots__ = ("_native",)
     _native: _native.HostedProvider
@@ -274,6 +275,7 @@ class E2bProvider(_HostedProvider):
     ``list_sandboxes`` reads running and paused sandboxes (both bill) by
     metadata. ``api_key`` defaults to ``E2B_API_KEY``; ``api_url`` to
     ``E2B_API_URL``, else ``https://api.$E2B_DOMAIN``, else ``https://api.e2b.app``.
+    ``name`` defaults to ``"e2b"``; ``page_size`` to 100 (at most 100).
     """
 
     __slots__ = ()
@@ -281,22 +283,25 @@ class E2bProvider(_HostedProvider):
     def __init__(
         self,
         *,
-        name: str = "e2b",
-        owner: str = DEFAULT_OWNER,
+        name: str = DEFAULT,
+        owner: str = DEFAULT,
         api_key: str | None = None,
         api_url: str | None = None,
-        page_size: int = 100,
-        sweep_unlabelled: bool = False,
-        request_timeout: float = 30.0,
+        page_size: int = DEFAULT,
+        sweep_unlabelled: bool = DEFAULT,
+        request_timeout: float = DEFAULT,
     ) -> None:
-        self._native = _native.e2b_provider(
-            _text("name", name),
-            _text("owner", owner),
-            _optional_text("api_key", api_key),
-            _optional_text("api_url", api_url),
-            _page_size(page_size, 100),
-            _flag("sweep_unlabelled", sweep_unlabelled),
-            _seconds(request_timeout),
+        self._native = _hosted(
+            "e2b",
+            {
+                "name": name,
+                "owner": owner,
+                "api_key": api_key,
+                "api_url": api_url,
+                "page_size": page_size,
+                "sweep_unlabelled": sweep_unlabelled,
+                "request_timeout": request_timeout,
+            },
         )
 
 
@@ -306,6 +311,7 @@ class DaytonaProvider(_HostedProvider):
     is already destroying is listed ``deleting`` (never destroyed again).
     ``api_key`` defaults to ``DAYTONA_API_KEY``; ``api_url`` to
     ``DAYTONA_API_URL``, else ``https://app.daytona.io/api``.
+    ``name`` defaults to ``"daytona"``; ``page_size`` to 100 (at most 200).
     """
 
     __slots__ = ()
@@ -313,22 +319,25 @@ class DaytonaProvider(_HostedProvider):
     def __init__(
         self,
         *,
-        name: str = "daytona",
-        owner: str = DEFAULT_OWNER,
+        name: str = DEFAULT,
+        owner: str = DEFAULT,
         api_key: str | None = None,
         api_url: str | None = None,
-        page_size: int = 100,
-        sweep_unlabelled: bool = False,
-        request_timeout: float = 30.0,
+        page_size: int = DEFAULT,
+        sweep_unlabelled: bool = DEFAULT,
+        request_timeout: float = DEFAULT,
     ) -> None:
-        self._native = _native.daytona_provider(
-            _text("name", name),
-            _text("owner", owner),
-            _optional_text("api_key", api_key),
-            _optional_text("api_url", api_url),
-            _page_size(page_size, 200),
-            _flag("sweep_unlabelled", sweep_unlabelled),
-            _seconds(request_timeout),
+        self._native = _hosted(
+            "daytona",
+            {
+                "name": name,
+                "owner": owner,
+                "api_key": api_key,
+                "api_url": api_url,
+                "page_size": page_size,
+                "sweep_unlabelled": sweep_unlabelled,
+                "request_timeout": request_timeout,
+            },
         )
 
 
@@ -338,6 +347,7 @@ class VercelProvider(_HostedProvider):
     bills); ``list_sandboxes`` reads every page by tag. ``api_key`` (the
     access token) defaults to ``VERCEL_TOKEN``, ``team_id`` to
     ``VERCEL_TEAM_ID``, ``project_id`` (required) to ``VERCEL_PROJECT_ID``.
+    ``name`` defaults to ``"vercel"``; ``page_size`` to 50 (at most 50).
     """
 
     __slots__ = ()
@@ -345,26 +355,29 @@ class VercelProvider(_HostedProvider):
     def __init__(
         self,
         *,
-        name: str = "vercel",
-        owner: str = DEFAULT_OWNER,
+        name: str = DEFAULT,
+        owner: str = DEFAULT,
         api_key: str | None = None,
         team_id: str | None = None,
         project_id: str | None = None,
         api_url: str | None = None,
-        page_size: int = 50,
-        sweep_unlabelled: bool = False,
-        request_timeout: float = 30.0,
+        page_size: int = DEFAULT,
+        sweep_unlabelled: bool = DEFAULT,
+        request_timeout: float = DEFAULT,
     ) -> None:
-        self._native = _native.vercel_provider(
-            _text("name", name),
-            _text("owner", owner),
-            _optional_text("api_key", api_key),
-            _optional_text("team_id", team_id),
-            _optional_text("project_id", project_id),
-            _optional_text("api_url", api_url),
-            _page_size(page_size, 50),
-            _flag("sweep_unlabelled", sweep_unlabelled),
-            _seconds(request_timeout),
+        self._native = _hosted(
+            "vercel",
+            {
+                "name": name,
+                "owner": owner,
+                "api_key": api_key,
+                "team_id": team_id,
+                "project_id": project_id,
+                "api_url": api_url,
+                "page_size": page_size,
+                "sweep_unlabelled": sweep_unlabelled,
+                "request_timeout": request_timeout,
+            },
         )
 
 

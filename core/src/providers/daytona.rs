@@ -26,17 +26,17 @@ use serde::Deserialize;
 
 use super::http::{encode_component, parse_rfc3339_millis, Answer, HostedClient, Vendor};
 use super::{
-    validate_id, validate_owner, validate_provider_name, HostedSandboxProvider, InvalidInput, DEFAULT_OWNER, LABEL_KEY,
-    LABEL_OWNER,
+    validate_id, validate_owner, validate_provider_name, HostedSandboxProvider, InvalidInput, LABEL_KEY, LABEL_OWNER,
 };
 use crate::driver::SandboxProvider;
 use crate::errors::ProviderError;
 use crate::fleet::ListedSandbox;
+use crate::provider_options::{HostedSettings, HostedVendor};
 
 const VENDOR: Vendor = Vendor { label: "Daytona", credential_variable: "DAYTONA_API_KEY", credential_option: "apiKey" };
 
 /// The largest page Daytona serves.
-pub const DAYTONA_MAX_PAGE_SIZE: u32 = 200;
+pub const DAYTONA_MAX_PAGE_SIZE: u32 = HostedVendor::Daytona.max_page_size();
 
 /// Daytona's public API.
 pub const DAYTONA_PUBLIC_API_URL: &str = "https://app.daytona.io/api";
@@ -93,14 +93,21 @@ pub struct DaytonaConfig {
 
 impl Default for DaytonaConfig {
     fn default() -> Self {
+        Self::from(HostedSettings::defaults(HostedVendor::Daytona))
+    }
+}
+
+/// The settings a host's options gave ([`HostedSettings::from_host`]), or the defaults.
+impl From<HostedSettings> for DaytonaConfig {
+    fn from(settings: HostedSettings) -> Self {
         Self {
-            name: "daytona".to_owned(),
-            owner: DEFAULT_OWNER.to_owned(),
-            api_key: None,
-            api_url: None,
-            page_size: 100,
-            sweep_unlabelled: false,
-            request_timeout: Duration::from_secs(30),
+            name: settings.name,
+            owner: settings.owner,
+            api_key: settings.api_key,
+            api_url: settings.api_url,
+            page_size: settings.page_size,
+            sweep_unlabelled: settings.sweep_unlabelled,
+            request_timeout: settings.request_timeout,
         }
     }
 }

@@ -23,15 +23,16 @@ use async_trait::async_trait;
 use serde::Deserialize;
 
 use super::http::{encode_component, parse_rfc3339_millis, Answer, HostedClient, Vendor};
-use super::{validate_id, validate_owner, HostedSandboxProvider, InvalidInput, DEFAULT_OWNER, LABEL_KEY, LABEL_OWNER};
+use super::{validate_id, validate_owner, HostedSandboxProvider, InvalidInput, LABEL_KEY, LABEL_OWNER};
 use crate::driver::SandboxProvider;
 use crate::errors::ProviderError;
 use crate::fleet::ListedSandbox;
+use crate::provider_options::{HostedSettings, HostedVendor};
 
 const VENDOR: Vendor = Vendor { label: "E2B", credential_variable: "E2B_API_KEY", credential_option: "apiKey" };
 
 /// The largest page E2B serves.
-pub const E2B_MAX_PAGE_SIZE: u32 = 100;
+pub const E2B_MAX_PAGE_SIZE: u32 = HostedVendor::E2b.max_page_size();
 
 /// How an [`E2bProvider`] reaches E2B.
 #[derive(Clone, PartialEq, Eq)]
@@ -59,14 +60,21 @@ pub struct E2bConfig {
 
 impl Default for E2bConfig {
     fn default() -> Self {
+        Self::from(HostedSettings::defaults(HostedVendor::E2b))
+    }
+}
+
+/// The settings a host's options gave ([`HostedSettings::from_host`]), or the defaults.
+impl From<HostedSettings> for E2bConfig {
+    fn from(settings: HostedSettings) -> Self {
         Self {
-            name: "e2b".to_owned(),
-            owner: DEFAULT_OWNER.to_owned(),
-            api_key: None,
-            api_url: None,
-            page_size: E2B_MAX_PAGE_SIZE,
-            sweep_unlabelled: false,
-            request_timeout: Duration::from_secs(30),
+            name: settings.name,
+            owner: settings.owner,
+            api_key: settings.api_key,
+            api_url: settings.api_url,
+            page_size: settings.page_size,
+            sweep_unlabelled: settings.sweep_unlabelled,
+            request_timeout: settings.request_timeout,
         }
     }
 }

@@ -38,6 +38,7 @@ use super::{
 use crate::driver::{now_millis, SandboxProvider};
 use crate::errors::ProviderError;
 use crate::fleet::ListedSandbox;
+use crate::messages;
 use procfs::ProcessId;
 
 /// The environment variable naming a process's sandbox directory.
@@ -66,6 +67,20 @@ pub enum IsolationRequest {
     Namespaces,
     /// A plain process group even where namespaces are possible.
     ProcessGroup,
+}
+
+impl IsolationRequest {
+    /// The request as the bindings spell it: `auto`, `namespaces` or
+    /// `process-group`; anything else is refused naming `field` (as the host
+    /// spells it) with [`messages::isolation_choices`].
+    pub fn parse(request: &str, field: &str) -> Result<Self, String> {
+        match request {
+            "auto" => Ok(Self::Auto),
+            "namespaces" => Ok(Self::Namespaces),
+            "process-group" => Ok(Self::ProcessGroup),
+            other => Err(messages::isolation_choices(field, other)),
+        }
+    }
 }
 
 /// The isolation a [`LocalProvider`] actually uses.

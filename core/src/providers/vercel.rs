@@ -27,18 +27,18 @@ use serde::Deserialize;
 
 use super::http::{encode_component, Answer, HostedClient, Vendor};
 use super::{
-    validate_id, validate_owner, validate_provider_name, HostedSandboxProvider, InvalidInput, DEFAULT_OWNER, LABEL_KEY,
-    LABEL_OWNER,
+    validate_id, validate_owner, validate_provider_name, HostedSandboxProvider, InvalidInput, LABEL_KEY, LABEL_OWNER,
 };
 use crate::driver::SandboxProvider;
 use crate::errors::ProviderError;
 use crate::fleet::ListedSandbox;
+use crate::provider_options::{HostedSettings, HostedVendor};
 
 const VENDOR: Vendor =
     Vendor { label: "Vercel", credential_variable: "VERCEL_TOKEN (with VERCEL_TEAM_ID)", credential_option: "apiKey" };
 
 /// The largest page Vercel serves.
-pub const VERCEL_MAX_PAGE_SIZE: u32 = 50;
+pub const VERCEL_MAX_PAGE_SIZE: u32 = HostedVendor::Vercel.max_page_size();
 
 /// Vercel's public API.
 pub const VERCEL_PUBLIC_API_URL: &str = "https://api.vercel.com";
@@ -76,16 +76,23 @@ pub struct VercelConfig {
 
 impl Default for VercelConfig {
     fn default() -> Self {
+        Self::from(HostedSettings::defaults(HostedVendor::Vercel))
+    }
+}
+
+/// The settings a host's options gave ([`HostedSettings::from_host`]), or the defaults.
+impl From<HostedSettings> for VercelConfig {
+    fn from(settings: HostedSettings) -> Self {
         Self {
-            name: "vercel".to_owned(),
-            owner: DEFAULT_OWNER.to_owned(),
-            token: None,
-            team_id: None,
-            project_id: None,
-            api_url: None,
-            page_size: VERCEL_MAX_PAGE_SIZE,
-            sweep_unlabelled: false,
-            request_timeout: Duration::from_secs(30),
+            name: settings.name,
+            owner: settings.owner,
+            token: settings.api_key,
+            team_id: settings.team_id,
+            project_id: settings.project_id,
+            api_url: settings.api_url,
+            page_size: settings.page_size,
+            sweep_unlabelled: settings.sweep_unlabelled,
+            request_timeout: settings.request_timeout,
         }
     }
 }

@@ -1,0 +1,250 @@
+//! The options a hosted provider (E2B, Daytona, Vercel) takes from a host,
+//! checked once, here: each one's name in each host's spelling, its default
+//! and its range (the error texts come from [`crate::messages`] through
+//! [`HostOptions`]).
+//!
+//! A binding reads the properties the core names ([`HostedVendor::names`])
+//! from the user's options, once each, and hands them over as plain values,
+//! as it does a flow's options. The core answers [`HostedSettings`], every
+//! default applied, which the vendor's config is built from
+//! (`E2bConfig::from(settings)`, ...); the command and the Rust API start
+//! from [`HostedSettings::defaults`].
+
+use std::time::Duration;
+
+use crate::options::{
+    defaults, duration, name, HostOptionError, HostOptions, Name, NoneMeansDefault, OWNER as OWNER_NAME,
+};
+
+pub const NAME: Name = name("name", "name");
+pub const OWNER: Name = OWNER_NAME;
+pub const API_KEY: Name = name("apiKey", "api_key");
+pub const API_URL: Name = name("apiUrl", "api_url");
+pub const TEAM_ID: Name = name("teamId", "team_id");
+pub const PROJECT_ID: Name = name("projectId", "project_id");
+pub const PAGE_SIZE: Name = name("pageSize", "page_size");
+pub const REQUEST_TIMEOUT: Name = duration("requestTimeoutMs", "request_timeout");
+pub const SWEEP_UNLABELLED: Name = name("sweepUnlabelled", "sweep_unlabelled");
+
+/// How long one HTTP request may take unless told.
+pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 30_000;
+/// The longest request timeout taken: a day.
+pub const MAX_REQUEST_TIMEOUT_MS: u64 = 86_400_000;
+
+/// The vendors whose hosted providers the bindings build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostedVendor {
+    E2b,
+    Daytona,
+    Vercel,
+}
+
+impl HostedVendor {
+    /// Parses the vendor as the bindings name it (`e2b`, `daytona`, `vercel`).
+    pub fn parse(vendor: &str) -> Option<Self> {
+        match vendor {
+            "e2b" => Some(Self::E2b),
+            "daytona" => Some(Self::Daytona),
+            "vercel" => Some(Self::Vercel),
+            _ => None,
+        }
+    }
+
+    /// The options the vendor's provider takes, in the order they are checked.
+    pub fn names(self) -> &'static [Name] {
+        const SHARED: [Name; 7] = [NAME, OWNER, API_KEY, API_URL, PAGE_SIZE, REQUEST_TIMEOUT, SWEEP_UNLABELLED];
+        const VERCEL: [Name; 9] =
+            [NAME, OWNER, API_KEY, TEAM_ID, PROJECT_ID, API_URL, PAGE_SIZE, REQUEST_TIMEOUT, SWEEP_UNLABELLED];
+        match self {
+            Self::E2b | Self::Daytona => &SHARED,
+            Self::Vercel => &VERCEL,
+        }
+    }
+
+    /// The provider name instance records carry unless told.
+    pub const fn default_name(self) -> &'static str {
+        match self {
+            Self::E2b => "e2b",
+            Self::Daytona => "daytona",
+            Self::Vercel => "vercel",
+        }
+    }
+
+    /// The largest listing page the vendor serves.
+    pub const fn max_page_size(self) -> u32 {
+        match self {
+            Self::E2b => 100,
+            Self::Daytona => 200,
+            Self::Vercel => 50,
+        }
+    }
+
+    /// Sandboxes per listing page unless told.
+    pub const fn default_page_size(self) -> u32 {
+        match self {
+            Self::E2b | Self::Daytona => 100,
+            Self::Vercel => 50,
+        }
+    }
+}
+
+/// A hosted provider's settings, every default applied. Credentials and
+/// URLs left `None` are read from the vendor's environment variables when
+/// the provider is built.
+#[derive(Clone, PartialEq, Eq)]
+pub struct HostedSettings {
+    pub name: String,
+    pub owner: String,
+    pub api_key: Option<String>,
+    pub api_url: Option<String>,
+    /// Vercel only.
+    pub team_id: Option<String>,
+    /// Vercel only.
+    pub project_id: Option<String>,
+    pub page_size: u32,
+    pub request_timeout: Duration,
+    pub sweep_unlabelled: bool,
+}
+
+impl HostedSettings {
+    /// What `vendor`'s provider uses when told nothing.
+    pub fn defaults(vendor: HostedVendor) -> Self {
+        Self {
+            name: vendor.default_name().to_owned(),
+            owner: defaults::OWNER.to_owned(),
+            api_key: None,
+            api_url: None,
+            team_id: None,
+            project_id: None,
+            page_size: vendor.default_page_size(),
+            request_timeout: Duration::from_millis(DEFAULT_REQUEST_TIMEOUT_MS),
+            sweep_unlabelled: false,
+        }
+    }
+
+    /// The settings a host's options give (absent ones defaulted), or the
+    /// first option refused. Python's `None` is the default for the
+    /// credentials and URLs (they default to `None` there), a wrong type
+    /// for the others.
+    pub fn from_host(vendor: HostedVendor, options: &HostOptions) -> Result<Self, HostOptionError> {
+        let mut settings = Self::defaults(vendor);
+        let (yes, no) = (NoneMeansDefault::Yes, NoneMeansDefault::No);
+        if let Some(name) = options.text(NAME, no)? {
+            settings.name = name;
+        }
+        if let Some(owner) = options.text(OWNER, no)? {
+            settings.owner = owner;
+        }
+        settings.api_key = options.text(API_KEY, yes)?;
+        if vendor == HostedVendor::Vercel {
+            settings.team_id = options.text(TEAM_ID, yes)?;
+            settings.project_id = options.text(PROJECT_ID, yes)?;
+        }
+        settings.api_url = options.text(API_URL, yes)?;
+        if let Some(page_size) = options.count_up_to(PAGE_SIZE, 1, vendor.max_page_size(), no)? {
+            settings.page_size = page_size;
+        }
+        if let Some(millis) = options.millis_up_to(REQUEST_TIMEOUT, 1, MAX_REQUEST_TIMEOUT_MS, no)? {
+            settings.request_timeout = Duration::from_millis(millis);
+        }
+        if let Some(sweep) = options.flag(SWEEP_UNLABELLED, no)? {
+            settings.sweep_unlabelled = sweep;
+        }
+        Ok(settings)
+    }
+}
+
+// By hand, so a credential never reaches a log line through `{:?}`.
+impl std::fmt::Debug for HostedSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostedSettings")
+            .field("name", &self.name)
+            .field("owner", &self.owner)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("api_url", &self.api_url)
+            .field("team_id", &self.team_id)
+            .field("project_id", &self.project_id)
+            .field("page_size", &self.page_size)
+            .field("request_timeout", &self.request_timeout)
+            .field("sweep_unlabelled", &self.sweep_unlabelled)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::{Dialect, Problem};
+
+    fn node(vendor: HostedVendor, json: &str) -> Result<HostedSettings, HostOptionError> {
+        HostedSettings::from_host(vendor, &HostOptions::parse(json, Dialect::Node).unwrap())
+    }
+
+    fn python(vendor: HostedVendor, json: &str) -> Result<HostedSettings, HostOptionError> {
+        HostedSettings::from_host(vendor, &HostOptions::parse(json, Dialect::Python).unwrap())
+    }
+
+    #[test]
+    fn nothing_given_is_the_vendors_defaults() {
+        for vendor in [HostedVendor::E2b, HostedVendor::Daytona, HostedVendor::Vercel] {
+            assert_eq!(node(vendor, "{}").unwrap(), HostedSettings::defaults(vendor));
+            assert_eq!(python(vendor, r#"{"api_key": null}"#).unwrap(), HostedSettings::defaults(vendor));
+        }
+        let vercel = HostedSettings::defaults(HostedVendor::Vercel);
+        assert_eq!((vercel.name.as_str(), vercel.page_size), ("vercel", 50));
+        assert_eq!(HostedSettings::defaults(HostedVendor::Daytona).request_timeout, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn page_sizes_are_ranged_per_vendor() {
+        assert_eq!(node(HostedVendor::Daytona, r#"{"pageSize": 200}"#).unwrap().page_size, 200);
+        let too_big = node(HostedVendor::E2b, r#"{"pageSize": 101}"#).unwrap_err();
+        assert_eq!(too_big.message, "options.pageSize must be a whole number between 1 and 100");
+        let zero = python(HostedVendor::Vercel, r#"{"page_size": 0}"#).unwrap_err();
+        assert_eq!(
+            (zero.problem, zero.message.as_str()),
+            (Problem::Range, "`page_size` must be a whole number between 1 and 50, got 0")
+        );
+        let flag = python(HostedVendor::E2b, r#"{"page_size": true}"#).unwrap_err();
+        assert_eq!((flag.problem, flag.message.as_str()), (Problem::Type, "`page_size` must be an int, got bool"));
+    }
+
+    #[test]
+    fn request_timeouts_are_milliseconds_in_node_and_seconds_in_python_up_to_a_day() {
+        let node_given = node(HostedVendor::E2b, r#"{"requestTimeoutMs": 1500}"#).unwrap();
+        assert_eq!(node_given.request_timeout, Duration::from_millis(1500));
+        let python_given = python(HostedVendor::E2b, r#"{"request_timeout": 1.5}"#).unwrap();
+        assert_eq!(python_given.request_timeout, Duration::from_millis(1500));
+        let zero = python(HostedVendor::E2b, r#"{"request_timeout": 0}"#).unwrap_err();
+        assert_eq!(
+            (zero.problem, zero.message.as_str()),
+            (Problem::Range, "`request_timeout` must be at least 0.001 seconds, got 0")
+        );
+        let long = node(HostedVendor::Daytona, r#"{"requestTimeoutMs": 86400001}"#).unwrap_err();
+        assert_eq!(long.message, "options.requestTimeoutMs must be a whole number between 1 and 86400000");
+        let long = python(HostedVendor::Daytona, r#"{"request_timeout": 86401}"#).unwrap_err();
+        assert_eq!(long.problem, Problem::Range);
+    }
+
+    #[test]
+    fn strings_and_flags_are_typed() {
+        let owner = node(HostedVendor::E2b, r#"{"owner": 7}"#).unwrap_err();
+        assert_eq!(owner.message, "options.owner must be a string");
+        let name = python(HostedVendor::E2b, r#"{"name": null}"#).unwrap_err();
+        assert_eq!(name.message, "`name` must be a str, got NoneType");
+        let sweep = node(HostedVendor::Vercel, r#"{"sweepUnlabelled": "yes"}"#).unwrap_err();
+        assert_eq!(sweep.message, "options.sweepUnlabelled must be a boolean");
+        let key = node(HostedVendor::E2b, r#"{"apiKey": {"$loneSurrogate": true}}"#).unwrap_err();
+        assert_eq!(key.field, "apiKey");
+        let vercel = node(HostedVendor::Vercel, r#"{"teamId": "t", "projectId": "p", "sweepUnlabelled": true}"#);
+        let vercel = vercel.unwrap();
+        assert_eq!((vercel.team_id.as_deref(), vercel.project_id.as_deref()), (Some("t"), Some("p")));
+        assert!(vercel.sweep_unlabelled);
+    }
+
+    #[test]
+    fn a_credential_never_shows_in_debug() {
+        let settings = node(HostedVendor::E2b, r#"{"apiKey": "e2b_secret"}"#).unwrap();
+        assert!(!format!("{settings:?}").contains("e2b_secret"));
+    }
+}
