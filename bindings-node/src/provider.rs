@@ -15,6 +15,8 @@ use std::sync::Arc;
 use napi::bindgen_prelude::{JsObjectValue, JsValue, PromiseRaw, ToNapiValue};
 use napi::{Env, Error, JsError, Result, Status};
 use napi_derive::napi;
+use sandbox_reclaim::arguments::{self, HostNumber};
+use sandbox_reclaim::options::Dialect;
 use sandbox_reclaim::providers::DockerConfig;
 #[cfg(unix)]
 use sandbox_reclaim::providers::{IsolationRequest, LocalConfig};
@@ -213,12 +215,10 @@ impl NativeProvider {
         }
         config.cpus = options.cpus;
         if let Some(memory) = options.memory_bytes {
-            if memory.fract() != 0.0 || !memory.is_finite() {
-                return Err(thrown(type_error(format!(
-                    "invalid `memoryBytes`: must be a whole number of bytes, got {memory}"
-                ))));
-            }
-            config.memory_bytes = Some(memory as i64);
+            let bytes =
+                arguments::whole(&HostNumber::Float(memory), "options.memoryBytes", arguments::BYTES, Dialect::Node)
+                    .map_err(|refused| thrown(type_error(refused.message)))?;
+            config.memory_bytes = Some(bytes as i64);
         }
         if let Some(owner) = options.owner {
             config.owner = owner;

@@ -42,6 +42,8 @@ pub const COUNT: Whole = Whole { min: 0, max: u32::MAX as u64 };
 pub const POOL_SIZE: Whole = Whole { min: 1, max: u32::MAX as u64 };
 /// Epoch milliseconds, or a duration in milliseconds: what every binding holds exactly.
 pub const MILLIS: Whole = Whole { min: 0, max: MAX_SAFE_INTEGER };
+/// A size in bytes, as every binding holds it exactly (a Docker memory limit).
+pub const BYTES: Whole = Whole { min: 0, max: MAX_SAFE_INTEGER };
 /// SQLite's busy timeout in milliseconds: it waits at most an `int` of them.
 pub const BUSY_TIMEOUT_MS: Whole = Whole { min: 0, max: i32::MAX as u64 };
 

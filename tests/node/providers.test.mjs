@@ -37,6 +37,10 @@ test('DockerProvider and LocalProvider refuse bad config with a TypeError naming
   assert.throws(() => new DockerProvider({ image, cpus: -1 }), { name: 'TypeError', message: /cpus/ });
   assert.throws(() => new DockerProvider({ image, cpus: '1' }), { name: 'TypeError', message: /cpus/ });
   assert.throws(() => new DockerProvider({ image, memoryBytes: 10 }), { name: 'TypeError', message: /memoryBytes/ });
+  assert.throws(() => new DockerProvider({ image, memoryBytes: 8e6 + 0.5 }), {
+    name: 'TypeError',
+    message: 'options.memoryBytes must be a whole number between 0 and 9007199254740991',
+  });
   assert.throws(() => new DockerProvider({ image, keepAlive: [] }), { name: 'TypeError', message: /keepAlive/ });
   assert.throws(() => new DockerProvider({ image, owner: '' }), { name: 'TypeError', message: /owner/ });
   assert.throws(() => new DockerProvider({ image, networkMode: 5 }), { name: 'TypeError', message: /networkMode/ });

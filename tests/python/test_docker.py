@@ -140,6 +140,9 @@ async def test_config_errors_name_the_field(image: str) -> None:
         sr.DockerProvider(image=image, memory_bytes=1024)
     with pytest.raises(ValueError, match="`cpus`"):
         sr.DockerProvider(image=image, cpus=-1.0)
+    # The core's range (finite, positive), as for Node and the Rust config.
+    with pytest.raises(ValueError, match="`cpus`"):
+        sr.DockerProvider(image=image, cpus=float("inf"))
     with pytest.raises(ValueError, match="`network_mode`"):
         sr.DockerProvider(image=image, network_mode="")
     provider = sr.DockerProvider(image=image)

@@ -15,7 +15,6 @@ succeeds.
 from __future__ import annotations
 
 import builtins
-import math
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -136,8 +135,6 @@ class DockerProvider(_ManagedProvider):
     ) -> None:
         if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, (int, float))):
             raise TypeError(f"`cpus` must be a number or None, got {type(cpus).__name__}")
-        if cpus is not None and not math.isfinite(cpus):
-            raise ValueError(f"`cpus` must be a positive number of CPUs, got {cpus!r}")
         if memory_bytes is not None and (isinstance(memory_bytes, bool) or not isinstance(memory_bytes, int)):
             raise TypeError(f"`memory_bytes` must be an int or None, got {type(memory_bytes).__name__}")
         if memory_bytes is not None and not -(2**63) <= memory_bytes < 2**63:
