@@ -785,6 +785,22 @@ def reconcile_cases() -> list[dict[str, Any]]:
             store={"scripts": {"claimSweep": {"latencyMs": 20}, "appendAudit": {"mode": "return", "value": None}}},
         ),
         case(
+            "reconcile: a sandbox this pass acted on, listed half-deleted, does not fail the sweep closed",
+            "The retry destroys l1 (5 ms) before the lagging listing (20 ms), which shows l1 mid-deletion, without a creation time or an owner (a LocalProvider directory whose owner file is already removed). What this pass acted on is never swept, so what the listing lacks for it does not matter: the sweep goes on (o1 is destroyed), and nothing is left leaking.",
+            {
+                "report": {
+                    "providers": [{"name": "local", "leaks": leak_counts(due=1, destroyed=1), "orphans": orphans("swept", listed=2, referenced=1, found=1, destroyed=1)}],
+                    "counts": action_counts(destroyed=2),
+                    "actions": [action("leak-retry", "local", "l1", "k1", "destroyed"), action("orphan", "local", "o1", None, "destroyed")],
+                },
+                "calls": [due("local"), claim_sweep(), destroy("l1", 0, "local"), store("resolveLeak", ["l1"], 5), store("appendAudit", [1], 5), references(20), registered(20), listing(20), destroy("o1", 20, "local"), store("appendAudit", [1], 20), release_sweep(20)],
+                "auditAfter": [audit(5, "local", "l1", "k1", "leak-retry", "destroyed"), audit(20, "local", "o1", None, "orphan", "destroyed")],
+            },
+            providers=[local([sandbox("l1", None, owner=None), sandbox("o1", old)], {"l1": {"latencyMs": 5}})],
+            leaks=[leak("k1", "local", "l1")],
+            store={"scripts": {"claimSweep": {"latencyMs": 20}}},
+        ),
+        case(
             "reconcile: what a pass destroyed within the grace is not an orphan",
             "A lagging listing still shows o1 and o2, destroyed by another host's pass 2 and 15 minutes ago, and o3, whose destroy failed 1 minute ago. The audit log spares o1 (inside the 10-minute grace); o2's destroy is older than the grace and o3's did not succeed, so both are swept.",
             {

@@ -485,10 +485,18 @@ impl Reconcile {
         // changes between pages): each sandbox counts, and is acted on, once.
         let mut seen = HashSet::new();
         listed.retain(|sandbox| seen.insert(sandbox.id.clone()));
-        // Fail closed: one sandbox we cannot judge spares them all.
-        // A sandbox the vendor is already deleting is never destroyed, so
-        // what else it lacks does not matter.
-        let unknown = listed.iter().filter(|sandbox| !sandbox.deleting).find_map(|sandbox| {
+        // Fail closed: one sandbox we cannot judge spares them all. A sandbox
+        // the sweep never destroys anyway (one the vendor is already
+        // deleting, one a record references, one this pass acted on) needs
+        // no judging, so what else it lacks does not matter: a listing taken
+        // while this pass destroys a sandbox may show it half-deleted (a
+        // LocalProvider directory whose owner file is already gone).
+        let referenced = std::mem::take(&mut self.references[provider]);
+        let acted_on = &self.acted_on[provider];
+        let spared = |sandbox: &ListedSandbox| {
+            sandbox.deleting || referenced.contains(&sandbox.id) || acted_on.contains(&sandbox.id)
+        };
+        let unknown = listed.iter().filter(|sandbox| !spared(sandbox)).find_map(|sandbox| {
             if sandbox.created_at.is_none() {
                 Some(messages::unknown_created_at(&sandbox.id))
             } else if sandbox.owner.is_none() {
@@ -501,14 +509,15 @@ impl Reconcile {
         if let Some(error) = unknown {
             return self.unavailable(provider, error);
         }
-        let referenced = std::mem::take(&mut self.references[provider]);
         let grace = self.input.orphan_grace_ms;
         let lease_ends = self.sweep_lease_ends[provider].unwrap_or(Millis::MAX);
         self.report.providers[provider].orphans.status = SweepStatus::Swept;
         for sandbox in listed {
-            let ours = self.is_ours(provider, &sandbox);
+            // An unknown owner got this far only as a spared sandbox: counted
+            // as what spares it, not as another owner's.
+            let foreign = sandbox.owner.is_some() && !self.is_ours(provider, &sandbox);
             let orphans = &mut self.report.providers[provider].orphans;
-            if !ours {
+            if foreign {
                 orphans.foreign += 1;
             } else if sandbox.deleting {
                 orphans.deleting += 1;
