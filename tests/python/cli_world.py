@@ -64,6 +64,26 @@ def rust_binary() -> Path:
     return RUST_BINARY
 
 
+def listing_counts(document: dict[str, Any]) -> list[tuple[int, int]]:
+    """Takes each provider's ``orphans.listed``/``orphans.referenced`` out of
+    ``document`` and answers them. They are when, not what: a pass lists a
+    provider side by side with its leak destroys (core/src/flows/reconcile.rs),
+    so the idle sandbox it destroys from the ledger is either gone before the
+    listing or listed and counted ``referenced`` (acted on by this pass); the
+    pass destroys the same either way. In a world of ``make_world``, each is
+    one of ``LISTING_OUTCOMES``."""
+    counts: list[tuple[int, int]] = []
+    for provider in document["report"]["providers"]:
+        orphans = provider["orphans"]
+        counts.append((orphans.pop("listed"), orphans.pop("referenced")))
+    return counts
+
+
+# The referenced sandbox and both orphans, plus the idle sandbox when its
+# destroy had not ended before the listing.
+LISTING_OUTCOMES = ([(3, 1)], [(4, 2)])
+
+
 @dataclass
 class Ran:
     argv: list[str]
