@@ -10,6 +10,8 @@ import json
 import pickle
 import re
 import sqlite3
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, closing
 from pathlib import Path
@@ -269,27 +271,49 @@ async def test_newer_schema_raises_schema_too_new_before_any_write(tmp_path: Pat
     assert (type(copy), str(copy), copy.found, copy.supported) == (sr.SchemaTooNewError, str(error), 99, 3)
 
 
+def sql_in_another_process(path: Path, script: str) -> list[list[Any]]:
+    """Runs ``script`` (statements separated by ``;``, the last one's rows
+    answered) on ``path`` with Python's sqlite3 in a child process. Not in
+    this one: the store's SQLite and Python's are two libraries here, and
+    POSIX locks do not tell two libraries of one process apart (closing one's
+    file releases the other's locks), so the two would read each other's
+    pages mid-write ("file is not a database", "disk I/O error")."""
+    program = (
+        "import json, sqlite3, sys\n"
+        "database = sqlite3.connect(sys.argv[1])\n"
+        "rows = []\n"
+        "with database:\n"
+        "    for statement in sys.argv[2].split(';'):\n"
+        "        rows = database.execute(statement).fetchall()\n"
+        "database.close()\n"
+        "print(json.dumps(rows))\n"
+    )
+    ran = subprocess.run([sys.executable, "-c", program, str(path), script], capture_output=True, text=True, check=True)
+    rows: list[list[Any]] = json.loads(ran.stdout)
+    return rows
+
+
 async def test_a_version_2_file_migrates_to_3_and_registers_the_records_it_holds(tmp_path: Path) -> None:
     path = tmp_path / "v2.db"
     async with await sr.SqliteSandboxInstanceStore.open(path) as store:
         await store.upsert(sr.SandboxInstanceRecord("k-old", "docker", "c-old", "t", 100))
     # Back to what version 2 left: no registry, no triggers, no version-3 row.
-    with closing(sqlite3.connect(path)) as database, database:
-        for suffix in ("on_insert", "on_update", "on_delete"):
-            database.execute(f"DROP TRIGGER sandbox_registry_{suffix}")
-        database.execute("DROP TABLE sandbox_registry")
-        database.execute("DELETE FROM sandbox_reclaim_schema_version WHERE version = 3")
-    assert "sandbox_registry" not in tables(path)
+    sql_in_another_process(
+        path,
+        "DROP TRIGGER sandbox_registry_on_insert; DROP TRIGGER sandbox_registry_on_update;"
+        " DROP TRIGGER sandbox_registry_on_delete; DROP TABLE sandbox_registry;"
+        " DELETE FROM sandbox_reclaim_schema_version WHERE version = 3",
+    )
+    registry = "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'sandbox_registry'"
+    assert sql_in_another_process(path, registry) == []
     async with await sr.SqliteSandboxInstanceStore.open(path) as store:
-        with closing(sqlite3.connect(path)) as database:
-            rows = database.execute("SELECT provider, provider_sandbox_id, sandbox_key, last_seen FROM sandbox_registry").fetchall()
-        assert rows == [("docker", "c-old", "k-old", 100)], "the migration registers what the records name"
+        rows = sql_in_another_process(path, "SELECT provider, provider_sandbox_id, sandbox_key, last_seen FROM sandbox_registry")
+        assert rows == [["docker", "c-old", "k-old", 100]], "the migration registers what the records name"
         await store.delete("k-old")
         assert await store.registered_sandboxes("docker", 0) == ["c-old"], "kept after its record is deleted"
-    assert "sandbox_registry" in tables(path)
-    with closing(sqlite3.connect(path)) as database:
-        versions = [row[0] for row in database.execute("SELECT version FROM sandbox_reclaim_schema_version ORDER BY version")]
-    assert versions == [1, 2, 3]
+    assert sql_in_another_process(path, registry) == [["sandbox_registry"]]
+    versions = sql_in_another_process(path, "SELECT version FROM sandbox_reclaim_schema_version ORDER BY version")
+    assert versions == [[1], [2], [3]]
 
 
 # ---------------------------------------------------------------- numbers out of range
