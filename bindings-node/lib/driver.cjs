@@ -9,8 +9,9 @@
 // reported; each row becomes a starter and a reporter once, at load
 // (host-calls.cjs; the driver's own op, a cancellation, below). Host values (a thrown
 // error, claimed entries) stay here by effect id. Logs and progress events run
-// at once, in order: a throwing logger is completed as failed (the machine
-// drops the rest of that batch), a throwing progress callback is ignored. An
+// at once, in order: a throwing logger is completed as failed and nothing
+// after it in that batch starts (the machine emits again what other runs had
+// there), a throwing progress callback is ignored. An
 // AbortSignal given to the run stops it; the machine answers like a timeout.
 
 const native = require('./native.cjs');
@@ -98,10 +99,10 @@ class Run {
     }
   }
 
-  /** The logger threw `error` for effect `id`: the machine hears of it at once (the rest of the batch is dropped). */
+  /** The logger threw `error` for effect `id`: the machine hears of it at once, with its message (the
+   * rest of the batch is not started; the machine emits again what other runs had in it). */
   loggerFailed(id, error) {
-    this.values[id] = error;
-    this.replaced = batches.failed(this, id, '', clock.now());
+    this.replaced = this.failed(id, error, clock.now());
   }
 
   /** An AbortSignal for effect `id`, which a later CANCEL of it aborts. */

@@ -9,7 +9,8 @@
 //!       while let Some((id, effect)) = machine.poll_effect() {
 //!           start it (store / provider call, keep host values by `id`);
 //!           a `Log` or `Cancel` runs at once, in order, and is only
-//!           completed if it failed (then the rest of the batch is not started)
+//!           completed if it failed (then the rest of the batch is not started:
+//!           a machine that composes runs emits the other runs' part again)
 //!       }
 //!       if let Some(ending) = machine.poll_done() { return ending }
 //!       wait for the first of: an effect settling → machine.complete(id, result, now)

@@ -115,6 +115,23 @@ function perform(behaviour, thrown, source, clock, produce) {
 
 const sameSandbox = (a, b) => a.provider === b.provider && a.providerSandboxId === b.providerSandboxId;
 
+/**
+ * A fleet case's logger: records every line; a level named in
+ * `vector.loggerThrows` then throws an Error with that message (synchronously,
+ * as a broken logger would).
+ */
+function fleetLogger(vector, record) {
+  const logger = {};
+  for (const level of ['warn', 'errors', 'sandbox']) {
+    logger[level] = (message, meta) => {
+      record({ level, message, meta });
+      const thrown = vector.loggerThrows?.[level];
+      if (thrown !== undefined) throw new Error(thrown);
+    };
+  }
+  return logger;
+}
+
 /** Scripted store, provider and logger that record every call. */
 export function buildFixture(vector, { offerLedger, clock = virtualClock(vector.clock?.start ?? DEFAULT_CLOCK_START) }) {
   const calls = [];
@@ -489,8 +506,7 @@ export async function buildFleetFixture(vector, binding, clock) {
     return provider;
   });
 
-  const logger = {};
-  for (const level of ['warn', 'errors', 'sandbox']) logger[level] = (message, meta) => logs.push({ level, message, meta });
+  const logger = fleetLogger(vector, (line) => logs.push(line));
 
   const options = { providers, instances: store, ...vector.options };
   if (vector.api === 'reclaimAll' && vector.logger) options.logger = logger;
@@ -660,8 +676,7 @@ export async function runFleetRecordsOnReference(vector, reference) {
       return act(spec.destroy?.[id], { thrown, sources: ['destroy', `destroy:${id}`], clock, produce: () => undefined, value: () => spec.destroy[id].value });
     },
   };
-  const logger = {};
-  for (const level of ['warn', 'errors', 'sandbox']) logger[level] = (message, meta) => logs.push({ level, message, meta });
+  const logger = fleetLogger(vector, (line) => logs.push(line));
 
   const expectedReport = vector.expect.report?.records;
   const asReference = (call) => {

@@ -262,17 +262,26 @@ class VectorProvider:
 
 
 class RecordingLogger:
-    def __init__(self, logs: list[tuple[str, str, dict[str, Any]]]) -> None:
+    """Records every line; a level named in ``throws`` (a fleet case's
+    ``loggerThrows``) then raises an Exception with that message."""
+
+    def __init__(self, logs: list[tuple[str, str, dict[str, Any]]], throws: dict[str, str] | None = None) -> None:
         self._logs = logs
+        self._throws = throws or {}
+
+    def _line(self, level: str, message: str, meta: dict[str, Any]) -> None:
+        self._logs.append((level, message, meta))
+        if level in self._throws:
+            raise RuntimeError(self._throws[level])
 
     def warn(self, message: str, meta: dict[str, Any]) -> None:
-        self._logs.append(("warn", message, meta))
+        self._line("warn", message, meta)
 
     def errors(self, message: str, meta: dict[str, Any]) -> None:
-        self._logs.append(("errors", message, meta))
+        self._line("errors", message, meta)
 
     def sandbox(self, message: str, meta: dict[str, Any]) -> None:
-        self._logs.append(("sandbox", message, meta))
+        self._line("sandbox", message, meta)
 
 
 def expected_calls(vector: Vector) -> list[dict[str, Any]]:
@@ -701,7 +710,7 @@ async def run_fleet_vector(vector: Vector) -> None:
     async def call() -> Any:
         if vector["api"] == "reclaimAll":
             records = [sr.RunRecord.from_dict(record) for record in vector["records"]]
-            logger = RecordingLogger(fixture.logs) if vector.get("logger") else None
+            logger = RecordingLogger(fixture.logs, vector.get("loggerThrows")) if vector.get("logger") else None
             return await sr.reclaim_all(records, providers=providers, instances=store, logger=logger, stop=stop, **options)
         return await sr.reconcile(providers=providers, instances=store, stop=stop, **options)
 

@@ -322,6 +322,85 @@ def reclaim_all_cases() -> list[dict[str, Any]]:
             destroy={sandbox: {"latencyMs": 20} for sandbox in ("c1", "c2", "c3")},
             stopAtMs=5,
         ),
+        case(
+            "reclaimAll: a throwing logger fails only its own record",
+            "The warn after c1's failed destroy throws: r1 rejects as the reference's reclaim does (error, its record kept), "
+            "while c2's destroy, released by that very completion into the same batch, still starts at 10 ms. "
+            "Likewise for r3 and c4 at 30 ms. The pass settles; nothing is left waiting.",
+            [record("r1", "k1"), record("r2", "k2"), record("r3", "k3"), record("r4", "k4")],
+            {
+                "report": {
+                    "counts": counts(destroyed=2, error=2),
+                    "records": [
+                        line("r1", "error", "k1", 10, "logger down"),
+                        line("r2", "destroyed", "k2", 20),
+                        line("r3", "error", "k3", 30, "logger down"),
+                        line("r4", "destroyed", "k4", 40),
+                    ],
+                    "elapsedMs": 40,
+                },
+                "calls": [
+                    store("get", ["k1"], 0),
+                    store("get", ["k2"], 0),
+                    store("get", ["k3"], 0),
+                    store("get", ["k4"], 0),
+                    destroy("c1", 0),
+                    destroy("c2", 10),
+                    store("delete", ["k2"], 20),
+                    destroy("c3", 20),
+                    destroy("c4", 30),
+                    store("delete", ["k4"], 40),
+                ],
+                "logs": [
+                    warn_destroy("r1", "k1", "c1", {"$hostError": "destroy"}),
+                    warn_destroy("r3", "k3", "c3", {"$hostError": "destroy"}),
+                ],
+                "instancesAfter": [instance("k1", "docker", "c1"), instance("k3", "docker", "c3")],
+                "elapsedMs": 40,
+            },
+            options={"concurrency": 4, "perProviderConcurrency": 1},
+            instances=[instance(f"k{n}", "docker", f"c{n}") for n in range(1, 5)],
+            destroy={
+                "c1": {"mode": "reject", "message": "boom", "latencyMs": 10},
+                "c2": {"latencyMs": 10},
+                "c3": {"mode": "reject", "message": "boom", "latencyMs": 10},
+                "c4": {"latencyMs": 10},
+            },
+            loggerThrows={"warn": "logger down"},
+        ),
+        case(
+            "reclaimAll: a throwing logger with progress events in its batch",
+            "With progress on, r1's warn throws in the batch that also releases r3's held destroy: r3's destroy still "
+            "starts at 10 ms, r1's progress event says error, and its record is kept.",
+            [record("r1", "k1"), record("r2"), record("r3", "k3")],
+            {
+                "report": {
+                    "counts": counts(no_sandbox_key=1, destroyed=1, error=1),
+                    "records": [line("r1", "error", "k1", 10, "logger down"), line("r2", "no-sandbox-key"), line("r3", "destroyed", "k3", 20)],
+                    "elapsedMs": 20,
+                },
+                "calls": [
+                    store("get", ["k1"], 0),
+                    store("get", ["k3"], 0),
+                    destroy("c1", 0),
+                    destroy("c3", 10),
+                    store("delete", ["k3"], 20),
+                ],
+                "logs": [warn_destroy("r1", "k1", "c1", {"$hostError": "destroy"})],
+                "progress": [
+                    {"kind": "record", "done": 1, "total": 3, "runId": "r2", "sandboxKey": None, "outcome": "no-sandbox-key", "elapsedMs": 0},
+                    {"kind": "record", "done": 2, "total": 3, "runId": "r1", "sandboxKey": "k1", "outcome": "error", "elapsedMs": 10},
+                    {"kind": "record", "done": 3, "total": 3, "runId": "r3", "sandboxKey": "k3", "outcome": "destroyed", "elapsedMs": 20},
+                ],
+                "instancesAfter": [instance("k1", "docker", "c1")],
+                "elapsedMs": 20,
+            },
+            options={"concurrency": 3, "perProviderConcurrency": 1},
+            instances=[instance("k1", "docker", "c1"), instance("k3", "docker", "c3")],
+            destroy={"c1": {"mode": "reject", "message": "boom", "latencyMs": 10}, "c3": {"latencyMs": 10}},
+            loggerThrows={"warn": "logger down"},
+            progress=True,
+        ),
     ]
 
 

@@ -149,7 +149,7 @@ def host_call(spec: dict[str, Any]) -> Starter:
 # The logger and the progress callback (the table's driver ops that call the host).
 def log_call(run: Any, effect: int, batch: Batch, at: int) -> int:
     """Calls the logger (never awaited, like the reference's); a raising one fails the effect,
-    and the machine drops the rest of that batch."""
+    nothing after it in that batch starts, and the machine emits again what other runs had there."""
     level, message, count = batch[at : at + 3]
     at += 3
     meta: dict[str, Any] = {}

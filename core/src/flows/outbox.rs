@@ -25,6 +25,11 @@ impl Outbox {
         self.last_id
     }
 
+    /// Queues again, under its own id, an effect a driver never started.
+    pub fn requeue(&mut self, id: EffectId, effect: Effect) {
+        self.queue.push_back((id, effect));
+    }
+
     pub fn log(&mut self, line: LogLine) {
         self.push(Effect::Log(line));
     }

@@ -15,7 +15,11 @@
 //! * after `budget_ms`, or once stopped, no record starts (nor a held
 //!   destroy): the rest is reported `deferred`, with nothing touched;
 //! * a record whose store call fails is reported `error` on that record;
-//!   the pass goes on.
+//!   the pass goes on;
+//! * a logger that throws takes only its own record with it: a driver
+//!   starts nothing of a batch after a throwing log line (the reference's
+//!   unguarded call), so what other records had in that batch is emitted
+//!   again, and only the throwing record's own effects are dropped.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -101,6 +105,11 @@ pub struct ReclaimAll {
     concluded: usize,
     stopped: bool,
     finished: bool,
+    /// The last batch polled, from its first log line on: what a driver left
+    /// unstarted when that log (or a later one) threw.
+    after_log: Vec<(EffectId, Effect)>,
+    /// The last poll found nothing: the next one starts a new batch.
+    batch_ended: bool,
 }
 
 impl ReclaimAll {
@@ -126,6 +135,8 @@ impl ReclaimAll {
             concluded: 0,
             stopped: input_stopped,
             finished: false,
+            after_log: Vec::new(),
+            batch_ended: true,
         };
         machine.fill(now);
         machine
@@ -327,6 +338,31 @@ impl ReclaimAll {
         self.reports[index] = Some(RecordReport { run_id, sandbox_key, outcome, error, duration_ms });
     }
 
+    /// Log `id` threw in the driver, which then started nothing after it in
+    /// that batch: the throwing record's later effects are forgotten (it
+    /// rejects, as the reference's reclaim does), everyone else's are
+    /// emitted again under the same ids, in their order.
+    fn log_threw(&mut self, id: EffectId, record: usize) {
+        let Some(at) = self.after_log.iter().position(|(logged, effect)| *logged == id && matches!(effect, Effect::Log(_)))
+        else {
+            return;
+        };
+        let unstarted = self.after_log.split_off(at + 1);
+        self.after_log.clear();
+        for (ours, effect) in unstarted {
+            match self.routes.get(&ours) {
+                Some((owner, _)) if *owner == record => {
+                    self.routes.remove(&ours);
+                    if let Some(destroy) = self.destroys.remove(&ours) {
+                        self.in_flight[destroy.provider] -= 1;
+                        self.waiting_to_release.push(destroy.provider);
+                    }
+                }
+                _ => self.out.requeue(ours, effect),
+            }
+        }
+    }
+
     /// After any step: release provider slots freed by cancels, start more.
     fn settle(&mut self, now: Millis) {
         while let Some(provider) = self.waiting_to_release.pop() {
@@ -338,7 +374,20 @@ impl ReclaimAll {
 
 impl Flow for ReclaimAll {
     fn poll_effect(&mut self) -> Option<(EffectId, Effect)> {
-        self.out.poll_effect()
+        let next = self.out.poll_effect();
+        match &next {
+            None => self.batch_ended = true,
+            Some((id, effect)) => {
+                if std::mem::take(&mut self.batch_ended) {
+                    self.after_log.clear();
+                }
+                // Kept only from a batch's first log on: batches without one cost nothing.
+                if !self.after_log.is_empty() || matches!(effect, Effect::Log(_)) {
+                    self.after_log.push((*id, effect.clone()));
+                }
+            }
+        }
+        next
     }
 
     fn complete(&mut self, id: EffectId, completion: Completion, now: Millis) -> Result<(), Misuse> {
@@ -350,6 +399,9 @@ impl Flow for ReclaimAll {
             self.in_flight[destroy.provider] -= 1;
             self.waiting_to_release.push(destroy.provider);
             debug_assert_eq!(destroy.record, index);
+        }
+        if matches!(completion, Completion::Failed { .. }) {
+            self.log_threw(id, index);
         }
         if let Some(active) = self.active.get_mut(&index) {
             if let Completion::Failed { message } = &completion {

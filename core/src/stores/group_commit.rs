@@ -8,6 +8,10 @@
 //! so far in one transaction, each write in its own savepoint so one failing
 //! write fails alone, and answers every waiter. A lone write commits at once,
 //! as before; under load, one fsync covers a whole batch.
+//!
+//! Callers reach this through [`super::ordered::KeyedOrder`], whose write
+//! tasks are never dropped: a write queued here is always committed by its
+//! own task's turn or an earlier one, never left for some later writer.
 
 use std::sync::Mutex;
 
@@ -49,13 +53,19 @@ impl GroupCommit {
         let batch = std::mem::take(&mut *self.lock());
         let (writes, waiters): (Vec<Write>, Vec<Waiter>) = batch.into_iter().unzip();
         let count = writes.len();
-        let commit = tokio::spawn(commit(writes));
-        let mut results = commit.await.unwrap_or_else(|error| vec![Err(error.to_string()); count]);
-        results.resize(count, Err("group commit answered too few results".into()));
-        for (waiter, result) in waiters.into_iter().zip(results) {
-            let _ = waiter.send(result);
-        }
-        answer.await.unwrap_or_else(|_| Err("group commit dropped a write".into()))
+        let batch = commit(writes);
+        // The committing task answers every waiter, so a turn holder that
+        // goes away mid-commit cannot leave committed writes reported lost.
+        let committed = tokio::spawn(async move {
+            let mut results = batch.await;
+            results.resize(count, Err("group commit answered too few results".into()));
+            for (waiter, result) in waiters.into_iter().zip(results) {
+                let _ = waiter.send(result);
+            }
+        });
+        // The turn is held until the batch is answered: batches commit in order.
+        let _ = committed.await;
+        answer.await.unwrap_or_else(|_| Err("group commit failed before answering this write".into()))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Write, Waiter)>> {

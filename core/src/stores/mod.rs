@@ -17,6 +17,8 @@
 
 #[cfg(feature = "sqlite")]
 mod group_commit;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod ordered;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(feature = "sqlite")]

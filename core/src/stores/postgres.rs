@@ -12,6 +12,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
+use super::ordered::KeyedOrder;
 use super::{
     audit_from_row, backend, due_in_order, leak_from_row, ledger_text, record_from_row, scheduled_from_row, sql_int,
     sql_limit, storable_key, storable_name, validate_leak, AuditText, Migration, StoreOpenError, AUDIT_COLUMNS,
@@ -320,6 +321,8 @@ impl Queries {
 pub struct PostgresSandboxInstanceStore {
     pool: PgPool,
     queries: std::sync::Arc<Queries>,
+    /// Writes to one key commit in the order they were issued ([`KeyedOrder`]).
+    order: std::sync::Arc<KeyedOrder>,
 }
 
 impl PostgresSandboxInstanceStore {
@@ -349,7 +352,7 @@ impl PostgresSandboxInstanceStore {
         };
         migrate(&pool, &options, &tables).await?;
         let queries = Queries::new(&tables);
-        Ok(Self { pool, queries: std::sync::Arc::new(queries) })
+        Ok(Self { pool, queries: std::sync::Arc::new(queries), order: Default::default() })
     }
 
     /// Closes every pooled connection; later calls fail.
@@ -432,18 +435,10 @@ async fn migrate(pool: &PgPool, options: &PostgresOptions, tables: &Tables) -> R
     tx.commit().await.map_err(fail)
 }
 
-#[async_trait]
-impl crate::driver::SandboxInstanceStore for PostgresSandboxInstanceStore {
-    async fn get(&self, key: &str) -> Result<Option<SandboxInstanceRecord>, StoreError> {
-        if !storable_key(key) {
-            return Ok(None);
-        }
-        let row = sqlx::query(&self.queries.get).bind(key).fetch_optional(&self.pool).await.map_err(backend)?;
-        row.as_ref().map(record_from_row).transpose()
-    }
-
-    async fn upsert(&self, record: &SandboxInstanceRecord) -> Result<(), StoreError> {
-        record.validate()?;
+/// The instance writes themselves; the trait methods issue them in order
+/// through [`KeyedOrder`].
+impl PostgresSandboxInstanceStore {
+    async fn upsert_now(&self, record: &SandboxInstanceRecord) -> Result<(), StoreError> {
         sqlx::query(&self.queries.upsert)
             .bind(&record.key)
             .bind(&record.provider)
@@ -458,12 +453,61 @@ impl crate::driver::SandboxInstanceStore for PostgresSandboxInstanceStore {
         Ok(())
     }
 
+    async fn delete_now(&self, key: &str) -> Result<(), StoreError> {
+        sqlx::query(&self.queries.delete).bind(key).execute(&self.pool).await.map_err(backend)?;
+        Ok(())
+    }
+
+    async fn delete_recording_leak_now(&self, key: &str, leak: NewLeak) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await.map_err(backend)?;
+        sqlx::query(&self.queries.delete).bind(key).execute(&mut *tx).await.map_err(backend)?;
+        let due = leak.failed_at;
+        self.upsert_leak(&mut *tx, &leak, LeakReason::DestroyFailed, due).await?;
+        tx.commit().await.map_err(backend)
+    }
+
+    async fn expire_idle_now(&self, key: &str, seen_updated_at: u64, leak: NewLeak) -> Result<bool, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(backend)?;
+        let deleted = sqlx::query(&self.queries.expire_delete)
+            .bind(key)
+            .bind(sql_int(seen_updated_at))
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        if deleted.rows_affected() == 0 {
+            // Touched or gone: nothing was written, so there is nothing to keep.
+            tx.rollback().await.map_err(backend)?;
+            return Ok(false);
+        }
+        let due = leak.failed_at;
+        self.upsert_leak(&mut *tx, &leak, LeakReason::Idle, due).await?;
+        tx.commit().await.map_err(backend)?;
+        Ok(true)
+    }
+}
+
+#[async_trait]
+impl crate::driver::SandboxInstanceStore for PostgresSandboxInstanceStore {
+    async fn get(&self, key: &str) -> Result<Option<SandboxInstanceRecord>, StoreError> {
+        if !storable_key(key) {
+            return Ok(None);
+        }
+        let row = sqlx::query(&self.queries.get).bind(key).fetch_optional(&self.pool).await.map_err(backend)?;
+        row.as_ref().map(record_from_row).transpose()
+    }
+
+    async fn upsert(&self, record: &SandboxInstanceRecord) -> Result<(), StoreError> {
+        record.validate()?;
+        let (this, record) = (self.clone(), record.clone());
+        self.order.run(&record.key.clone(), async move { this.upsert_now(&record).await }).await
+    }
+
     async fn delete(&self, key: &str) -> Result<(), StoreError> {
         if !storable_key(key) {
             return Ok(());
         }
-        sqlx::query(&self.queries.delete).bind(key).execute(&self.pool).await.map_err(backend)?;
-        Ok(())
+        let (this, owned) = (self.clone(), key.to_owned());
+        self.order.run(key, async move { this.delete_now(&owned).await }).await
     }
 
     fn leak_ledger(&self) -> Option<&dyn LeakLedger> {
@@ -475,11 +519,8 @@ impl crate::driver::SandboxInstanceStore for PostgresSandboxInstanceStore {
 impl LeakLedger for PostgresSandboxInstanceStore {
     async fn delete_recording_leak(&self, key: &str, leak: NewLeak) -> Result<(), StoreError> {
         validate_leak(key, &leak)?;
-        let mut tx = self.pool.begin().await.map_err(backend)?;
-        sqlx::query(&self.queries.delete).bind(key).execute(&mut *tx).await.map_err(backend)?;
-        let due = leak.failed_at;
-        self.upsert_leak(&mut *tx, &leak, LeakReason::DestroyFailed, due).await?;
-        tx.commit().await.map_err(backend)
+        let (this, owned) = (self.clone(), key.to_owned());
+        self.order.run(key, async move { this.delete_recording_leak_now(&owned, leak).await }).await
     }
 
     async fn list_leaks(&self, provider: Option<&str>) -> Result<Vec<LeakEntry>, StoreError> {
@@ -574,22 +615,8 @@ impl FleetStore for PostgresSandboxInstanceStore {
 
     async fn expire_idle(&self, key: &str, seen_updated_at: u64, leak: NewLeak) -> Result<bool, StoreError> {
         validate_leak(key, &leak)?;
-        let mut tx = self.pool.begin().await.map_err(backend)?;
-        let deleted = sqlx::query(&self.queries.expire_delete)
-            .bind(key)
-            .bind(sql_int(seen_updated_at))
-            .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
-        if deleted.rows_affected() == 0 {
-            // Touched or gone: nothing was written, so there is nothing to keep.
-            tx.rollback().await.map_err(backend)?;
-            return Ok(false);
-        }
-        let due = leak.failed_at;
-        self.upsert_leak(&mut *tx, &leak, LeakReason::Idle, due).await?;
-        tx.commit().await.map_err(backend)?;
-        Ok(true)
+        let (this, owned) = (self.clone(), key.to_owned());
+        self.order.run(key, async move { this.expire_idle_now(&owned, seen_updated_at, leak).await }).await
     }
 
     async fn registered_sandboxes(&self, provider: &str, since: u64) -> Result<Vec<String>, StoreError> {

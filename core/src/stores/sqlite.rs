@@ -14,6 +14,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqlitePool, SqlitePoo
 use sqlx::{ConnectOptions, Connection};
 
 use super::group_commit::{BatchCommit, GroupCommit, Write};
+use super::ordered::KeyedOrder;
 use super::{
     audit_from_row, backend, due_in_order, leak_from_row, ledger_text, record_from_row, scheduled_from_row, sql_int,
     sql_limit, storable_key, storable_name, validate_leak, AuditText, Migration, StoreOpenError, AUDIT_COLUMNS,
@@ -82,6 +83,8 @@ pub struct SqliteSandboxInstanceStore {
     path: PathBuf,
     /// Reclaim-path writes share transactions under load (see [`GroupCommit`]).
     writes: std::sync::Arc<GroupCommit>,
+    /// Writes to one key commit in the order they were issued ([`KeyedOrder`]).
+    order: std::sync::Arc<KeyedOrder>,
 }
 
 impl SqliteSandboxInstanceStore {
@@ -134,7 +137,7 @@ impl SqliteSandboxInstanceStore {
             .connect_with(connect)
             .await
             .map_err(StoreOpenError::Connect)?;
-        Ok(Self { pool, path: path.to_owned(), writes: Default::default() })
+        Ok(Self { pool, path: path.to_owned(), writes: Default::default(), order: Default::default() })
     }
 
     /// The file this store lives in.
@@ -313,25 +316,30 @@ impl SandboxInstanceStore for SqliteSandboxInstanceStore {
              provider_sandbox_id = excluded.provider_sandbox_id, latest_snapshot_id = excluded.latest_snapshot_id, \
              thread_id = excluded.thread_id, latest_run_id = excluded.latest_run_id, updated_at = excluded.updated_at"
         );
-        sqlx::query(&sql)
-            .bind(&record.key)
-            .bind(&record.provider)
-            .bind(&record.provider_sandbox_id)
-            .bind(&record.latest_snapshot_id)
-            .bind(&record.thread_id)
-            .bind(&record.latest_run_id)
-            .bind(sql_int(record.updated_at))
-            .execute(&self.pool)
+        let (pool, record) = (self.pool.clone(), record.clone());
+        self.order
+            .run(&record.key.clone(), async move {
+                sqlx::query(&sql)
+                    .bind(&record.key)
+                    .bind(&record.provider)
+                    .bind(&record.provider_sandbox_id)
+                    .bind(&record.latest_snapshot_id)
+                    .bind(&record.thread_id)
+                    .bind(&record.latest_run_id)
+                    .bind(sql_int(record.updated_at))
+                    .execute(&pool)
+                    .await
+                    .map_err(backend)?;
+                Ok(())
+            })
             .await
-            .map_err(backend)?;
-        Ok(())
     }
 
     async fn delete(&self, key: &str) -> Result<(), StoreError> {
         if !storable_key(key) {
             return Ok(());
         }
-        self.write(Write::Delete { key: key.to_owned() }).await
+        self.write(key, Write::Delete { key: key.to_owned() }).await
     }
 
     fn leak_ledger(&self) -> Option<&dyn LeakLedger> {
@@ -343,10 +351,15 @@ impl SandboxInstanceStore for SqliteSandboxInstanceStore {
 /// attempts of the entry for the same sandbox, keeping its place and any
 /// claim on it.
 impl SqliteSandboxInstanceStore {
-    /// Queues a reclaim-path write for the next group commit.
-    async fn write(&self, write: Write) -> Result<(), StoreError> {
-        let pool = self.pool.clone();
-        self.writes.submit(write, move |batch| commit_batch(pool, batch)).await.map_err(StoreError::backend)
+    /// Issues a reclaim-path write for `key` (in order, see [`KeyedOrder`])
+    /// and queues it for the next group commit.
+    async fn write(&self, key: &str, write: Write) -> Result<(), StoreError> {
+        let (pool, writes) = (self.pool.clone(), std::sync::Arc::clone(&self.writes));
+        self.order
+            .run(key, async move {
+                writes.submit(write, move |batch| commit_batch(pool, batch)).await.map_err(StoreError::backend)
+            })
+            .await
     }
 }
 
@@ -435,7 +448,7 @@ async fn upsert_leak<'e>(
 impl LeakLedger for SqliteSandboxInstanceStore {
     async fn delete_recording_leak(&self, key: &str, leak: NewLeak) -> Result<(), StoreError> {
         validate_leak(key, &leak)?;
-        self.write(Write::DeleteRecordingLeak { key: key.to_owned(), leak }).await
+        self.write(key, Write::DeleteRecordingLeak { key: key.to_owned(), leak }).await
     }
 
     async fn list_leaks(&self, provider: Option<&str>) -> Result<Vec<LeakEntry>, StoreError> {
@@ -522,19 +535,28 @@ impl FleetStore for SqliteSandboxInstanceStore {
 
     async fn expire_idle(&self, key: &str, seen_updated_at: u64, leak: NewLeak) -> Result<bool, StoreError> {
         validate_leak(key, &leak)?;
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
-        let delete = format!("DELETE FROM {INSTANCES_TABLE} WHERE sandbox_key = ?1 AND updated_at = ?2");
-        let deleted =
-            sqlx::query(&delete).bind(key).bind(sql_int(seen_updated_at)).execute(&mut *tx).await.map_err(backend)?;
-        if deleted.rows_affected() == 0 {
-            // Touched or gone: nothing was written, so there is nothing to keep.
-            tx.rollback().await.map_err(backend)?;
-            return Ok(false);
-        }
-        let due = leak.failed_at;
-        upsert_leak(&mut *tx, &leak, LeakReason::Idle, due).await?;
-        tx.commit().await.map_err(backend)?;
-        Ok(true)
+        let (pool, owned_key) = (self.pool.clone(), key.to_owned());
+        self.order
+            .run(key, async move {
+                let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
+                let delete = format!("DELETE FROM {INSTANCES_TABLE} WHERE sandbox_key = ?1 AND updated_at = ?2");
+                let deleted = sqlx::query(&delete)
+                    .bind(&owned_key)
+                    .bind(sql_int(seen_updated_at))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(backend)?;
+                if deleted.rows_affected() == 0 {
+                    // Touched or gone: nothing was written, so there is nothing to keep.
+                    tx.rollback().await.map_err(backend)?;
+                    return Ok(false);
+                }
+                let due = leak.failed_at;
+                upsert_leak(&mut *tx, &leak, LeakReason::Idle, due).await?;
+                tx.commit().await.map_err(backend)?;
+                Ok(true)
+            })
+            .await
     }
 
     async fn sandbox_references(&self, provider: &str, destroyed_since: u64) -> Result<Vec<String>, StoreError> {

@@ -170,7 +170,10 @@ pub fn run_fleet(vector: &Value) -> FleetObserved {
     let mut pending: Vec<Started> = Vec::new();
     let provider_of = |index: u32| providers[index as usize].clone();
     loop {
-        while let Some((id, effect)) = flow.poll_effect() {
+        // A driver starts a batch's effects in order, and nothing after a
+        // log line whose logger threw (the reference's unguarded call).
+        let mut batch: std::collections::VecDeque<_> = std::iter::from_fn(|| flow.poll_effect()).collect();
+        while let Some((id, effect)) = batch.pop_front() {
             let at = json!(now - start);
             let rel = |time: u64| json!(time as i64 - start as i64);
             let store_call =
@@ -187,6 +190,11 @@ pub fn run_fleet(vector: &Value) -> FleetObserved {
                 Effect::Log(line) => {
                     if vector["logger"] == json!(true) {
                         logs.push(log_line(line, &thrown));
+                        if let Some(message) = vector["loggerThrows"][line.level.as_str()].as_str() {
+                            let failed = Completion::Failed { message: message.to_owned() };
+                            flow.complete(id, failed, now).unwrap();
+                            batch = std::iter::from_fn(|| flow.poll_effect()).collect();
+                        }
                     }
                     continue;
                 }
