@@ -220,6 +220,29 @@ pub fn hosted_malformed(vendor: &str, method: &str, path: &str, why: &str) -> St
     format!("{vendor} answered {method} {path} with a body we cannot vouch for: {why}")
 }
 
+/// A listing whose next-page cursor (E2B's page token) is one this listing
+/// already followed: the vendor's pages form a cycle, so the listing would
+/// never end. `page` is the page that offered it.
+pub fn hosted_listing_cycle(vendor: &str, path: &str, page: u32) -> String {
+    format!(
+        "{vendor} listing GET {path} never ends: page {page} points back to a page cursor this listing already \
+         followed (a cursor cycle); nothing is swept"
+    )
+}
+
+/// A listing that offered more pages than a listing follows.
+pub fn hosted_listing_page_ceiling(vendor: &str, path: &str, ceiling: u32) -> String {
+    format!(
+        "{vendor} listing GET {path} passed the ceiling of {ceiling} pages per listing (more pages were offered); \
+         nothing is swept"
+    )
+}
+
+/// A listing that carried more sandboxes than a listing reads.
+pub fn hosted_listing_item_ceiling(vendor: &str, path: &str, ceiling: u64) -> String {
+    format!("{vendor} listing GET {path} passed the ceiling of {ceiling} sandboxes per listing; nothing is swept")
+}
+
 // ---- store arguments (core/src/arguments.rs): `field` is spelled as the host
 // names it (`leaseMs`, `options.limit` in Node; `` `lease` `` in Python).
 

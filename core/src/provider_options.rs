@@ -31,6 +31,33 @@ pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 30_000;
 /// The longest request timeout taken: a day.
 pub const MAX_REQUEST_TIMEOUT_MS: u64 = 86_400_000;
 
+/// The most pages one listing follows. Past it the listing fails closed (the
+/// sweep is `unavailable`, naming the ceiling), whatever cursors the vendor
+/// offers: a listing ends even when the vendor's pages never do. 10,000 pages
+/// of the smallest largest page (Vercel's 50) is 500,000 sandboxes.
+pub const MAX_LISTING_PAGES: u32 = 10_000;
+/// The most sandboxes one listing reads (duplicates included). Past it the
+/// listing fails closed, naming the ceiling, so its memory stays bounded.
+pub const MAX_LISTING_ITEMS: u64 = 1_000_000;
+
+/// How far one hosted listing may go before it fails closed. Not a host
+/// option: Node, Python and the command take [`MAX_LISTING_PAGES`] and
+/// [`MAX_LISTING_ITEMS`]; the Rust API may lower them (a vendor config's
+/// `listing_ceilings`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListingCeilings {
+    /// Pages per listing, at least 1.
+    pub pages: u32,
+    /// Sandboxes read per listing, duplicates included.
+    pub items: u64,
+}
+
+impl Default for ListingCeilings {
+    fn default() -> Self {
+        Self { pages: MAX_LISTING_PAGES, items: MAX_LISTING_ITEMS }
+    }
+}
+
 /// The vendors whose hosted providers the bindings build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HostedVendor {
@@ -240,6 +267,11 @@ mod tests {
         let vercel = vercel.unwrap();
         assert_eq!((vercel.team_id.as_deref(), vercel.project_id.as_deref()), (Some("t"), Some("p")));
         assert!(vercel.sweep_unlabelled);
+    }
+
+    #[test]
+    fn a_listing_is_ceilinged_at_ten_thousand_pages_and_a_million_sandboxes() {
+        assert_eq!(ListingCeilings::default(), ListingCeilings { pages: 10_000, items: 1_000_000 });
     }
 
     #[test]

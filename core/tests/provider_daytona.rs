@@ -9,7 +9,9 @@ mod hosted_support;
 
 use std::time::{Duration, Instant};
 
+use hosted_support::scripted::{self, PageFormat};
 use hosted_support::Fake;
+use sandbox_reclaim::provider_options::ListingCeilings;
 use sandbox_reclaim::{
     reclaim_sandbox, reconcile, DaytonaConfig, DaytonaProvider, HostedError, HostedSandboxProvider,
     InMemorySandboxInstanceStore, LeakLedger, ProviderError, ReclaimOptions, ReclaimOutcome, ReconcileOptions,
@@ -134,7 +136,10 @@ async fn the_sweep_reads_every_cursor_page_once_and_spares_destroying_and_foreig
     fake.faults(json!({ "repeatAcrossPages": true })).await;
     let provider = provider(&fake, KEY, 4);
     let listed = provider.list_sandboxes().await.unwrap();
-    assert!(listed.len() > 10, "pages repeat an item: {}", listed.len());
+    let mut ids: Vec<&str> = listed.iter().map(|sandbox| sandbox.id.as_str()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!((listed.len(), ids.len()), (10, 10), "pages repeat an item, listed once: {ids:?}");
     assert!(listed.iter().any(|sandbox| sandbox.id == "going" && sandbox.deleting));
 
     let store = InMemorySandboxInstanceStore::with_ledger();
@@ -210,4 +215,47 @@ async fn sweeping_unlabelled_sandboxes_destroys_only_what_the_registry_names() {
         &unlabelled,
     )
     .await;
+}
+
+/// Daytona's page (`{items, nextCursor}`) for the scripted vendor.
+fn scripted_pages() -> PageFormat {
+    PageFormat {
+        cursor_parameter: "cursor",
+        page: |ids, next| {
+            let items: Vec<Value> = ids
+                .iter()
+                .map(|id| {
+                    json!({ "id": id, "state": "started", "createdAt": "2026-01-01T00:00:00.000Z",
+                            "labels": { OWNER_LABEL: "sandbox-reclaim" } })
+                })
+                .collect();
+            scripted::Answer { headers: vec![], body: json!({ "items": items, "nextCursor": next }).to_string() }
+        },
+    }
+}
+
+fn scripted_provider(url: &str, listing_ceilings: ListingCeilings) -> Box<dyn SandboxProvider> {
+    let config = DaytonaConfig {
+        api_key: Some(KEY.to_owned()),
+        api_url: Some(url.to_owned()),
+        page_size: 3,
+        listing_ceilings,
+        ..DaytonaConfig::default()
+    };
+    Box::new(DaytonaProvider::new(config).unwrap())
+}
+
+#[tokio::test]
+async fn a_cursor_cycle_ends_the_listing_after_three_pages_and_fails_it_closed() {
+    scripted::a_cursor_cycle_fails_the_listing_closed(scripted_pages, &scripted_provider).await;
+}
+
+#[tokio::test]
+async fn a_listing_past_its_page_or_item_ceiling_fails_closed() {
+    scripted::a_listing_past_a_ceiling_fails_closed(scripted_pages, &scripted_provider).await;
+}
+
+#[tokio::test]
+async fn a_sandbox_on_several_pages_is_listed_once() {
+    scripted::a_sandbox_on_several_pages_is_listed_once(scripted_pages, &scripted_provider).await;
 }

@@ -19,7 +19,10 @@ const OWNER_LABEL: &str = "io.sandbox-reclaim.owner";
 
 mod hosted_support;
 
+use hosted_support::scripted::{self, PageFormat};
 use hosted_support::Fake;
+use sandbox_reclaim::provider_options::ListingCeilings;
+use serde_json::Value;
 
 fn start() -> Fake {
     Fake::start("e2b.mjs", &["--key", KEY])
@@ -148,7 +151,10 @@ async fn the_sweep_lists_every_owned_page_once_and_touches_nothing_else() {
     fake.faults(json!({ "repeatAcrossPages": true })).await;
     let provider = provider(&fake, 3);
     let listed = provider.list_sandboxes().await.unwrap();
-    assert!(listed.len() > 10, "pages repeat an item: {}", listed.len());
+    let mut ids: Vec<&str> = listed.iter().map(|sandbox| sandbox.id.as_str()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!((listed.len(), ids.len()), (10, 10), "pages repeat an item, listed once: {ids:?}");
     assert!(listed.iter().all(|sandbox| sandbox.owner.as_deref() == Some("sandbox-reclaim")));
     assert!(listed.iter().all(|sandbox| sandbox.created_at == Some(1_767_225_600_000)));
 
@@ -246,4 +252,48 @@ async fn sweeping_unlabelled_sandboxes_destroys_only_what_the_registry_names() {
         &unlabelled,
     )
     .await;
+}
+
+/// E2B's page (an array, the next token in `X-Next-Token`) for the scripted vendor.
+fn scripted_pages() -> PageFormat {
+    PageFormat {
+        cursor_parameter: "nextToken",
+        page: |ids, next| {
+            let items: Vec<Value> = ids
+                .iter()
+                .map(|id| {
+                    json!({ "sandboxID": id, "startedAt": "2026-01-01T00:00:00.000Z", "state": "running",
+                            "metadata": { OWNER_LABEL: "sandbox-reclaim" } })
+                })
+                .collect();
+            let headers = next.map(|next| vec![("x-next-token".to_owned(), next.to_owned())]).unwrap_or_default();
+            scripted::Answer { headers, body: Value::Array(items).to_string() }
+        },
+    }
+}
+
+fn scripted_provider(url: &str, listing_ceilings: ListingCeilings) -> Box<dyn SandboxProvider> {
+    let config = E2bConfig {
+        api_key: Some(KEY.to_owned()),
+        api_url: Some(url.to_owned()),
+        page_size: 3,
+        listing_ceilings,
+        ..E2bConfig::default()
+    };
+    Box::new(E2bProvider::new(config).unwrap())
+}
+
+#[tokio::test]
+async fn a_cursor_cycle_ends_the_listing_after_three_pages_and_fails_it_closed() {
+    scripted::a_cursor_cycle_fails_the_listing_closed(scripted_pages, &scripted_provider).await;
+}
+
+#[tokio::test]
+async fn a_listing_past_its_page_or_item_ceiling_fails_closed() {
+    scripted::a_listing_past_a_ceiling_fails_closed(scripted_pages, &scripted_provider).await;
+}
+
+#[tokio::test]
+async fn a_sandbox_on_several_pages_is_listed_once() {
+    scripted::a_sandbox_on_several_pages_is_listed_once(scripted_pages, &scripted_provider).await;
 }

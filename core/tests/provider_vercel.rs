@@ -9,7 +9,9 @@ mod hosted_support;
 
 use std::time::{Duration, Instant};
 
+use hosted_support::scripted::{self, PageFormat};
 use hosted_support::Fake;
+use sandbox_reclaim::provider_options::ListingCeilings;
 use sandbox_reclaim::{
     reclaim_sandbox, reconcile, HostedError, HostedSandboxProvider, InMemorySandboxInstanceStore, LeakLedger,
     ProviderError, ReclaimOptions, ReclaimOutcome, ReconcileOptions, RunRecord, RunStatus, SandboxInstanceRecord,
@@ -134,7 +136,10 @@ async fn the_sweep_reads_every_page_once_sweeps_stopped_boxes_and_spares_strange
     fake.faults(json!({ "repeatAcrossPages": true })).await;
     let provider = provider(&fake, TOKEN, 4);
     let listed = provider.list_sandboxes().await.unwrap();
-    assert!(listed.len() > 9, "pages repeat an item: {}", listed.len());
+    let mut ids: Vec<&str> = listed.iter().map(|sandbox| sandbox.id.as_str()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!((listed.len(), ids.len()), (9, 9), "pages repeat an item, listed once: {ids:?}");
     let store = InMemorySandboxInstanceStore::with_ledger();
     let report = reconcile(sweep_options(&provider, &store)).await.unwrap();
     let orphans = &report.providers[0].orphans;
@@ -207,4 +212,50 @@ async fn sweeping_unlabelled_sandboxes_destroys_only_what_the_registry_names() {
         &unlabelled,
     )
     .await;
+}
+
+/// Vercel's page (`{sandboxes, pagination: {next}}`) for the scripted vendor.
+fn scripted_pages() -> PageFormat {
+    PageFormat {
+        cursor_parameter: "cursor",
+        page: |ids, next| {
+            let items: Vec<Value> = ids
+                .iter()
+                .map(|id| {
+                    json!({ "name": id, "createdAt": 1_767_225_600_000_u64, "status": "running",
+                            "tags": { OWNER_LABEL: "sandbox-reclaim" } })
+                })
+                .collect();
+            let body = json!({ "sandboxes": items, "pagination": { "count": ids.len(), "next": next } });
+            scripted::Answer { headers: vec![], body: body.to_string() }
+        },
+    }
+}
+
+fn scripted_provider(url: &str, listing_ceilings: ListingCeilings) -> Box<dyn SandboxProvider> {
+    let config = VercelConfig {
+        token: Some(TOKEN.to_owned()),
+        team_id: Some("team_t".into()),
+        project_id: Some("prj_p".into()),
+        api_url: Some(url.to_owned()),
+        page_size: 3,
+        listing_ceilings,
+        ..VercelConfig::default()
+    };
+    Box::new(VercelProvider::new(config).unwrap())
+}
+
+#[tokio::test]
+async fn a_cursor_cycle_ends_the_listing_after_three_pages_and_fails_it_closed() {
+    scripted::a_cursor_cycle_fails_the_listing_closed(scripted_pages, &scripted_provider).await;
+}
+
+#[tokio::test]
+async fn a_listing_past_its_page_or_item_ceiling_fails_closed() {
+    scripted::a_listing_past_a_ceiling_fails_closed(scripted_pages, &scripted_provider).await;
+}
+
+#[tokio::test]
+async fn a_sandbox_on_several_pages_is_listed_once() {
+    scripted::a_sandbox_on_several_pages_is_listed_once(scripted_pages, &scripted_provider).await;
 }

@@ -31,7 +31,7 @@ use super::{
 use crate::driver::SandboxProvider;
 use crate::errors::ProviderError;
 use crate::fleet::ListedSandbox;
-use crate::provider_options::{HostedSettings, HostedVendor};
+use crate::provider_options::{HostedSettings, HostedVendor, ListingCeilings};
 
 const VENDOR: Vendor = Vendor { label: "Daytona", credential_variable: "DAYTONA_API_KEY", credential_option: "apiKey" };
 
@@ -89,6 +89,9 @@ pub struct DaytonaConfig {
     pub sweep_unlabelled: bool,
     /// How long one HTTP request may take. Default 30 s.
     pub request_timeout: Duration,
+    /// How far one listing goes before it fails closed (pages followed,
+    /// sandboxes read). Default [`ListingCeilings::default`]; not a host option.
+    pub listing_ceilings: ListingCeilings,
 }
 
 impl Default for DaytonaConfig {
@@ -108,6 +111,7 @@ impl From<HostedSettings> for DaytonaConfig {
             page_size: settings.page_size,
             sweep_unlabelled: settings.sweep_unlabelled,
             request_timeout: settings.request_timeout,
+            listing_ceilings: ListingCeilings::default(),
         }
     }
 }
@@ -123,6 +127,7 @@ impl fmt::Debug for DaytonaConfig {
             .field("page_size", &self.page_size)
             .field("sweep_unlabelled", &self.sweep_unlabelled)
             .field("request_timeout", &self.request_timeout)
+            .field("listing_ceilings", &self.listing_ceilings)
             .finish()
     }
 }
@@ -133,6 +138,7 @@ pub struct DaytonaProvider {
     owner: String,
     page_size: u32,
     sweep_unlabelled: bool,
+    listing_ceilings: ListingCeilings,
     api_url: String,
     client: HostedClient,
 }
@@ -170,6 +176,7 @@ impl DaytonaProvider {
             owner: config.owner,
             page_size: config.page_size,
             sweep_unlabelled,
+            listing_ceilings: config.listing_ceilings,
             api_url,
             client,
         })
@@ -270,7 +277,7 @@ impl SandboxProvider for DaytonaProvider {
             let listed = super::http::unlabelled_as_empty(listed, self.sweep_unlabelled);
             Ok((listed, page.next_cursor))
         };
-        self.client.list_pages(|cursor| self.list_path(cursor), read).await
+        self.client.list_pages(self.listing_ceilings, |cursor| self.list_path(cursor), read).await
     }
 
     fn owner(&self) -> Option<&str> {

@@ -27,7 +27,7 @@ use super::{validate_id, validate_owner, HostedSandboxProvider, InvalidInput, LA
 use crate::driver::SandboxProvider;
 use crate::errors::ProviderError;
 use crate::fleet::ListedSandbox;
-use crate::provider_options::{HostedSettings, HostedVendor};
+use crate::provider_options::{HostedSettings, HostedVendor, ListingCeilings};
 
 const VENDOR: Vendor = Vendor { label: "E2B", credential_variable: "E2B_API_KEY", credential_option: "apiKey" };
 
@@ -56,6 +56,9 @@ pub struct E2bConfig {
     /// How long one HTTP request may take. Default 30 s. A destroy's own
     /// deadline cuts it sooner.
     pub request_timeout: Duration,
+    /// How far one listing goes before it fails closed (pages followed,
+    /// sandboxes read). Default [`ListingCeilings::default`]; not a host option.
+    pub listing_ceilings: ListingCeilings,
 }
 
 impl Default for E2bConfig {
@@ -75,6 +78,7 @@ impl From<HostedSettings> for E2bConfig {
             page_size: settings.page_size,
             sweep_unlabelled: settings.sweep_unlabelled,
             request_timeout: settings.request_timeout,
+            listing_ceilings: ListingCeilings::default(),
         }
     }
 }
@@ -90,6 +94,7 @@ impl fmt::Debug for E2bConfig {
             .field("page_size", &self.page_size)
             .field("sweep_unlabelled", &self.sweep_unlabelled)
             .field("request_timeout", &self.request_timeout)
+            .field("listing_ceilings", &self.listing_ceilings)
             .finish()
     }
 }
@@ -100,6 +105,7 @@ pub struct E2bProvider {
     owner: String,
     page_size: u32,
     sweep_unlabelled: bool,
+    listing_ceilings: ListingCeilings,
     api_url: String,
     client: HostedClient,
 }
@@ -136,6 +142,7 @@ impl E2bProvider {
             owner: config.owner,
             page_size: config.page_size,
             sweep_unlabelled,
+            listing_ceilings: config.listing_ceilings,
             api_url,
             client,
         })
@@ -226,7 +233,7 @@ impl SandboxProvider for E2bProvider {
             let listed = super::http::unlabelled_as_empty(listed, self.sweep_unlabelled);
             Ok((listed, answer.header("x-next-token").map(str::to_owned)))
         };
-        self.client.list_pages(|token| self.list_path(token), read).await
+        self.client.list_pages(self.listing_ceilings, |token| self.list_path(token), read).await
     }
 
     fn owner(&self) -> Option<&str> {

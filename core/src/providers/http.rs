@@ -1,11 +1,14 @@
 //! What every hosted provider (E2B, and the vendors after it) shares: one
 //! HTTPS client on rustls, the credential header marked sensitive, a bounded
 //! wait on `429 Retry-After`, and errors that name the vendor and the variable
-//! to set, never the credential.
+//! to set, never the credential. A listing always ends: a cursor it already
+//! followed, or a page or item ceiling passed, fails it closed
+//! ([`HostedClient::list_pages`]).
 //!
 //! Cancellation is the caller's: a destroy's deadline drops the future, and
 //! dropping a `reqwest` future aborts its request.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
@@ -15,6 +18,7 @@ use super::InvalidInput;
 use crate::errors::ProviderError;
 use crate::fleet::ListedSandbox;
 use crate::messages;
+use crate::provider_options::ListingCeilings;
 
 /// How often one request is re-sent after a `429` before it fails.
 const MAX_RATE_LIMITED_RETRIES: u32 = 5;
@@ -155,16 +159,26 @@ impl HostedClient {
 
     /// Every page of a listing: `path_of(cursor)` is a page's request (no
     /// cursor: the first); `read` turns an answer into its sandboxes and the
-    /// next cursor (`None` on the last page). A page that fails or does not
-    /// read fails the whole listing, and so does a cursor that repeats
-    /// (a vendor looping would otherwise list forever).
+    /// next cursor (`None` on the last page). Each sandbox is listed once
+    /// (its first appearance), however many pages repeat it.
+    ///
+    /// The listing ends, whatever the vendor answers: it fails closed when a
+    /// page fails or does not read, when a next cursor is one this listing
+    /// already followed (any earlier one, not only the last: A → B → A is a
+    /// cycle too), and when it would pass `ceilings` (pages followed, or
+    /// sandboxes read, duplicates included). A first page is always read.
     pub async fn list_pages(
         &self,
+        ceilings: ListingCeilings,
         path_of: impl Fn(Option<&str>) -> String,
         read: impl Fn(&Answer) -> Result<(Vec<ListedSandbox>, Option<String>), String>,
     ) -> Result<Vec<ListedSandbox>, ProviderError> {
         let mut listed = Vec::new();
+        let mut ids = HashSet::new();
+        // Every cursor followed so far: at most `ceilings.pages` of them.
+        let mut followed = HashSet::new();
         let mut cursor: Option<String> = None;
+        let (mut pages, mut items) = (0u32, 0u64);
         loop {
             let path = path_of(cursor.as_deref());
             let answer = self.send(Method::GET, &path).await?;
@@ -172,15 +186,33 @@ impl HostedClient {
                 return Err(self.unexpected(&Method::GET, &path, &answer));
             }
             let (page, next) = read(&answer).map_err(|why| self.malformed(&Method::GET, &path, &why))?;
-            listed.extend(page);
-            match next.filter(|next| !next.is_empty()) {
-                Some(next) if cursor.as_deref() == Some(next.as_str()) => {
-                    return Err(self.malformed(&Method::GET, &path, "the next page cursor repeats"));
-                }
-                Some(next) => cursor = Some(next),
-                None => return Ok(listed),
+            pages += 1;
+            items = items.saturating_add(page.len() as u64);
+            if items > ceilings.items {
+                return Err(self.failed(messages::hosted_listing_item_ceiling(
+                    self.vendor.label,
+                    path_only(&path),
+                    ceilings.items,
+                )));
             }
+            listed.extend(page.into_iter().filter(|sandbox| ids.insert(sandbox.id.clone())));
+            let Some(next) = next.filter(|next| !next.is_empty()) else { return Ok(listed) };
+            if !followed.insert(next.clone()) {
+                return Err(self.failed(messages::hosted_listing_cycle(self.vendor.label, path_only(&path), pages)));
+            }
+            if pages >= ceilings.pages {
+                return Err(self.failed(messages::hosted_listing_page_ceiling(
+                    self.vendor.label,
+                    path_only(&path),
+                    ceilings.pages,
+                )));
+            }
+            cursor = Some(next);
         }
+    }
+
+    fn failed(&self, message: String) -> ProviderError {
+        ProviderError::backend(HostedError::Failed(message))
     }
 
     /// The error for an answer the caller did not expect.

@@ -32,7 +32,7 @@ use super::{
 use crate::driver::SandboxProvider;
 use crate::errors::ProviderError;
 use crate::fleet::ListedSandbox;
-use crate::provider_options::{HostedSettings, HostedVendor};
+use crate::provider_options::{HostedSettings, HostedVendor, ListingCeilings};
 
 const VENDOR: Vendor =
     Vendor { label: "Vercel", credential_variable: "VERCEL_TOKEN (with VERCEL_TEAM_ID)", credential_option: "apiKey" };
@@ -72,6 +72,9 @@ pub struct VercelConfig {
     pub sweep_unlabelled: bool,
     /// How long one HTTP request may take. Default 30 s.
     pub request_timeout: Duration,
+    /// How far one listing goes before it fails closed (pages followed,
+    /// sandboxes read). Default [`ListingCeilings::default`]; not a host option.
+    pub listing_ceilings: ListingCeilings,
 }
 
 impl Default for VercelConfig {
@@ -93,6 +96,7 @@ impl From<HostedSettings> for VercelConfig {
             page_size: settings.page_size,
             sweep_unlabelled: settings.sweep_unlabelled,
             request_timeout: settings.request_timeout,
+            listing_ceilings: ListingCeilings::default(),
         }
     }
 }
@@ -110,6 +114,7 @@ impl fmt::Debug for VercelConfig {
             .field("page_size", &self.page_size)
             .field("sweep_unlabelled", &self.sweep_unlabelled)
             .field("request_timeout", &self.request_timeout)
+            .field("listing_ceilings", &self.listing_ceilings)
             .finish()
     }
 }
@@ -120,6 +125,7 @@ pub struct VercelProvider {
     owner: String,
     page_size: u32,
     sweep_unlabelled: bool,
+    listing_ceilings: ListingCeilings,
     api_url: String,
     /// `teamId=…&` (or nothing), then the project parameter's value.
     team_query: String,
@@ -164,6 +170,7 @@ impl VercelProvider {
             owner: config.owner,
             page_size: config.page_size,
             sweep_unlabelled: config.sweep_unlabelled,
+            listing_ceilings: config.listing_ceilings,
             api_url,
             team_query,
             project_id,
@@ -269,7 +276,7 @@ impl SandboxProvider for VercelProvider {
             let listed = super::http::unlabelled_as_empty(listed, self.sweep_unlabelled);
             Ok((listed, page.pagination.next))
         };
-        self.client.list_pages(|cursor| self.list_path(cursor), read).await
+        self.client.list_pages(self.listing_ceilings, |cursor| self.list_path(cursor), read).await
     }
 
     fn owner(&self) -> Option<&str> {

@@ -2,6 +2,8 @@
 //! until dropped, and its `/_fake/` control routes. `make test` has node;
 //! without it the hosted-provider tests FAIL, never pass.
 
+pub mod scripted;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
