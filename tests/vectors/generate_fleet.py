@@ -666,6 +666,17 @@ def reconcile_cases() -> list[dict[str, Any]]:
             providers=[{"name": "local", "destroy": {}, "list": {"mode": "hang"}}],
         ),
         case(
+            "reconcile: a hanging listing ends at the default deadline",
+            "Without destroyTimeoutMs a list() that never settles is still cancelled, at the default 120 s: the pass ends and the sweep is unavailable.",
+            {
+                "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("unavailable", error='listing the sandboxes of provider "local" did not settle within 120000 ms; it was cancelled')}]},
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), release_sweep(120_000)],
+                "aborted": ["list:local"],
+                "elapsedMs": 120_000,
+            },
+            providers=[{"name": "local", "destroy": {}, "list": {"mode": "hang"}}],
+        ),
+        case(
             "reconcile: another host holds the sweep",
             "While another holder's sweep lease runs, this pass lists nothing and destroys nothing of that provider.",
             {

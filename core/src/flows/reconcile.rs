@@ -68,6 +68,7 @@ pub struct ReconcileInput {
     /// Destroys in flight per provider; `None`: `concurrency`.
     pub per_provider_concurrency: Option<u32>,
     /// Cancel a destroy (or a listing) that has not settled after this long.
+    /// Without it a listing still ends: see [`DEFAULT_LIST_TIMEOUT_MS`].
     pub destroy_timeout_ms: Option<u64>,
     /// Start no destroy after this long.
     pub budget_ms: Option<u64>,
@@ -409,8 +410,13 @@ impl Reconcile {
     }
 
     fn list(&mut self, provider: usize, now: Millis) {
-        let deadline = self.input.destroy_timeout_ms.map(|timeout| now.saturating_add(timeout));
+        let deadline = Some(now.saturating_add(self.list_timeout()));
         self.ask(Effect::ListSandboxes { provider: provider as u32, deadline }, Pending::List { provider, deadline });
+    }
+
+    /// A listing's deadline: the destroy timeout, or the default one.
+    fn list_timeout(&self) -> u64 {
+        self.input.destroy_timeout_ms.unwrap_or(DEFAULT_LIST_TIMEOUT_MS)
     }
 
     fn due_listed(&mut self, provider: usize, asked_at: Millis, claim: EffectId, entries: Vec<DueFields>) {
@@ -757,6 +763,11 @@ impl Reconcile {
 /// Audit rows written per store transaction.
 const AUDIT_BATCH: usize = 64;
 
+/// How long a listing may take when no `destroyTimeoutMs` is given: a pass
+/// must end even when a vendor's listing hangs (then its sweep is
+/// `unavailable`, nothing swept). Two minutes lists thousands of pages.
+pub const DEFAULT_LIST_TIMEOUT_MS: u64 = 120_000;
+
 impl Flow for Reconcile {
     fn poll_effect(&mut self) -> Option<(EffectId, Effect)> {
         self.out.poll_effect()
@@ -859,7 +870,8 @@ impl Flow for Reconcile {
             let timeout = self.input.destroy_timeout_ms.unwrap_or_default();
             match pending {
                 Pending::List { provider, .. } => {
-                    let message = messages::list_timeout_message(&self.input.providers[provider].name, timeout);
+                    let message =
+                        messages::list_timeout_message(&self.input.providers[provider].name, self.list_timeout());
                     self.unavailable(provider, message);
                 }
                 Pending::Destroy { job, lease_cut, .. } => {
