@@ -343,7 +343,8 @@ impl ReclaimAll {
     /// rejects, as the reference's reclaim does), everyone else's are
     /// emitted again under the same ids, in their order.
     fn log_threw(&mut self, id: EffectId, record: usize) {
-        let Some(at) = self.after_log.iter().position(|(logged, effect)| *logged == id && matches!(effect, Effect::Log(_)))
+        let Some(at) =
+            self.after_log.iter().position(|(logged, effect)| *logged == id && matches!(effect, Effect::Log(_)))
         else {
             return;
         };
