@@ -52,6 +52,7 @@ where
     C: FnOnce(Python<'_>, F::Output) -> PyResult<Py<PyAny>> + Send + 'static,
 {
     let runtime = runtime()?;
+    let future = Begun::now(runtime, future);
     // Raises "no running event loop" when called outside a coroutine.
     let event_loop = py.import(intern!(py, "asyncio"))?.call_method0(intern!(py, "get_running_loop"))?;
     let asyncio_future = event_loop.call_method0(intern!(py, "create_future"))?;
@@ -64,21 +65,15 @@ where
         // The completion waits in the loop's queue and the loop converts and
         // settles it itself: no tokio thread ever takes the GIL.
         runtime.spawn(async move {
-            let output = tokio::select! {
-                output = future => output,
-                _ = abandoned => return,
-            };
+            let Some(output) = future.finish(abandoned).await else { return };
             queue.push(target, Box::new(move |py| convert(py, output)));
         });
         return Ok(asyncio_future);
     }
     let event_loop = event_loop.unbind();
     runtime.spawn(async move {
-        let output = tokio::select! {
-            output = future => output,
-            // Cancelled (or otherwise done) on the Python side: stop here.
-            _ = abandoned => return,
-        };
+        // None: cancelled (or otherwise done) on the Python side; stop here.
+        let Some(output) = future.finish(abandoned).await else { return };
         let complete = move || complete(event_loop, target, output, convert);
         // Taking the GIL may block: not on a runtime worker.
         drop(tokio::task::spawn_blocking(complete));
@@ -255,4 +250,39 @@ impl AbandonOnDone {
 #[pyo3(name = "_shutdown")]
 pub fn shutdown(py: Python<'_>) {
     py.detach(|| *EXITING.write().unwrap_or_else(PoisonError::into_inner) = true);
+}
+
+/// A native future polled once on the caller's thread, as the call is made.
+/// Why: what a call does first happens in the order Python made the calls. A
+/// store write is issued there (`stores/ordered.rs` in the core), so a
+/// `delete` called before an `upsert` of the same key commits first, however
+/// tokio schedules the two tasks, and a task cancelled afterwards cannot
+/// reorder it.
+enum Begun<F: Future> {
+    Ready(F::Output),
+    Pending(std::pin::Pin<Box<F>>),
+}
+
+impl<F: Future> Begun<F> {
+    fn now(runtime: &Runtime, future: F) -> Self {
+        let _context = runtime.enter();
+        let mut future = Box::pin(future);
+        // A no-op waker: the task that finishes it polls it again with its own.
+        let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+        match future.as_mut().poll(&mut context) {
+            std::task::Poll::Ready(output) => Self::Ready(output),
+            std::task::Poll::Pending => Self::Pending(future),
+        }
+    }
+
+    /// Its output, or None when `abandoned` fires first (dropping the future).
+    async fn finish(self, abandoned: oneshot::Receiver<()>) -> Option<F::Output> {
+        match self {
+            Self::Ready(output) => Some(output),
+            Self::Pending(future) => tokio::select! {
+                output = future => Some(output),
+                _ = abandoned => None,
+            },
+        }
+    }
 }
