@@ -11,8 +11,9 @@ use sandbox_reclaim::{
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::Connection;
 
-use crate::config::{redact, StoreSpec};
+use crate::config::StoreSpec;
 use crate::error::Failure;
+use crate::redact::redact;
 
 /// An open store.
 pub enum Store {
@@ -119,9 +120,13 @@ impl Store {
     }
 }
 
-fn describe(spec: &StoreSpec) -> String {
+/// What messages and outputs name a store by: `sqlite:PATH`, or the
+/// PostgreSQL URL with every credential hidden ([`redact`]) and a schema
+/// other than `public`.
+pub fn describe(spec: &StoreSpec) -> String {
     match spec {
         StoreSpec::Sqlite(path) => format!("sqlite:{}", path.display()),
+        StoreSpec::Postgres { url, schema } if schema != "public" => format!("{} (schema {schema})", redact(url)),
         StoreSpec::Postgres { url, .. } => redact(url),
     }
 }
