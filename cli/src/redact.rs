@@ -125,17 +125,23 @@ fn redact_url_rest(rest: &str) -> String {
 
 /// Where the userinfo of `rest` ends (the `@`), if it has one.
 fn userinfo_end(rest: &str) -> Option<usize> {
+    let last_at = rest.rfind('@')?;
     let query_at = rest.find(['?', '#']).unwrap_or(rest.len());
-    if let Some(at) = rest[..query_at].rfind('@') {
-        return Some(at);
+    if last_at < query_at {
+        return Some(last_at);
     }
-    // `user:pa?ss@host`: a password holding an unencoded `?` or `#` ends the
-    // "authority" early; hide rather than print it (a host and port before a
-    // query hold no `@` past the query, so only odd URLs land here).
+    // An `@` after a `?` or `#`: a query holding an `@`, or a password holding
+    // an unencoded `?` or `#` (`user:pa?ss@host`, `user:p@ss?x@host`).
     let head = &rest[..query_at];
-    match head.find(':') {
-        Some(colon) if !head[..colon].contains('/') => rest.rfind('@'),
-        _ => None,
+    match head.rfind('@') {
+        // `user:pw@host/db?x=a@b`: a host and a path before the query.
+        Some(at) if head[at + 1..].split_once('/').is_some_and(|(host, _)| !host.is_empty()) => Some(at),
+        // In doubt: hide up to the last `@` (the host is lost, the password never printed).
+        Some(_) => Some(last_at),
+        None => match head.find(':') {
+            Some(colon) if !head[..colon].contains('/') => Some(last_at),
+            _ => None,
+        },
     }
 }
 
@@ -267,6 +273,9 @@ mod tests {
         assert_eq!(redact("postgres://u:pa#ss@h/d"), "postgres://u:***@h/d", "unencoded #");
         assert_eq!(redact("postgres://u:p/a?ss@h/d"), "postgres://u:***@h/d", "unencoded / then ?");
         assert_eq!(redact("postgres://h:5432/d?x=@"), "postgres://h:***@", "in doubt, hidden");
+        assert_eq!(redact("postgres://a:Pw@x?y@a:5432/db"), "postgres://a:***@a:5432/db", "unencoded @ then ?");
+        assert_eq!(redact("postgres://u:pw@h/d?x=a@b"), "postgres://u:***@h/d?x=a@b", "an @ in the query");
+        assert_eq!(redact("postgres://u@h/d?x=a@b"), "postgres://u@h/d?x=a@b");
         assert_eq!(redact("postgres://u:@h/d"), "postgres://u:***@h/d");
         assert_eq!(redact("sqlite://u:pw@h/d"), "sqlite://u:***@h/d");
         assert_eq!(redact("mysql://x:secret@h/d"), "mysql://x:***@h/d");

@@ -13,7 +13,7 @@ use sqlx::Connection;
 
 use crate::config::StoreSpec;
 use crate::error::Failure;
-use crate::redact::redact;
+use crate::redact::{redact, redact_text};
 
 /// An open store.
 pub enum Store {
@@ -48,9 +48,9 @@ impl Store {
             StoreSpec::Postgres { url, schema } => {
                 let options = PostgresOptions { schema: schema.clone(), ..PostgresOptions::default() };
                 options.validate().map_err(|error| open_error(error, &described))?;
-                let connect = url
-                    .parse::<PgConnectOptions>()
-                    .map_err(|error| Failure::usage("--store", format!("{}: {error}", redact(url))))?;
+                let connect = url.parse::<PgConnectOptions>().map_err(|error| {
+                    Failure::usage("--store", format!("{}: {}", redact(url), redact_text(&error.to_string())))
+                })?;
                 // One plain connection first: the pool would retry a refused
                 // connection until its acquire timeout and then say only that
                 // it timed out; this says why.
@@ -62,7 +62,10 @@ impl Store {
                     .map_err(|error| {
                         Failure::unavailable(
                             "store",
-                            format!("could not connect to PostgreSQL at {described}: {error}"),
+                            format!(
+                                "could not connect to PostgreSQL at {described}: {}",
+                                redact_text(&error.to_string())
+                            ),
                         )
                     })?;
                 let _ = probe.close().await;
@@ -137,6 +140,6 @@ fn open_error(error: StoreOpenError, described: &str) -> Failure {
         StoreOpenError::InvalidOption { field, reason } => {
             Failure::usage("--store", format!("{described}: invalid `{field}`: {reason}"))
         }
-        other => Failure::unavailable("store", format!("{described}: {other}")),
+        other => Failure::unavailable("store", format!("{described}: {}", redact_text(&other.to_string()))),
     }
 }

@@ -166,7 +166,13 @@ proptest! {
         password in "[A-Za-z0-9!$%&()*+,;=~/@?#:é€ ]{1,12}",
         form in 0..5_usize,
     ) {
-        let password = format!("Pw{password}");
+        let mut password = format!("Pw{password}");
+        if form == 0 && password.contains('@') {
+            // `user:p@h/x?y@host`: an unencoded `@`, `/` and `?` in one password reads
+            // as a host, a path and a query (no parser can tell); such a password must
+            // be percent-encoded. An `@` with `?` alone is covered by the unit tests.
+            password.retain(|c| c != '?' && c != '#');
+        }
         let (url, unchanged) = match form {
             0 => (format!("postgres://{user}:{password}@{host}:5432/db"), format!("{user}:***@{host}:5432/db")),
             1 => (format!("postgresql://{user}@{host}/db?sslmode=require&password={password}"), format!("{user}@{host}/db")),
