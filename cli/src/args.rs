@@ -25,10 +25,10 @@ pub struct Cli {
 pub struct GlobalArgs {
     /// The store: `sqlite:PATH` or `postgres://user@host:port/db`
     /// [default: a SQLite file in the platform's data directory]
-    #[arg(long, global = true, env = "SANDBOX_RECLAIM_STORE", value_name = "URL")]
+    #[arg(long, global = true, env = "SANDBOX_RECLAIM_STORE", hide_env_values = true, value_name = "URL")]
     pub store: Option<String>,
     /// PostgreSQL schema holding the store's tables [default: public]
-    #[arg(long, global = true, env = "SANDBOX_RECLAIM_PG_SCHEMA", value_name = "NAME")]
+    #[arg(long, global = true, env = "SANDBOX_RECLAIM_PG_SCHEMA", hide_env_values = true, value_name = "NAME")]
     pub pg_schema: Option<String>,
     /// Give up opening the store after this long [default: 10s]
     #[arg(long, global = true, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_positive_duration)]
@@ -62,7 +62,7 @@ pub struct GlobalArgs {
     #[arg(long, global = true, value_name = "NAME")]
     pub owner: Option<String>,
     /// TOML config file (flags override it); see examples/sandbox-reclaim.toml
-    #[arg(long, global = true, env = "SANDBOX_RECLAIM_CONFIG", value_name = "FILE")]
+    #[arg(long, global = true, env = "SANDBOX_RECLAIM_CONFIG", hide_env_values = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Print one JSON document (JSON lines with --every) instead of text
     #[arg(long, global = true)]

@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use crate::args::{GlobalArgs, LogFormat, PassArgs, ReconcileArgs};
 use crate::error::Failure;
+use crate::redact::{redact, redact_text};
 use crate::time::{parse_duration, parse_positive_duration};
 
 /// The file's shape; every key is optional. See `examples/sandbox-reclaim.toml`.
@@ -224,7 +225,29 @@ const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub fn load(path: &Path) -> Result<ConfigFile, Failure> {
     let flag = format!("--config {}", path.display());
     let text = std::fs::read_to_string(path).map_err(|error| Failure::usage(&flag, format!("cannot read: {error}")))?;
-    toml::from_str(&text).map_err(|error| Failure::usage(&flag, error.to_string().trim_end().replace('\n', " ")))
+    parse(&text, path)
+}
+
+/// Parses the text of `--config FILE` (`path` names it in errors).
+pub fn parse(text: &str, path: &Path) -> Result<ConfigFile, Failure> {
+    let flag = format!("--config {}", path.display());
+    // Not the error's rendering with its input: that quotes the offending
+    // line, which may hold a password. Where, what (and in which key), with
+    // any URL in the message redacted.
+    toml::from_str(text).map_err(|mut error: toml::de::Error| {
+        let span = error.span();
+        error.set_input(None);
+        let message = redact_text(error.to_string().trim_end()).replace('\n', " ");
+        match span {
+            Some(span) => {
+                let before = text.get(..span.start).unwrap_or(text);
+                let line = before.matches('\n').count() + 1;
+                let column = before.rsplit('\n').next().map_or(0, |last| last.chars().count()) + 1;
+                Failure::usage(&flag, format!("line {line}, column {column}: {message}"))
+            }
+            None => Failure::usage(&flag, message),
+        }
+    })
 }
 
 fn config_flag(config: Option<&Path>, key: &str) -> String {
@@ -462,19 +485,6 @@ pub fn default_sqlite_path() -> Result<PathBuf, Failure> {
         .ok_or_else(|| Failure::usage("--store", "no home directory to keep the default store in; pass --store"))
 }
 
-/// A URL with its password replaced by `***`.
-pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    match authority.rsplit_once('@') {
-        Some((credentials, host)) => match credentials.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}{path}"),
-            None => url.to_owned(),
-        },
-        None => url.to_owned(),
-    }
-}
-
 fn check_docker_url(url: &str, flag: &str) -> Result<(), Failure> {
     const SCHEMES: [&str; 5] = ["unix://", "tcp://", "http://", "https://", "npipe://"];
     if SCHEMES.iter().any(|scheme| url.starts_with(scheme)) {
@@ -483,8 +493,9 @@ fn check_docker_url(url: &str, flag: &str) -> Result<(), Failure> {
     Err(Failure::usage(
         flag,
         format!(
-            "`{url}` is not a Docker engine URL (unix:///path/docker.sock, tcp://host:2375); before a subcommand \
-             write --docker=URL, or --docker alone after it"
+            "`{}` is not a Docker engine URL (unix:///path/docker.sock, tcp://host:2375); before a subcommand \
+             write --docker=URL, or --docker alone after it",
+            redact(url)
         ),
     ))
 }
@@ -529,13 +540,6 @@ mod tests {
         let error = parse_store("mysql://x:secret@h/d", "--store", "public".into()).unwrap_err();
         assert!(error.to_string().starts_with("--store: "), "{error}");
         assert!(!error.to_string().contains("secret"), "{error}");
-    }
-
-    #[test]
-    fn redacts_passwords() {
-        assert_eq!(redact("postgres://u:pw@h:5432/d"), "postgres://u:***@h:5432/d");
-        assert_eq!(redact("postgres://u@h/d"), "postgres://u@h/d");
-        assert_eq!(redact("postgres://h/d?x=@"), "postgres://h/d?x=@");
     }
 
     #[test]

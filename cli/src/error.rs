@@ -91,7 +91,8 @@ pub fn from_reclaim(error: sandbox_reclaim::ReclaimError) -> Failure {
     use sandbox_reclaim::ReclaimError;
     match error {
         ReclaimError::InvalidOption(invalid) => Failure::usage(flag_of_option(invalid.field), invalid.reason),
-        ReclaimError::Store(error) => Failure::unavailable("store", error.to_string()),
+        // A store library's message may quote its connection string.
+        ReclaimError::Store(error) => Failure::unavailable("store", crate::redact::redact_text(&error.to_string())),
         other => Failure::failed(other.to_string()),
     }
 }

@@ -132,13 +132,7 @@ pub fn host_plan(args: Vec<String>) -> Result<String, Refused> {
         StoreSpec::Sqlite(path) => json!({ "kind": "sqlite", "path": path }),
         StoreSpec::Postgres { url, schema } => json!({ "kind": "postgres", "url": url, "schema": schema }),
     };
-    let described = match &settings.store {
-        StoreSpec::Sqlite(path) => format!("sqlite:{}", path.display()),
-        StoreSpec::Postgres { url, schema } if schema != "public" => {
-            format!("{} (schema {schema})", config::redact(url))
-        }
-        StoreSpec::Postgres { url, .. } => config::redact(url),
-    };
+    let described = crate::store::describe(&settings.store);
     if settings.default_store {
         if let StoreSpec::Sqlite(path) = &settings.store {
             if let Some(parent) = path.parent() {

@@ -84,7 +84,8 @@ pub fn pass_failure(dialect: Dialect, rejection: Rejection, message: &str) -> Fa
                 .map_or("--providers", |(_, flag)| flag);
             Failure::usage(flag, message)
         }
-        Rejection::Store => Failure::unavailable("store", message),
+        // As the binary words a store failure (`error::from_reclaim`).
+        Rejection::Store => Failure::unavailable("store", crate::redact::redact_text(message)),
         Rejection::Other => Failure::failed(message),
     }
 }
@@ -208,6 +209,21 @@ mod tests {
         assert_eq!(hosted.start(0), Step::Pass { number: None });
         let failed = hosted.failed(Rejection::Store, "down", 5);
         assert_eq!(failed, Step::Exit { code: crate::error::EXIT_UNAVAILABLE });
+    }
+
+    #[test]
+    fn a_store_rejection_is_printed_without_credentials() {
+        let message = "cannot reach postgres://u:HostPw1@db:5432/x?password=HostPw2 (host=db password=HostPw3)";
+        for dialect in [Dialect::Node, Dialect::Python] {
+            let failure = pass_failure(dialect, Rejection::Store, message).to_string();
+            assert!(!failure.contains("HostPw"), "{failure}");
+            assert!(failure.contains("postgres://u:***@db:5432/x?password=***"), "{failure}");
+            assert!(failure.contains("host=db password=***"), "{failure}");
+        }
+        // The binary's own store failures alike.
+        let error = sandbox_reclaim::StoreError::backend(std::io::Error::other(message));
+        let native = crate::error::from_reclaim(sandbox_reclaim::ReclaimError::Store(error)).to_string();
+        assert!(!native.contains("HostPw") && native.contains("u:***@db:5432"), "{native}");
     }
 
     #[test]

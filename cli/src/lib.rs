@@ -11,6 +11,7 @@ pub mod metrics;
 pub mod output;
 pub mod progress;
 pub mod providers;
+pub mod redact;
 pub mod store;
 pub mod time;
 
@@ -96,7 +97,12 @@ async fn execute(cli: Cli) -> Result<i32, Failure> {
 fn init_logging(format: LogFormat, service: bool) {
     use tracing_subscriber::EnvFilter;
     let default = if service { "info" } else { "warn" };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let mut filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    // sqlx warns of a connect parameter it does not know with its value
+    // (`?sslpassword=...`, `?passfile=...`): a credential never reaches the log.
+    if let Ok(directive) = "sqlx_postgres::options=error".parse() {
+        filter = filter.add_directive(directive);
+    }
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Json => builder.json().with_current_span(false).try_init(),

@@ -224,22 +224,63 @@ pub async fn serve(
         .map_err(|error| Failure::usage("--metrics-addr", format!("cannot listen on {addr}: {error}")))?;
     let bound = listener.local_addr().unwrap_or(addr);
     let task = tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else { continue };
-            let metrics = metrics.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |request| {
-                    let metrics = metrics.clone();
-                    async move { Ok::<_, Infallible>(respond(&request, &metrics)) }
+        let listener = &listener;
+        accept_loop(
+            move || async move { listener.accept().await.map(|(stream, _)| stream) },
+            |stream| {
+                let metrics = metrics.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |request| {
+                        let metrics = metrics.clone();
+                        async move { Ok::<_, Infallible>(respond(&request, &metrics)) }
+                    });
+                    let io = hyper_util::rt::TokioIo::new(stream);
+                    if let Err(error) = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await {
+                        tracing::debug!(%error, "metrics connection ended");
+                    }
                 });
-                let io = hyper_util::rt::TokioIo::new(stream);
-                if let Err(error) = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await {
-                    tracing::debug!(%error, "metrics connection ended");
-                }
-            });
-        }
+            },
+        )
+        .await;
     });
     Ok((bound, task))
+}
+
+/// The pause after `consecutive` failed accepts in a row (1, 2, ...): 50 ms,
+/// doubling, at most 1 s. A failing accept (EMFILE: out of file descriptors)
+/// fails again at once, so retrying without a pause is a busy loop.
+pub fn accept_backoff(consecutive: u32) -> Duration {
+    let doublings = consecutive.saturating_sub(1).min(5);
+    Duration::from_millis((50_u64 << doublings).min(1000))
+}
+
+/// Accepts connections forever, handing each to `serve`; after a failed
+/// accept it sleeps [`accept_backoff`] (reset by the next success).
+async fn accept_loop<S, E, F, Fut>(mut accept: F, mut serve: impl FnMut(S))
+where
+    E: std::fmt::Display,
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<S, E>>,
+{
+    let mut failures: u32 = 0;
+    loop {
+        match accept().await {
+            Ok(stream) => {
+                failures = 0;
+                serve(stream);
+            }
+            Err(error) => {
+                failures = failures.saturating_add(1);
+                let pause = accept_backoff(failures);
+                if failures == 1 {
+                    tracing::warn!(%error, "metrics server: accept failed; retrying with backoff");
+                } else {
+                    tracing::debug!(%error, failures, pause_ms = pause.as_millis() as u64, "metrics server: accept failed");
+                }
+                tokio::time::sleep(pause).await;
+            }
+        }
+    }
 }
 
 fn respond(request: &Request<Incoming>, metrics: &Metrics) -> Response<Full<Bytes>> {
@@ -296,6 +337,67 @@ mod tests {
                 assert!(text.lines().any(|line| line.starts_with(&sample)), "no sample {sample} in\n{text}");
             }
         }
+    }
+
+    #[test]
+    fn accept_backoff_doubles_to_a_second() {
+        let schedule: Vec<u64> = (1..=8).map(|n| accept_backoff(n).as_millis() as u64).collect();
+        assert_eq!(schedule, [50, 100, 200, 400, 800, 1000, 1000, 1000]);
+        assert_eq!(accept_backoff(u32::MAX), Duration::from_secs(1));
+    }
+
+    /// An accept that always fails (EMFILE) is retried a handful of times
+    /// in 400 ms, not spun on; a success resets the pause.
+    #[tokio::test]
+    async fn a_failing_accept_is_not_a_busy_loop() {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        let calls = Arc::new(AtomicU32::new(0));
+        let counted = calls.clone();
+        let looping = accept_loop(
+            move || {
+                counted.fetch_add(1, Ordering::SeqCst);
+                // Pending once, as a real accept may be: without the backoff this
+                // loop spins (and the timeout below still ends it).
+                async {
+                    tokio::task::yield_now().await;
+                    Err::<(), _>(std::io::Error::from_raw_os_error(24))
+                }
+            },
+            |()| {},
+        );
+        let _ = tokio::time::timeout(Duration::from_millis(400), looping).await;
+        // 0, 50, 150, 350 ms: four attempts; a busy loop makes millions.
+        let attempts = calls.load(Ordering::SeqCst);
+        assert!((3..=5).contains(&attempts), "{attempts} accepts in 400 ms");
+
+        // Failures, a success, failures: the pause after the success starts again at 50 ms.
+        let calls = Arc::new(AtomicU32::new(0));
+        let counted = calls.clone();
+        let served = Arc::new(AtomicU32::new(0));
+        let serving = served.clone();
+        let looping = accept_loop(
+            move || {
+                let call = counted.fetch_add(1, Ordering::SeqCst);
+                // Calls 0-3 fail (0, 50, 150, 350 ms), 4 succeeds (~750 ms), then all fail.
+                async move {
+                    tokio::task::yield_now().await;
+                    if call == 4 {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::from_raw_os_error(24))
+                    }
+                }
+            },
+            move |()| {
+                serving.fetch_add(1, Ordering::SeqCst);
+            },
+        );
+        let _ = tokio::time::timeout(Duration::from_millis(1200), looping).await;
+        assert_eq!(served.load(Ordering::SeqCst), 1);
+        // After the success at ~750 ms: fail at once, then 50, 150, 350 ms later (9 calls by
+        // 1.2 s). Without the reset the next try would wait 800 ms (6 calls).
+        let attempts = calls.load(Ordering::SeqCst);
+        assert!((7..=10).contains(&attempts), "{attempts} accepts in 1.2 s");
     }
 
     fn report() -> ReconcileReport {

@@ -13,6 +13,7 @@ use sandbox_reclaim::{
 use crate::config::{HostedSpec, Settings, Vendor};
 use crate::error::Failure;
 use crate::metrics::Metrics;
+use crate::redact::redact;
 
 /// A provider the command runs a pass with: the real one, timed.
 pub struct TimedProvider {
@@ -107,11 +108,12 @@ impl Providers {
                 .clone()
                 .or_else(|| std::env::var("DOCKER_HOST").ok().filter(|host| !host.is_empty()))
                 .unwrap_or_else(|| "unix:///var/run/docker.sock".to_owned());
-            let provider = DockerProvider::new(config).map_err(|error| provider_error(error, "--docker", &address))?;
+            let provider =
+                DockerProvider::new(config).map_err(|error| provider_error(error, "--docker", &redact(&address)))?;
             provider.ping().await.map_err(|error| {
                 Failure::unavailable(
                     "Docker engine",
-                    format!("{address} does not answer (--docker, DOCKER_HOST): {error}"),
+                    format!("{} does not answer (--docker, DOCKER_HOST): {error}", redact(&address)),
                 )
             })?;
             list.push(TimedProvider::new(Box::new(provider), metrics.clone()));
@@ -156,10 +158,9 @@ fn local_provider(local: &crate::config::LocalSpec, owner: &str) -> Result<Box<d
 /// variable to set.
 async fn hosted_provider(spec: &HostedSpec, owner: &str) -> Result<Box<dyn SandboxProvider>, Failure> {
     let provider = build_hosted(spec, owner)?;
-    provider
-        .check_access()
-        .await
-        .map_err(|error| Failure::unavailable(vendor_label(spec.vendor), format!("{}: {error}", provider.api_url())))?;
+    provider.check_access().await.map_err(|error| {
+        Failure::unavailable(vendor_label(spec.vendor), format!("{}: {error}", redact(provider.api_url())))
+    })?;
     Ok(Box::new(HostedBox(provider)))
 }
 

@@ -11,8 +11,9 @@ use sandbox_reclaim::{
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::Connection;
 
-use crate::config::{redact, StoreSpec};
+use crate::config::StoreSpec;
 use crate::error::Failure;
+use crate::redact::{redact, redact_text};
 
 /// An open store.
 pub enum Store {
@@ -47,9 +48,9 @@ impl Store {
             StoreSpec::Postgres { url, schema } => {
                 let options = PostgresOptions { schema: schema.clone(), ..PostgresOptions::default() };
                 options.validate().map_err(|error| open_error(error, &described))?;
-                let connect = url
-                    .parse::<PgConnectOptions>()
-                    .map_err(|error| Failure::usage("--store", format!("{}: {error}", redact(url))))?;
+                let connect = url.parse::<PgConnectOptions>().map_err(|error| {
+                    Failure::usage("--store", format!("{}: {}", redact(url), redact_text(&error.to_string())))
+                })?;
                 // One plain connection first: the pool would retry a refused
                 // connection until its acquire timeout and then say only that
                 // it timed out; this says why.
@@ -61,7 +62,10 @@ impl Store {
                     .map_err(|error| {
                         Failure::unavailable(
                             "store",
-                            format!("could not connect to PostgreSQL at {described}: {error}"),
+                            format!(
+                                "could not connect to PostgreSQL at {described}: {}",
+                                redact_text(&error.to_string())
+                            ),
                         )
                     })?;
                 let _ = probe.close().await;
@@ -119,9 +123,13 @@ impl Store {
     }
 }
 
-fn describe(spec: &StoreSpec) -> String {
+/// What messages and outputs name a store by: `sqlite:PATH`, or the
+/// PostgreSQL URL with every credential hidden ([`redact`]) and a schema
+/// other than `public`.
+pub fn describe(spec: &StoreSpec) -> String {
     match spec {
         StoreSpec::Sqlite(path) => format!("sqlite:{}", path.display()),
+        StoreSpec::Postgres { url, schema } if schema != "public" => format!("{} (schema {schema})", redact(url)),
         StoreSpec::Postgres { url, .. } => redact(url),
     }
 }
@@ -132,6 +140,6 @@ fn open_error(error: StoreOpenError, described: &str) -> Failure {
         StoreOpenError::InvalidOption { field, reason } => {
             Failure::usage("--store", format!("{described}: invalid `{field}`: {reason}"))
         }
-        other => Failure::unavailable("store", format!("{described}: {other}")),
+        other => Failure::unavailable("store", format!("{described}: {}", redact_text(&other.to_string()))),
     }
 }

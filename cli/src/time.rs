@@ -49,22 +49,15 @@ pub fn parse_time(text: &str, now: u64) -> Result<u64, String> {
     })
 }
 
+/// RFC 3339 through `jiff`: `Z` or a `±HH:MM` offset; without one, UTC
+/// (as `2024-05-01 12:00:00` always read). Before the epoch or past
+/// [`MAX_MILLIS`]: not a time the store holds.
 fn parse_rfc3339(text: &str) -> Option<u64> {
-    let millis = |time: SystemTime| time.duration_since(UNIX_EPOCH).ok().map(|since| since.as_millis() as u64);
-    if let Ok(time) = humantime::parse_rfc3339_weak(text) {
-        return millis(time);
-    }
-    // humantime reads UTC only: apply a `+HH:MM` / `-HH:MM` offset ourselves.
-    let (base, offset) = text.split_at(text.len().checked_sub(6)?);
-    let sign = match offset.as_bytes()[0] {
-        b'+' => 1_i64,
-        b'-' => -1,
-        _ => return None,
+    let timestamp = match text.parse::<jiff::Timestamp>() {
+        Ok(timestamp) => timestamp,
+        Err(_) => jiff::tz::Offset::UTC.to_timestamp(text.parse::<jiff::civil::DateTime>().ok()?).ok()?,
     };
-    let (hours, minutes) = offset[1..].split_once(':')?;
-    let offset_ms = sign * (hours.parse::<i64>().ok()? * 60 + minutes.parse::<i64>().ok()?) * 60_000;
-    let utc = i64::try_from(millis(humantime::parse_rfc3339_weak(base).ok()?)?).ok()?;
-    u64::try_from(utc - offset_ms).ok()
+    u64::try_from(timestamp.as_millisecond()).ok().filter(|millis| *millis <= MAX_MILLIS)
 }
 
 /// Epoch milliseconds as RFC 3339 (UTC, seconds).
@@ -105,7 +98,19 @@ mod tests {
         assert_eq!(parse_time("2024-05-01T14:00:00+02:00", 0).unwrap(), now);
         assert_eq!(parse_time("2024-05-01T10:30:00-01:30", 0).unwrap(), now);
         assert_eq!(parse_time("24h", now).unwrap(), now - 86_400_000);
+        assert_eq!(parse_time("2024-05-01T12:00:00.250Z", 0).unwrap(), now + 250);
+        assert_eq!(parse_time("2024-05-01 12:00:00", 0).unwrap(), now, "no offset: UTC");
+        assert_eq!(parse_time("2024-05-01T12:00:00", 0).unwrap(), now, "no offset: UTC");
         assert!(parse_time("yesterday", now).is_err());
+        assert!(parse_time("1969-12-31T23:59:59Z", now).is_err(), "before the epoch");
+        assert!(parse_time("2024-05-01T12:00:00+02:60", now).is_err());
+        assert!(parse_time("9007199254740992", now).unwrap_err().contains("too large"));
+        assert_eq!(parse_time("9007199254740991", now).unwrap(), MAX_MILLIS);
+        // Non-ASCII where the old hand-written offset arithmetic sliced bytes.
+        for text in ["é12345", "2024-05-01T12:00:00+0é:00", "ééééééé", "x+é:0", "2024-05-01T12:00:00é"] {
+            let error = parse_time(text, now).unwrap_err();
+            assert!(error.contains("is not a time"), "{text}: {error}");
+        }
         assert_eq!(format_time(now), "2024-05-01T12:00:00Z");
         assert_eq!(format_age(192_000), "3m 12s");
         assert_eq!(format_age(450), "450ms");
