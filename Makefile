@@ -43,7 +43,7 @@ test-rust:
 	bash scripts/test-rust.sh $(CORE_FEATURES)
 
 test-reference:
-	node --test tests/node/reference.test.mjs
+	bash -c 'source scripts/test-skips.sh && node_tests reference tests/node/reference.test.mjs'
 
 test-node:
 	bash scripts/test-node.sh

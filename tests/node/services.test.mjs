@@ -4,6 +4,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inCI, needs, service } from './services.mjs';
 
@@ -51,4 +54,31 @@ test('a whole node --test run fails under CI and counts a skip locally', () => {
   const ci = run({ CI: '1' });
   assert.notEqual(ci.status, 0, ci.stdout + ci.stderr);
   assert.match(ci.stdout + ci.stderr, new RegExp(`missing ${MISSING} \\(not set\\)`));
+});
+
+test('the scripts\' backstop (scripts/test-skips.sh node_tests): counts skips, and any skip fails under CI', () => {
+  const root = fileURLToPath(new URL('../..', import.meta.url));
+  const dir = mkdtempSync(join(tmpdir(), 'sandbox-reclaim-node-backstop-'));
+  try {
+    // A skip that bypasses `needs`: only the count can catch it.
+    const file = join(dir, 'raw-skip.test.mjs');
+    writeFileSync(file, "import { test } from 'node:test';\ntest('raw', { skip: 'bypasses needs' }, () => {});\n");
+    const run = (ci) => {
+      const env = { ...process.env };
+      delete env.CI;
+      delete env.NODE_TEST_CONTEXT;
+      if (ci !== undefined) env.CI = ci;
+      const script = 'set -euo pipefail; source scripts/test-skips.sh; node_tests probe "$1"';
+      return spawnSync('bash', ['-c', script, 'bash', file], { cwd: root, env, encoding: 'utf8', timeout: 60_000 });
+    };
+    const local = run(undefined);
+    assert.equal(local.status, 0, local.stdout + local.stderr);
+    assert.match(local.stdout, /^ {2}skipped: .*# SKIP bypasses needs$/m);
+    assert.match(local.stdout, /^probe: 1 skipped$/m);
+    const ci = run('true');
+    assert.equal(ci.status, 1, ci.stdout + ci.stderr);
+    assert.match(ci.stderr, /^probe: 1 skipped under CI=true: nothing may be skipped in CI$/m);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
