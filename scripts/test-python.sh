@@ -35,15 +35,9 @@ export MYPY_CACHE_DIR=$venv/.mypy_cache
 # (scripts/test.sh starts both); tests/cross also needs the Node binding
 # built (make test runs test-node first) and its `sandbox-reclaim` bin. With
 # CI (any non-empty CI), anything missing fails.
-# The summary's last line ("N passed, M skipped in ...") gives the skip count.
-skipped_in() {
-  tail -n 1 "$1" | grep -Eo '[0-9]+ skipped' | cut -d' ' -f1 || echo 0
-}
-logs=$(mktemp -d /tmp/sandbox-reclaim-pytest.XXXXXX)
-trap 'rm -rf "$logs"' EXIT
+# Prints "python: N skipped"; under CI any skip fails (scripts/test-skips.sh).
 echo "== pytest tests/python tests/cross"
-"$venv/bin/python" -m pytest tests/python tests/cross -q -rs -p no:cacheprovider | tee "$logs/dev.log"
-report_skips python "$(skipped_in "$logs/dev.log")"
+pytest_tests python "$venv/bin/python" tests/python tests/cross -q -p no:cacheprovider
 
 echo "== mypy --strict (package, examples, tests, bench)"
 (cd bindings-python/python && "$venv/bin/mypy" --strict -p sandbox_reclaim)
@@ -59,7 +53,7 @@ if ! command -v objdump >/dev/null || ! command -v readelf >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq binutils >/dev/null
 fi
 work=$(mktemp -d /tmp/sandbox-reclaim-wheel.XXXXXX)
-trap 'rm -rf "$work" "$logs"' EXIT
+trap 'rm -rf "$work"' EXIT
 (cd bindings-python && PATH=$venv/bin:$PATH "$venv/bin/maturin" build --release --quiet --zig \
   --compatibility manylinux2014 --auditwheel check --out "$work/dist")
 wheel=$(ls "$work"/dist/sandbox_reclaim-*-abi3-manylinux*.whl)
@@ -75,8 +69,7 @@ case $installed in
 esac
 # The wheel's console script runs the command (the suites below use it too).
 (cd "$work" && "$work/venv/bin/sandbox-reclaim" --help >/dev/null) || { echo "the wheel's sandbox-reclaim --help failed" >&2; exit 1; }
-(cd "$work" && "$work/venv/bin/python" -m pytest "$root/tests/python" "$root/tests/cross" -q -rs -p no:cacheprovider) | tee "$logs/wheel.log"
-report_skips "python (wheel)" "$(skipped_in "$logs/wheel.log")"
+(cd "$work" && pytest_tests "python (wheel)" "$work/venv/bin/python" "$root/tests/python" "$root/tests/cross" -q -p no:cacheprovider)
 (cd "$work" && MYPY_CACHE_DIR="$work/mypy-cache" "$work/venv/bin/mypy" --strict "$root/examples/python" "$root/tests/python")
 (cd "$work" && MYPYPATH="$root/tests/python" MYPY_CACHE_DIR="$work/mypy-cache" "$work/venv/bin/mypy" --strict "$root/tests/cross")
 echo "test-python: every check passed"

@@ -38,3 +38,19 @@ node_tests() {
   rm -f "$tap"
   return "$status"
 }
+
+# pytest_tests SUITE PYTHON ARG...: PYTHON -m pytest -rs ARG..., its output
+# shown and kept; then "SUITE: N skipped" (report_skips) from the summary's
+# last line ("N passed, M skipped in ..."). pytest itself exits 0 on skips.
+pytest_tests() {
+  local - suite=$1 python=$2 log status=0
+  set -o pipefail
+  shift 2
+  log=$(mktemp /tmp/sandbox-reclaim-pytest.XXXXXX)
+  "$python" -m pytest -rs "$@" | tee "$log" || status=$?
+  if (( status == 0 )); then
+    report_skips "$suite" "$(tail -n 1 "$log" | grep -Eo '[0-9]+ skipped' | cut -d' ' -f1 || echo 0)" || status=$?
+  fi
+  rm -f "$log"
+  return "$status"
+}

@@ -77,3 +77,29 @@ def test_a_whole_pytest_run_fails_under_ci_and_skips_locally(tmp_path: Path) -> 
     ci = run("1")
     assert ci.returncode == 1, ci.stdout + ci.stderr
     assert "1 failed" in ci.stdout and MISSING_VAR in ci.stdout, ci.stdout
+
+
+def test_the_scripts_backstop_counts_skips_and_fails_any_under_ci(tmp_path: Path) -> None:
+    """scripts/test-skips.sh ``pytest_tests`` (what scripts/test-python.sh
+    runs): a skip that bypasses :func:`needs` is counted locally, and fails
+    the run under CI."""
+    (tmp_path / "test_raw_skip.py").write_text(
+        "import pytest\n\n\ndef test_raw() -> None:\n    pytest.skip('bypasses needs')\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    script = 'set -euo pipefail; source scripts/test-skips.sh; pytest_tests probe "$1" "$2" -q -p no:cacheprovider'
+
+    def run(ci: str | None) -> subprocess.CompletedProcess[str]:
+        env = {"PATH": "/usr/bin:/bin"}
+        if ci is not None:
+            env["CI"] = ci
+        command = ["bash", "-c", script, "bash", sys.executable, str(tmp_path)]
+        return subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=120)
+
+    local = run(None)
+    assert local.returncode == 0, local.stdout + local.stderr
+    assert "SKIPPED [1] " in local.stdout and "bypasses needs" in local.stdout, local.stdout
+    assert local.stdout.splitlines()[-1] == "probe: 1 skipped", local.stdout
+    ci = run("true")
+    assert ci.returncode == 1, ci.stdout + ci.stderr
+    assert "probe: 1 skipped under CI=true: nothing may be skipped in CI" in ci.stderr, ci.stderr
