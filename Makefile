@@ -38,11 +38,12 @@ lint:
 	cargo clippy --workspace --all-targets $(CORE_FEATURES) -- -D warnings
 
 # Needs SANDBOX_RECLAIM_PG_URL and DOCKER_HOST (scripts/test.sh provides both).
+# Prints "rust: N skipped" (as test-node and test-python print theirs).
 test-rust:
-	cargo test --workspace $(CORE_FEATURES)
+	bash scripts/test-rust.sh $(CORE_FEATURES)
 
 test-reference:
-	node --test tests/node/reference.test.mjs
+	bash -c 'source scripts/test-skips.sh && node_tests reference tests/node/reference.test.mjs'
 
 test-node:
 	bash scripts/test-node.sh

@@ -6,15 +6,18 @@
 #
 # Services: SANDBOX_RECLAIM_PG_URL (PostgreSQL) and DOCKER_HOST (+ CONTAINERS_CONF,
 # SANDBOX_RECLAIM_TEST_IMAGE) for podman; `make test` exports them. Without
-# them the dependent tests are skipped, and with CI=true they FAIL.
+# them the dependent tests are skipped, and under CI (CI set to anything
+# non-empty) they FAIL (tests/node/services.mjs). Prints "node: N skipped";
+# under CI any skip fails the script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/test-skips.sh
 
 command -v node >/dev/null || { echo "test-node: node is required" >&2; exit 1; }
 command -v cargo >/dev/null || { echo "test-node: cargo is required" >&2; exit 1; }
-if [[ "${CI:-}" == "true" ]]; then
+if in_ci; then
   for name in SANDBOX_RECLAIM_PG_URL DOCKER_HOST; do
-    [[ -n "${!name:-}" ]] || { echo "test-node: $name must be set when CI=true" >&2; exit 1; }
+    [[ -n "${!name:-}" ]] || { echo "test-node: $name must be set under CI (CI=$CI)" >&2; exit 1; }
   done
 fi
 
@@ -26,7 +29,8 @@ fi
   npm run typecheck
 )
 
-node --test tests/node/*.test.mjs
+# Prints "node: N skipped"; under CI any skip fails (scripts/test-skips.sh).
+node_tests node tests/node/*.test.mjs
 node examples/node/reap-detached-runs.mjs >/dev/null
 node examples/node/durable-retry.mjs >/dev/null
 echo "test-node: every Node suite passed"

@@ -21,6 +21,7 @@
 # anything missing fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/test-skips.sh
 root=$PWD
 venv=$root/.venv
 export DEBIAN_FRONTEND=noninteractive
@@ -43,7 +44,7 @@ echo "== npm: main + platform tarballs, offline install, npx sandbox-reclaim, lo
   [ -x node_modules/.bin/napi ] || npm ci --no-audit --no-fund
   npm run build --silent
 )
-node --test tests/packaging/npm-packages.test.mjs tests/packaging/loader.test.mjs
+node_tests packaging tests/packaging/npm-packages.test.mjs tests/packaging/loader.test.mjs
 
 echo "== Python sdist: contents, pip install from source in a fresh venv, smoke test"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"

@@ -4,8 +4,13 @@
 # abi3 manylinux2014 wheel and runs the same tests against it in a fresh
 # virtualenv (so the shipped wheel, its console script, py.typed and stubs
 # are tested).
+#
+# Prints "python: N skipped" (and "python (wheel): N skipped"); under CI (CI
+# set to anything non-empty) a missing service already fails its test
+# (tests/python/services.py), and any skip fails the script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/test-skips.sh
 root=$PWD
 venv=$root/.venv
 
@@ -29,9 +34,10 @@ export MYPY_CACHE_DIR=$venv/.mypy_cache
 # The store and provider suites need SANDBOX_RECLAIM_PG_URL and DOCKER_HOST
 # (scripts/test.sh starts both); tests/cross also needs the Node binding
 # built (make test runs test-node first) and its `sandbox-reclaim` bin. With
-# CI=true, anything missing fails.
+# CI (any non-empty CI), anything missing fails.
+# Prints "python: N skipped"; under CI any skip fails (scripts/test-skips.sh).
 echo "== pytest tests/python tests/cross"
-"$venv/bin/python" -m pytest tests/python tests/cross -q -p no:cacheprovider
+pytest_tests python "$venv/bin/python" tests/python tests/cross -q -p no:cacheprovider
 
 echo "== mypy --strict (package, examples, tests, bench)"
 (cd bindings-python/python && "$venv/bin/mypy" --strict -p sandbox_reclaim)
@@ -63,7 +69,7 @@ case $installed in
 esac
 # The wheel's console script runs the command (the suites below use it too).
 (cd "$work" && "$work/venv/bin/sandbox-reclaim" --help >/dev/null) || { echo "the wheel's sandbox-reclaim --help failed" >&2; exit 1; }
-(cd "$work" && "$work/venv/bin/python" -m pytest "$root/tests/python" "$root/tests/cross" -q -p no:cacheprovider)
+(cd "$work" && pytest_tests "python (wheel)" "$work/venv/bin/python" "$root/tests/python" "$root/tests/cross" -q -p no:cacheprovider)
 (cd "$work" && MYPY_CACHE_DIR="$work/mypy-cache" "$work/venv/bin/mypy" --strict "$root/examples/python" "$root/tests/python")
 (cd "$work" && MYPYPATH="$root/tests/python" MYPY_CACHE_DIR="$work/mypy-cache" "$work/venv/bin/mypy" --strict "$root/tests/cross")
 echo "test-python: every check passed"

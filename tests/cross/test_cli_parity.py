@@ -11,7 +11,7 @@ set-ups, destroys the same and prints the same.
 
 Compared after removing the report's ``elapsedMs`` and ``startedAt`` (``--host``
 is given) and sorting its actions (listed in completion order). A missing
-build is a skip locally and a FAILURE with CI=true.
+build is a skip locally and a FAILURE under CI (services.needs).
 """
 
 from __future__ import annotations

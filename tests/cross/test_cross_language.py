@@ -4,13 +4,12 @@ hammering one SQLite file at once lose nothing.
 
 The Node side is tests/node/store-tool.mjs (on the built Node binding), the
 Python side its twin tests/cross/store_tool.py; both speak the same JSON.
-A missing Node binding or tool is a skip locally and a FAILURE with CI=true.
+A missing Node binding or tool is a skip locally and a FAILURE under CI (services.needs).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from services import drop_schema, fresh_schema, pg_url
+from services import drop_schema, fresh_schema, needs, pg_url
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_TOOL = ROOT / "tests" / "node" / "store-tool.mjs"
@@ -30,9 +29,7 @@ Location = tuple[str, str, str]  # (kind, path-or-url, schema-or-"-")
 
 
 def _missing(message: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message + " (CI=true: the Node binding must be built first, e.g. make test-node)", pytrace=False)
-    pytest.skip(message)
+    needs(message, False, "the cross-language tests need the Node binding built first (make test-node)")
 
 
 @pytest.fixture(scope="session")

@@ -98,7 +98,9 @@ test('reconcile: every bad option is a TypeError naming it, before any call', as
     [() => reconcile(), /options/],
     [(w) => reconcile({ instances: w.store }), /options\.providers/],
     [(w) => reconcile({ providers: [{ ...w.provider, list: 5 }], instances: w.store }), /options\.providers\[0\]\.list/],
-    [(w) => reconcile({ providers: [{ ...w.provider, owner: 5 }], instances: w.store }), /options\.providers\[0\]\.owner/],
+    // Python raises the same text (tests/python/test_fleet.py): a non-string owner must not fall back to the pass's.
+    [(w) => reconcile({ providers: [{ ...w.provider, owner: 5 }], instances: w.store }), /^options\.providers\[0\]\.owner must be a string when present$/],
+    [(w) => reconcile({ provider: { ...w.provider, owner: ['team-a'] }, instances: w.store }), /^options\.provider\.owner must be a string when present$/],
     [(w) => reconcile({ providers: [{ ...w.provider, owner: lone }], instances: w.store }), /options\.providers\[0\]\.owner/],
     [(w) => reconcile({ provider: w.provider }), /options\.instances/],
     [(w) => reconcile({ ...base(w), dryRun: 'yes' }), /options\.dryRun/],

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from services import needs
 
 import sandbox_reclaim as sr
 
@@ -38,15 +39,9 @@ TIMING_FIELDS = ("elapsedMs", "startedAt")
 """What differs between two runs of the same pass."""
 
 
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() == "true"
-
-
 def missing(message: str) -> None:
-    """A skip locally; a failure with ``CI=true`` (nothing may be skipped there)."""
-    if in_ci():
-        pytest.fail(message + " (CI=true: it must be there)", pytrace=False)
-    pytest.skip(message)
+    """A skip locally; a failure under CI (:func:`services.needs`)."""
+    needs(message, False, "the CLI parity tests compare the three commands")
 
 
 def console_script() -> Path:

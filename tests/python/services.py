@@ -1,8 +1,10 @@
 """The external services the store and provider suites need (PostgreSQL,
-a Docker Engine API), from the environment ``make test`` sets up.
+a Docker Engine API), from the environment ``make test`` sets up, and the
+one rule for any test that needs a service, tool or privilege: :func:`needs`.
 
-Without them a suite is skipped locally but FAILS with ``CI=true``: a
-missing service must never pass as green in CI."""
+Without it a test is skipped locally but FAILS under CI (``CI`` set to any
+non-empty string, as in Node and Rust): a missing service must never pass as
+green in CI."""
 
 from __future__ import annotations
 
@@ -17,15 +19,29 @@ PG_URL_ENV = "SANDBOX_RECLAIM_PG_URL"
 IMAGE_ENV = "SANDBOX_RECLAIM_TEST_IMAGE"
 
 
-def require_env(name: str, purpose: str) -> str:
-    """The variable's value; a skip locally, a failure with ``CI=true``."""
-    value = os.environ.get(name, "")
-    if value:
-        return value
-    message = f"{name} is not set: {purpose} (make test or scripts/test.sh provides it)"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message + " and CI=true", pytrace=False)
+def in_ci() -> bool:
+    """CI is on when ``CI`` is any non-empty string (``true``, ``1``, even ``false``)."""
+    return os.environ.get("CI", "") != ""
+
+
+def needs(what: str, available: bool, purpose: str) -> None:
+    """Returns when ``available``. Otherwise the test is skipped locally and
+    FAILS under CI, the message naming ``what`` is missing and ``purpose``.
+    Every skip in tests/python and tests/cross goes through here
+    (scripts/test-python.sh counts them, and fails CI on any)."""
+    if available:
+        return
+    message = f"missing {what}: {purpose}"
+    if in_ci():
+        pytest.fail(f"{message} (CI={os.environ['CI']!r}: a missing service fails in CI)", pytrace=False)
     pytest.skip(message)
+
+
+def require_env(name: str, purpose: str) -> str:
+    """The variable's value; a skip locally, a failure under CI (:func:`needs`)."""
+    value = os.environ.get(name, "")
+    needs(f"{name} (not set)", value != "", f"{purpose} (make test or scripts/test.sh provides it)")
+    return value
 
 
 def pg_url() -> str:

@@ -32,6 +32,7 @@ class Untouchable:
     refused before any host call."""
 
     name = "docker"
+    owner = None  # no owner of its own (any other non-str owner is refused)
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         def called(*args: Any) -> None:
@@ -432,6 +433,25 @@ async def test_a_providers_own_owner_wins() -> None:
     provider = ListingProvider([{"id": "mine", "createdAt": 0, "owner": "team-a"}], owner="team-a")
     report = await sr.reconcile(provider=provider, instances=store, owner="team-b")
     assert provider.finished == ["mine"] and report.providers[0].orphans.foreign == 0
+
+
+@pytest.mark.parametrize("owner", [7, b"team-a", ["team-a"], object()], ids=["int", "bytes", "list", "object"])
+async def test_a_providers_owner_that_is_not_a_str_is_a_type_error_before_any_call(owner: object) -> None:
+    """Regression: a non-str ``owner`` was ignored and the sweep ran under the
+    pass's owner namespace (failing open). Node raises the same TypeError."""
+    provider = ListingProvider([{"id": "theirs", "createdAt": 0, "owner": "sandbox-reclaim"}])
+    provider.owner = owner  # type: ignore[assignment]
+    store: Any = Untouchable()
+    with pytest.raises(TypeError, match=r"^provider\.owner must be a string when present$"):
+        await sr.reconcile(provider=provider, instances=store)
+    good = ListingProvider([])
+    good.name = "good"
+    with pytest.raises(TypeError, match=r"^providers\[1\]\.owner must be a string when present$"):
+        await sr.reconcile(providers=[good, provider], instances=store)
+    with pytest.raises(TypeError, match=r"providers\[1\]\.owner.*lone surrogate"):
+        provider.owner = "team-\udc80"
+        await sr.reconcile(providers=[good, provider], instances=store)
+    assert provider.started == [] and good.started == []
 
 
 async def test_a_list_that_raises_fails_closed() -> None:

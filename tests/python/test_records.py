@@ -4,7 +4,6 @@ with the Node binding (records written by Node read back here, and back)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 
 import pytest
 from harness import load_vectors
+from services import needs
 
 import sandbox_reclaim as sr
 
@@ -232,15 +232,13 @@ process.stdout.write(JSON.stringify({ readBack, outcome, destroyed, nodeRun, nod
 
 def node_binding_or_fail() -> str:
     """The node executable; without Node or the built binding the test
-    fails under CI=true and is skipped otherwise."""
+    fails under CI and is skipped otherwise (:func:`services.needs`)."""
     node = shutil.which("node")
     missing = None if node else "node is not installed"
     if node and not (NODE_BINDING.exists() and NODE_ADDON.exists()):
         missing = f"the Node binding is not built ({NODE_ADDON} missing; run make test-node)"
     if missing is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true: {missing}")
-        pytest.skip(missing)
+        needs(missing, False, "records crossing between Python and the Node binding")
     assert node is not None
     return node
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from services import drop_schema, fresh_schema, pg_url
+from services import drop_schema, fresh_schema, needs, pg_url
 
 import sandbox_reclaim as sr
 from sandbox_reclaim import _native
@@ -82,8 +82,8 @@ async def test_postgres_option_given_as_none_is_a_type_error(field: str) -> None
 
 def schema_tables(url: str, schema: str) -> list[str]:
     psql = shutil.which("psql")
-    if psql is None:
-        pytest.skip("psql is needed to list the schema's tables")
+    needs("psql (not on PATH)", psql is not None, "it lists the schema's tables (it ships with the PostgreSQL server)")
+    assert psql is not None
     query = f"SELECT table_name FROM information_schema.tables WHERE table_schema = '{schema}' ORDER BY 1"
     listed = subprocess.run([psql, url, "-At", "-c", query], check=True, capture_output=True, text=True, timeout=60)
     return listed.stdout.split()

@@ -277,10 +277,17 @@ def _lister(provider: object) -> Callable[..., Any] | None:
     return None
 
 
-def _provider_owner(provider: object) -> str | None:
-    """A provider's own ``owner`` (a str attribute), which wins over the pass's."""
+def _provider_owner(provider: object, label: str) -> str | None:
+    """A provider's own ``owner`` (a str attribute), which wins over the pass's;
+    ``None`` when it has none. Anything else is a ``TypeError`` naming the
+    field (Node's wording): sweeping under the pass's owner instead would fail
+    open, destroying another namespace's sandboxes."""
     owner = getattr(provider, "owner", None)
-    return exact(owner, "provider.owner") if isinstance(owner, str) else None
+    if owner is None:
+        return None
+    if not isinstance(owner, str):
+        raise TypeError(f"{label}.owner must be a string when present")
+    return exact(owner, f"{label}.owner")
 
 
 async def reclaim_all(
@@ -422,7 +429,9 @@ async def reconcile(
         fleet["registered_sandboxes"] = registered
     progress = _progress(on_progress)
     event = _stop_event(stop)
-    plans = [(name, lister is not None, _provider_owner(one)) for name, lister, one in zip(names, lists, chosen)]
+    labels = ["provider"] if provider is not None else [f"providers[{index}]" for index in range(len(chosen))]
+    owners = [_provider_owner(one, label) for one, label in zip(chosen, labels)]
+    plans = [(name, lister is not None, owner) for name, lister, owner in zip(names, lists, owners)]
     bound = Host(provided={"destroy": destroys, "list": lists}, store=fleet, progress=progress)
     stopped = event is not None and event.is_set()
     arguments = (options, plans, socket.gethostname(), progress is not None, stopped, registered is not None)

@@ -26,36 +26,22 @@ pub enum Backend {
     Postgres,
 }
 
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|value| !value.is_empty() && value != "false" && value != "0")
-}
+// The one "needs a service" rule, shared with the core's tests.
+#[path = "../../../core/tests/service_support/mod.rs"]
+mod service_support;
 
 /// The PostgreSQL URL, or `None` (the test is skipped, saying so) outside CI.
-/// In CI a missing server fails the test: it must never be skipped there.
+/// Under CI a missing server fails the test: it must never be skipped there.
 pub fn pg_url() -> Option<String> {
-    match std::env::var(PG_URL_VAR) {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if in_ci() => panic!(
-            "{PG_URL_VAR} is not set, and CI=true: the PostgreSQL CLI tests must run in CI. \
-             `source scripts/lib.sh; start_services DIR` starts a server."
-        ),
-        _ => {
-            eprintln!("SKIPPED: {PG_URL_VAR} is not set (outside CI the PostgreSQL cases are skipped)");
-            None
-        }
-    }
+    service_support::needs_env(
+        PG_URL_VAR,
+        "the PostgreSQL CLI tests need a server (`source scripts/lib.sh; start_services DIR` starts one)",
+    )
 }
 
-/// `DOCKER_HOST`, or `None` (skipped, saying so) outside CI; in CI its absence fails.
+/// `DOCKER_HOST`, or `None` (skipped, saying so) outside CI; under CI its absence fails.
 pub fn docker_host() -> Option<String> {
-    match std::env::var("DOCKER_HOST") {
-        Ok(host) if !host.is_empty() => Some(host),
-        _ if in_ci() => panic!("DOCKER_HOST is not set, and CI=true: the podman CLI test must run in CI"),
-        _ => {
-            eprintln!("SKIPPED: DOCKER_HOST is not set (outside CI the podman case is skipped)");
-            None
-        }
-    }
+    service_support::needs_env("DOCKER_HOST", "the podman CLI test needs a Docker Engine API (scripts/podman.sh)")
 }
 
 /// One test's world: a temp dir with the LocalProvider base dir, a store and
