@@ -16,6 +16,7 @@ use napi::bindgen_prelude::{JsObjectValue, JsValue, PromiseRaw, ToNapiValue};
 use napi::{Env, Error, JsError, Result, Status};
 use napi_derive::napi;
 use sandbox_reclaim::arguments::{self, HostNumber};
+use sandbox_reclaim::begun::Begun;
 use sandbox_reclaim::options::Dialect;
 use sandbox_reclaim::providers::DockerConfig;
 #[cfg(unix)]
@@ -87,7 +88,10 @@ where
     T: 'static + Send + ToNapiValue,
     F: 'static + Send + Future<Output = std::result::Result<T, Coded>>,
 {
-    env.spawn_future_with_callback(async move { Ok(future.await) }, |env, settled| {
+    // Polled once as the call is made, so store writes are issued in the
+    // order JS called them, whatever the order tokio runs the tasks in.
+    let begun = napi::bindgen_prelude::within_runtime_if_available(|| Begun::now(future));
+    env.spawn_future_with_callback(async move { Ok(begun.finish().await) }, |env, settled| {
         settled.map_err(|coded| coded.into_rejection(env))
     })
 }

@@ -20,6 +20,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyCFunction;
+use sandbox_reclaim::begun::Begun;
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
@@ -52,7 +53,8 @@ where
     C: FnOnce(Python<'_>, F::Output) -> PyResult<Py<PyAny>> + Send + 'static,
 {
     let runtime = runtime()?;
-    let future = Begun::now(runtime, future);
+    // Issued in call order (a store write), whatever tokio's task order.
+    let future = begin(runtime, future);
     // Raises "no running event loop" when called outside a coroutine.
     let event_loop = py.import(intern!(py, "asyncio"))?.call_method0(intern!(py, "get_running_loop"))?;
     let asyncio_future = event_loop.call_method0(intern!(py, "create_future"))?;
@@ -65,7 +67,7 @@ where
         // The completion waits in the loop's queue and the loop converts and
         // settles it itself: no tokio thread ever takes the GIL.
         runtime.spawn(async move {
-            let Some(output) = future.finish(abandoned).await else { return };
+            let Some(output) = finish(future, abandoned).await else { return };
             queue.push(target, Box::new(move |py| convert(py, output)));
         });
         return Ok(asyncio_future);
@@ -73,7 +75,7 @@ where
     let event_loop = event_loop.unbind();
     runtime.spawn(async move {
         // None: cancelled (or otherwise done) on the Python side; stop here.
-        let Some(output) = future.finish(abandoned).await else { return };
+        let Some(output) = finish(future, abandoned).await else { return };
         let complete = move || complete(event_loop, target, output, convert);
         // Taking the GIL may block: not on a runtime worker.
         drop(tokio::task::spawn_blocking(complete));
@@ -252,37 +254,20 @@ pub fn shutdown(py: Python<'_>) {
     py.detach(|| *EXITING.write().unwrap_or_else(PoisonError::into_inner) = true);
 }
 
-/// A native future polled once on the caller's thread, as the call is made.
-/// Why: what a call does first happens in the order Python made the calls. A
-/// store write is issued there (`stores/ordered.rs` in the core), so a
-/// `delete` called before an `upsert` of the same key commits first, however
-/// tokio schedules the two tasks, and a task cancelled afterwards cannot
-/// reorder it.
-enum Begun<F: Future> {
-    Ready(F::Output),
-    Pending(std::pin::Pin<Box<F>>),
+/// `future` polled once as the call is made ([`Begun`]), in the runtime's
+/// context; `finish` ends it, or drops it when `abandoned` fires first.
+fn begin<F: Future>(runtime: &Runtime, future: F) -> Begun<F> {
+    let _context = runtime.enter();
+    Begun::now(future)
 }
 
-impl<F: Future> Begun<F> {
-    fn now(runtime: &Runtime, future: F) -> Self {
-        let _context = runtime.enter();
-        let mut future = Box::pin(future);
-        // A no-op waker: the task that finishes it polls it again with its own.
-        let mut context = std::task::Context::from_waker(std::task::Waker::noop());
-        match future.as_mut().poll(&mut context) {
-            std::task::Poll::Ready(output) => Self::Ready(output),
-            std::task::Poll::Pending => Self::Pending(future),
-        }
-    }
-
-    /// Its output, or None when `abandoned` fires first (dropping the future).
-    async fn finish(self, abandoned: oneshot::Receiver<()>) -> Option<F::Output> {
-        match self {
-            Self::Ready(output) => Some(output),
-            Self::Pending(future) => tokio::select! {
-                output = future => Some(output),
-                _ = abandoned => None,
-            },
-        }
+/// Its output, or None when `abandoned` fires first (dropping the future).
+async fn finish<F: Future>(begun: Begun<F>, abandoned: oneshot::Receiver<()>) -> Option<F::Output> {
+    match begun {
+        Begun::Ready(output) => Some(output),
+        Begun::Pending(future) => tokio::select! {
+            output = future => Some(output),
+            _ = abandoned => None,
+        },
     }
 }

@@ -18,6 +18,7 @@
 //! loops. Every string a flow emits comes from [`messages`].
 
 pub mod arguments;
+pub mod begun;
 pub mod driver;
 pub mod effect_table;
 pub mod effects;
