@@ -18,7 +18,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
-use sandbox_reclaim::{LeakEntry, ReconcileReport};
+use sandbox_reclaim::{LeakSummary, ReconcileReport};
 use tokio::net::TcpListener;
 
 use crate::error::Failure;
@@ -186,13 +186,13 @@ impl Metrics {
 
     /// The ledger as it stands: leaks and the oldest one's age, per
     /// provider; every provider in `providers` is set (0 when it has none).
-    pub fn observe_leaks(&self, providers: &[String], leaks: &[LeakEntry], now_ms: u64) {
+    pub fn observe_leaks(&self, providers: &[String], leaks: &[LeakSummary], now_ms: u64) {
         let mut by_provider: BTreeMap<&str, (i64, u64)> =
             providers.iter().map(|provider| (provider.as_str(), (0, now_ms))).collect();
-        for leak in leaks {
-            let entry = by_provider.entry(leak.provider.as_str()).or_insert((0, now_ms));
-            entry.0 += 1;
-            entry.1 = entry.1.min(leak.failed_at);
+        for summary in leaks {
+            let entry = by_provider.entry(summary.provider.as_str()).or_insert((0, now_ms));
+            entry.0 = i64::try_from(summary.count).unwrap_or(i64::MAX);
+            entry.1 = entry.1.min(summary.oldest_failed_at);
         }
         // Providers that had leaks before but have none now read 0, not their old value.
         self.leaks.clear();

@@ -57,6 +57,33 @@ pub struct LeakEntry {
     pub attempts: u32,
 }
 
+/// The pending leaks of one provider, in short.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeakSummary {
+    pub provider: String,
+    pub count: u64,
+    /// Epoch milliseconds of the oldest entry's last failure.
+    pub oldest_failed_at: u64,
+}
+
+/// `entries` summarized per provider, in provider order.
+pub fn summarize(entries: &[LeakEntry]) -> Vec<LeakSummary> {
+    let mut by_provider: std::collections::BTreeMap<&str, (u64, u64)> = std::collections::BTreeMap::new();
+    for entry in entries {
+        let summary = by_provider.entry(entry.provider.as_str()).or_insert((0, u64::MAX));
+        summary.0 += 1;
+        summary.1 = summary.1.min(entry.failed_at);
+    }
+    by_provider
+        .into_iter()
+        .map(|(provider, (count, oldest_failed_at))| LeakSummary {
+            provider: provider.to_owned(),
+            count,
+            oldest_failed_at,
+        })
+        .collect()
+}
+
 /// A store's ledger. Every method is atomic on its own.
 #[async_trait]
 pub trait LeakLedger: Send + Sync {
@@ -68,6 +95,12 @@ pub trait LeakLedger: Send + Sync {
     /// How many entries are pending, of one provider or of all.
     async fn count_leaks(&self, provider: Option<&str>) -> Result<u64, StoreError> {
         Ok(self.list_leaks(provider).await?.len() as u64)
+    }
+    /// Per provider with pending entries: how many, and the oldest failure.
+    /// What the command's metrics show each pass; the durable stores answer
+    /// it with one grouping query rather than reading the whole ledger.
+    async fn summarize_leaks(&self) -> Result<Vec<LeakSummary>, StoreError> {
+        Ok(summarize(&self.list_leaks(None).await?))
     }
     /// Claims up to `limit` of `provider`'s entries for `lease`. An entry
     /// claimed by another retrier whose lease has not expired is skipped, so

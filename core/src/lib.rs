@@ -49,7 +49,7 @@ pub use errors::{BoxError, DestroyTimeout, ProviderError, ReclaimError, Reclaime
 pub use fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, ListedSandbox, ScheduledLeak, StoreFacts};
 pub use flows::reclaim_all::{FleetReclaimReport, RecordOutcome, RecordReport};
 pub use flows::reconcile::{Action, ActionReason, ActionResult, ReconcileReport, SweepStatus};
-pub use ledger::{LeakEntry, LeakLedger, NewLeak, RetryOptions, RetrySummary};
+pub use ledger::{LeakEntry, LeakLedger, LeakSummary, NewLeak, RetryOptions, RetrySummary};
 pub use memory::InMemorySandboxInstanceStore;
 pub use model::{InvalidRecord, ReclaimOutcome, RunRecord, RunStatus, SandboxInstanceRecord};
 pub use passes::{reclaim_all, reconcile, FleetOptions, InvalidOption, ReconcileOptions, DEFAULT_OWNER};

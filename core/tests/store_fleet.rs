@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use sandbox_reclaim::stores::sqlite::{AUDIT_TABLE, SCHEMA_VERSION_TABLE, SWEEPS_TABLE};
 use sandbox_reclaim::{
-    AuditEntry, DueLeak, FleetStore, InMemorySandboxInstanceStore, LeakEntry, LeakLedger, LeakReason, NewLeak,
-    PostgresOptions, PostgresSandboxInstanceStore, SandboxInstanceRecord, SandboxInstanceStore,
+    AuditEntry, DueLeak, FleetStore, InMemorySandboxInstanceStore, LeakEntry, LeakLedger, LeakReason, LeakSummary,
+    NewLeak, PostgresOptions, PostgresSandboxInstanceStore, SandboxInstanceRecord, SandboxInstanceStore,
     SqliteSandboxInstanceStore, StoreError, StoreOpenError,
 };
 use sqlx::{ConnectOptions, Connection};
@@ -238,11 +238,20 @@ async fn the_registry_names_what_records_named_after_they_are_gone(fresh: &Fresh
         "deleted within the retention: kept as last seen at the deletion; c1 was last written at 100"
     );
     assert_eq!(store.registered_sandboxes("daytona", just_before).await.unwrap(), ["d1"]);
-    assert_eq!(sorted(store.registered_sandboxes("docker", 0).await.unwrap()), ["c1", "c1b", "c2"]);
+    assert_eq!(
+        sorted(store.registered_sandboxes("docker", 0).await.unwrap()),
+        ["c1b", "c2"],
+        "c1, past the retention of the read before, was pruned by it: the registry does not grow without bound"
+    );
     assert!(store.registered_sandboxes("docker", u64::MAX >> 12).await.unwrap().is_empty(), "past the retention");
+    assert!(store.registered_sandboxes("docker", 0).await.unwrap().is_empty(), "and pruned");
+    assert_eq!(store.registered_sandboxes("daytona", 0).await.unwrap(), ["d1"], "pruning is per provider");
     // A live record is always registered, however old its last write.
     store.upsert(&record("k4", "docker", "c4", 1)).await.unwrap();
     assert_eq!(store.registered_sandboxes("docker", u64::MAX >> 12).await.unwrap(), ["c4"]);
+    // Its pruned registry row comes back when the record goes.
+    store.delete("k4").await.unwrap();
+    assert_eq!(store.registered_sandboxes("docker", just_before).await.unwrap(), ["c4"]);
 }
 
 async fn due_leaks_respect_backoff_and_claims(fresh: &Fresh) {
@@ -310,6 +319,21 @@ async fn a_deferred_leak_waits_for_its_next_attempt(fresh: &Fresh) {
     // A leak no store can hold is refused.
     let refused = store.record_leak(leak("kz", "docker", "", 1), LeakReason::Orphan, 0).await;
     assert!(matches!(refused, Err(StoreError::InvalidRecord(ref invalid)) if invalid.field == "providerSandboxId"));
+}
+
+async fn leak_summaries_count_each_provider(fresh: &Fresh) {
+    let store = &fresh.store;
+    assert_eq!(store.summarize_leaks().await.unwrap(), [], "an empty ledger");
+    store.record_leak(leak("k1", "docker", "a", 50), LeakReason::Orphan, 0).await.unwrap();
+    store.record_leak(leak("k2", "docker", "b", 10), LeakReason::Orphan, 0).await.unwrap();
+    store.record_leak(leak("k3", "daytona", "c", 30), LeakReason::Orphan, 0).await.unwrap();
+    let summary =
+        |provider: &str, count, oldest_failed_at| LeakSummary { provider: provider.into(), count, oldest_failed_at };
+    assert_eq!(store.summarize_leaks().await.unwrap(), [summary("daytona", 1, 30), summary("docker", 2, 10)]);
+    assert_eq!(
+        store.summarize_leaks().await.unwrap(),
+        sandbox_reclaim::ledger::summarize(&store.list_leaks(None).await.unwrap())
+    );
 }
 
 async fn one_sweeper_per_provider(fresh: &Fresh) {
@@ -403,6 +427,7 @@ async fn fleet_contract(backend: Backend) {
         due_leaks_respect_backoff_and_claims,
         a_deferred_leak_waits_for_its_next_attempt,
         one_sweeper_per_provider,
+        leak_summaries_count_each_provider,
         audit_rows_in_order,
         facts_count_records_and_name_the_newest_audit_row,
         scheduled_leaks_show_reason_next_attempt_and_claim,

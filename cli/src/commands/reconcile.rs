@@ -114,7 +114,8 @@ pub async fn run(context: &Context, args: &ReconcileArgs) -> Result<i32, Failure
 }
 
 async fn update_leak_metrics(store: &Store, providers: &Providers, metrics: &Metrics) {
-    match store.ledger().list_leaks(None).await {
+    // One grouping query, not the whole ledger, each pass.
+    match store.ledger().summarize_leaks().await {
         Ok(leaks) => metrics.observe_leaks(&providers.names(), &leaks, now_millis()),
         Err(error) => tracing::warn!(%error, "could not read the leak ledger for the metrics"),
     }

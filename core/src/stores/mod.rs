@@ -327,3 +327,14 @@ impl AuditText {
         }
     }
 }
+
+/// `(provider, count, oldest failure)` rows of a grouping query as summaries.
+pub(crate) fn summaries(rows: Vec<(String, i64, i64)>) -> Vec<crate::ledger::LeakSummary> {
+    rows.into_iter()
+        .map(|(provider, count, oldest)| crate::ledger::LeakSummary {
+            provider,
+            count: u64::try_from(count).unwrap_or(0),
+            oldest_failed_at: u64::try_from(oldest).unwrap_or(0),
+        })
+        .collect()
+}

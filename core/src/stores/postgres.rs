@@ -15,11 +15,12 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use super::ordered::KeyedOrder;
 use super::{
     audit_from_row, backend, due_in_order, leak_from_row, ledger_text, record_from_row, scheduled_from_row, sql_int,
-    sql_limit, storable_key, storable_name, validate_leak, AuditText, Migration, StoreOpenError, AUDIT_COLUMNS,
+    sql_limit, storable_key, storable_name, summaries, validate_leak, AuditText, Migration, StoreOpenError,
+    AUDIT_COLUMNS,
 };
 use crate::errors::StoreError;
 use crate::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, ScheduledLeak, StoreFacts, AUDIT_DESTROYED};
-use crate::ledger::{LeakEntry, LeakLedger, NewLeak};
+use crate::ledger::{LeakEntry, LeakLedger, LeakSummary, NewLeak};
 use crate::memory::{lease_end, validate_name};
 use crate::model::SandboxInstanceRecord;
 
@@ -193,6 +194,7 @@ struct Queries {
     delete: String,
     list_leaks: String,
     count_leaks: String,
+    summarize_leaks: String,
     claim_leaks: String,
     resolve_leak: String,
     record_retry_failure: String,
@@ -201,6 +203,7 @@ struct Queries {
     upsert_leak: String,
     sandbox_references: String,
     registered_sandboxes: String,
+    prune_registry: String,
     list_due: String,
     claim_due: String,
     defer_leak: String,
@@ -237,6 +240,11 @@ impl Queries {
                 "SELECT {LEAK_COLUMNS} FROM {leaks} WHERE $1::text IS NULL OR provider = $1::text ORDER BY id"
             ),
             count_leaks: format!("SELECT COUNT(*) FROM {leaks} WHERE $1::text IS NULL OR provider = $1::text"),
+            // Ties in byte order (`COLLATE "C"`), as the other stores order them.
+            summarize_leaks: format!(
+                "SELECT provider, COUNT(*)::bigint, MIN(failed_at)::bigint FROM {leaks} \
+                 GROUP BY provider ORDER BY provider COLLATE \"C\""
+            ),
             // SKIP LOCKED passes over rows another host is claiming right now;
             // the lease keeps them from being claimed again once it commits.
             claim_leaks: format!(
@@ -278,6 +286,7 @@ impl Queries {
                 "SELECT provider_sandbox_id FROM {registry} WHERE provider = $1::text AND last_seen >= $2 \
                  UNION SELECT provider_sandbox_id FROM {instances} WHERE provider = $1::text ORDER BY 1"
             ),
+            prune_registry: format!("DELETE FROM {registry} WHERE provider = $1::text AND last_seen < $2"),
             list_due: due.clone(),
             // The due rows are locked as they are picked (SKIP LOCKED passes
             // over rows another pass is claiming right now), then claimed in
@@ -528,6 +537,12 @@ impl LeakLedger for PostgresSandboxInstanceStore {
         rows.iter().map(|row| leak_from_row(row).map(|(_, entry)| entry)).collect()
     }
 
+    async fn summarize_leaks(&self) -> Result<Vec<LeakSummary>, StoreError> {
+        let rows: Vec<(String, i64, i64)> =
+            sqlx::query_as(&self.queries.summarize_leaks).fetch_all(&self.pool).await.map_err(backend)?;
+        Ok(summaries(rows))
+    }
+
     async fn count_leaks(&self, provider: Option<&str>) -> Result<u64, StoreError> {
         let count: i64 = sqlx::query_scalar(&self.queries.count_leaks)
             .bind(provider)
@@ -623,6 +638,14 @@ impl FleetStore for PostgresSandboxInstanceStore {
         if !storable_name(provider) {
             return Ok(Vec::new());
         }
+        // Rows past retention are pruned here, by the pass holding the sweep:
+        // no reader counts them, and a record's delete registers it anew.
+        sqlx::query(&self.queries.prune_registry)
+            .bind(provider)
+            .bind(sql_int(since))
+            .execute(&self.pool)
+            .await
+            .map_err(backend)?;
         sqlx::query_scalar(&self.queries.registered_sandboxes)
             .bind(provider)
             .bind(sql_int(since))

@@ -17,12 +17,13 @@ use super::group_commit::{BatchCommit, GroupCommit, Write};
 use super::ordered::KeyedOrder;
 use super::{
     audit_from_row, backend, due_in_order, leak_from_row, ledger_text, record_from_row, scheduled_from_row, sql_int,
-    sql_limit, storable_key, storable_name, validate_leak, AuditText, Migration, StoreOpenError, AUDIT_COLUMNS,
+    sql_limit, storable_key, storable_name, summaries, validate_leak, AuditText, Migration, StoreOpenError,
+    AUDIT_COLUMNS,
 };
 use crate::driver::{now_millis, SandboxInstanceStore};
 use crate::errors::StoreError;
 use crate::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, ScheduledLeak, StoreFacts, AUDIT_DESTROYED};
-use crate::ledger::{LeakEntry, LeakLedger, NewLeak};
+use crate::ledger::{LeakEntry, LeakLedger, LeakSummary, NewLeak};
 use crate::memory::{lease_end, validate_name};
 use crate::model::SandboxInstanceRecord;
 
@@ -463,6 +464,13 @@ impl LeakLedger for SqliteSandboxInstanceStore {
         Ok(u64::try_from(count).unwrap_or(0))
     }
 
+    async fn summarize_leaks(&self) -> Result<Vec<LeakSummary>, StoreError> {
+        let sql =
+            format!("SELECT provider, COUNT(*), MIN(failed_at) FROM {LEAKS_TABLE} GROUP BY provider ORDER BY provider");
+        let rows: Vec<(String, i64, i64)> = sqlx::query_as(&sql).fetch_all(&self.pool).await.map_err(backend)?;
+        Ok(summaries(rows))
+    }
+
     async fn claim_leaks(&self, provider: &str, limit: usize, lease: Duration) -> Result<Vec<LeakEntry>, StoreError> {
         if limit == 0 {
             return Ok(Vec::new());
@@ -582,6 +590,10 @@ impl FleetStore for SqliteSandboxInstanceStore {
         if !storable_name(provider) {
             return Ok(Vec::new());
         }
+        // Rows past retention are pruned here, by the pass holding the sweep:
+        // no reader counts them, and a record's delete registers it anew.
+        let prune = format!("DELETE FROM {REGISTRY_TABLE} WHERE provider = ?1 AND last_seen < ?2");
+        sqlx::query(&prune).bind(provider).bind(sql_int(since)).execute(&self.pool).await.map_err(backend)?;
         let sql = format!(
             "SELECT provider_sandbox_id FROM {REGISTRY_TABLE} WHERE provider = ?1 AND last_seen >= ?2 \
              UNION SELECT provider_sandbox_id FROM {INSTANCES_TABLE} WHERE provider = ?1 ORDER BY 1"
