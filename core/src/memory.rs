@@ -279,9 +279,7 @@ impl FleetStore for InMemorySandboxInstanceStore {
     }
 
     async fn registered_sandboxes(&self, provider: &str, since: u64) -> Result<Vec<String>, StoreError> {
-        let mut state = self.lock();
-        // Past retention: pruned by the pass holding the sweep, as the SQL stores do.
-        state.registry.retain(|(name, _), seen| name != provider || *seen >= since);
+        let state = self.lock();
         let live = state.records.values().filter(|record| record.provider == provider);
         let kept = state.registry.iter().filter(|((name, _), seen)| name == provider && **seen >= since);
         let ids = live.map(|record| &record.provider_sandbox_id).chain(kept.map(|((_, id), _)| id));

@@ -203,7 +203,6 @@ struct Queries {
     upsert_leak: String,
     sandbox_references: String,
     registered_sandboxes: String,
-    prune_registry: String,
     list_due: String,
     claim_due: String,
     defer_leak: String,
@@ -219,9 +218,11 @@ impl Queries {
     fn new(tables: &Tables) -> Self {
         let Tables { versions, instances, leaks, sweeps, audit, registry, .. } = tables;
         let leak_hash = sandbox_hash("$1", "$2");
+        // Due by the caller's clock (`next_attempt_at` is its schedule);
+        // claimed or not by the database's, the one clock of every lease here.
         let due = format!(
             "SELECT {DUE_COLUMNS} FROM {leaks} WHERE provider = $1::text AND next_attempt_at <= $2 \
-             AND (claimed_until IS NULL OR claimed_until <= $2) ORDER BY id LIMIT $3"
+             AND (claimed_until IS NULL OR claimed_until <= {DB_NOW_MILLIS}) ORDER BY id LIMIT $3"
         );
         let qualified = |columns: &str| columns.split(", ").map(|column| format!("leak.{column}")).collect::<Vec<_>>();
         Self {
@@ -286,14 +287,17 @@ impl Queries {
                 "SELECT provider_sandbox_id FROM {registry} WHERE provider = $1::text AND last_seen >= $2 \
                  UNION SELECT provider_sandbox_id FROM {instances} WHERE provider = $1::text ORDER BY 1"
             ),
-            prune_registry: format!("DELETE FROM {registry} WHERE provider = $1::text AND last_seen < $2"),
             list_due: due.clone(),
             // The due rows are locked as they are picked (SKIP LOCKED passes
             // over rows another pass is claiming right now), then claimed in
             // the same statement, so in one transaction.
+            // The lease ends on the database's clock ($4 is its length): a
+            // host whose clock runs ahead can neither take a live claim for
+            // expired nor hand out one that outlives its holder's view of it.
             claim_due: format!(
                 "WITH picked AS ({due} FOR UPDATE SKIP LOCKED) \
-                 UPDATE {leaks} AS leak SET claimed_until = $4 FROM picked WHERE leak.id = picked.id RETURNING {}",
+                 UPDATE {leaks} AS leak SET claimed_until = {DB_NOW_MILLIS} + $4 FROM picked \
+                 WHERE leak.id = picked.id RETURNING {}",
                 qualified(DUE_COLUMNS).join(", ")
             ),
             defer_leak: format!(
@@ -302,11 +306,12 @@ impl Queries {
             ),
             // The update only runs for the same holder or an expired lease;
             // a concurrent insert of the same provider waits for the first.
+            // On the database's clock, like every lease here ($3 is its length).
             claim_sweep: format!(
                 "INSERT INTO {sweeps} AS sweep (provider_hash, provider, holder, until) \
-                 VALUES ({PROVIDER_HASH}, $1, $2, $3) \
+                 VALUES ({PROVIDER_HASH}, $1, $2, {DB_NOW_MILLIS} + $3) \
                  ON CONFLICT (provider_hash) DO UPDATE SET holder = EXCLUDED.holder, until = EXCLUDED.until \
-                 WHERE sweep.holder = EXCLUDED.holder OR sweep.until <= $4"
+                 WHERE sweep.holder = EXCLUDED.holder OR sweep.until <= {DB_NOW_MILLIS}"
             ),
             release_sweep: format!(
                 "DELETE FROM {sweeps} WHERE provider_hash = {PROVIDER_HASH} AND provider = $1 AND holder = $2"
@@ -638,14 +643,6 @@ impl FleetStore for PostgresSandboxInstanceStore {
         if !storable_name(provider) {
             return Ok(Vec::new());
         }
-        // Rows past retention are pruned here, by the pass holding the sweep:
-        // no reader counts them, and a record's delete registers it anew.
-        sqlx::query(&self.queries.prune_registry)
-            .bind(provider)
-            .bind(sql_int(since))
-            .execute(&self.pool)
-            .await
-            .map_err(backend)?;
         sqlx::query_scalar(&self.queries.registered_sandboxes)
             .bind(provider)
             .bind(sql_int(since))
@@ -689,7 +686,7 @@ impl FleetStore for PostgresSandboxInstanceStore {
                     .bind(provider)
                     .bind(sql_int(now))
                     .bind(sql_limit(limit))
-                    .bind(sql_int(lease_end(now, lease_ms)))
+                    .bind(sql_int(lease_end(0, lease_ms)))
                     .fetch_all(&mut *tx)
                     .await
                     .map_err(backend)?;
@@ -729,14 +726,14 @@ impl FleetStore for PostgresSandboxInstanceStore {
         Ok(())
     }
 
-    async fn claim_sweep(&self, provider: &str, holder: &str, lease_ms: u64, now: u64) -> Result<bool, StoreError> {
+    /// The caller's clock (`_now`) is not used: the lease runs on the database's.
+    async fn claim_sweep(&self, provider: &str, holder: &str, lease_ms: u64, _now: u64) -> Result<bool, StoreError> {
         validate_name("provider", provider)?;
         validate_name("holder", holder)?;
         let done = sqlx::query(&self.queries.claim_sweep)
             .bind(provider)
             .bind(holder)
-            .bind(sql_int(lease_end(now, lease_ms)))
-            .bind(sql_int(now))
+            .bind(sql_int(lease_end(0, lease_ms)))
             .execute(&self.pool)
             .await
             .map_err(backend)?;

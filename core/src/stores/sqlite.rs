@@ -590,10 +590,6 @@ impl FleetStore for SqliteSandboxInstanceStore {
         if !storable_name(provider) {
             return Ok(Vec::new());
         }
-        // Rows past retention are pruned here, by the pass holding the sweep:
-        // no reader counts them, and a record's delete registers it anew.
-        let prune = format!("DELETE FROM {REGISTRY_TABLE} WHERE provider = ?1 AND last_seen < ?2");
-        sqlx::query(&prune).bind(provider).bind(sql_int(since)).execute(&self.pool).await.map_err(backend)?;
         let sql = format!(
             "SELECT provider_sandbox_id FROM {REGISTRY_TABLE} WHERE provider = ?1 AND last_seen >= ?2 \
              UNION SELECT provider_sandbox_id FROM {INSTANCES_TABLE} WHERE provider = ?1 ORDER BY 1"
