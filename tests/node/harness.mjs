@@ -510,7 +510,12 @@ export async function buildFleetFixture(vector, binding, clock) {
 
   const options = { providers, instances: store, ...vector.options };
   if (vector.api === 'reclaimAll' && vector.logger) options.logger = logger;
-  if (vector.progress) options.onProgress = (event) => progress.push(event);
+  if (vector.progress) {
+    options.onProgress = (event) => {
+      progress.push(event);
+      if (vector.progressThrows) throw new Error('progress callback down');
+    };
+  }
   return {
     clock,
     native,

@@ -261,6 +261,16 @@ class VectorProvider:
         return cancellable()
 
 
+def _throwing_progress(events: list[dict[str, Any]]) -> Any:
+    """A progress callback that records each event, then raises (a fleet case's ``progressThrows``)."""
+
+    def on_progress(event: dict[str, Any]) -> None:
+        events.append(event)
+        raise RuntimeError("progress callback down")
+
+    return on_progress
+
+
 class RecordingLogger:
     """Records every line; a level named in ``throws`` (a fleet case's
     ``loggerThrows``) then raises an Exception with that message."""
@@ -692,7 +702,9 @@ async def run_fleet_vector(vector: Vector) -> None:
     ]
     options = _fleet_options(vector.get("options", {}))
     if vector.get("progress"):
-        options["on_progress"] = fixture.progress.append
+        options["on_progress"] = (
+            _throwing_progress(fixture.progress) if vector.get("progressThrows") else fixture.progress.append
+        )
     stop: asyncio.Event | None = None
     if "stopAtMs" in vector:
         stop = asyncio.Event()

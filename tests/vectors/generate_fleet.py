@@ -401,6 +401,54 @@ def reclaim_all_cases() -> list[dict[str, Any]]:
             loggerThrows={"warn": "logger down"},
             progress=True,
         ),
+        case(
+            "reclaimAll: a throwing progress callback changes nothing",
+            "onProgress throws on every event: each event is still delivered, in order, and every record is reclaimed as without it.",
+            [record("r1", "k1"), record("r2")],
+            {
+                "report": {"counts": counts(destroyed=1, no_sandbox_key=1)},
+                "calls": [store("get", ["k1"], 0), destroy("c1", 0), store("delete", ["k1"], 10)],
+                "progress": [
+                    {"kind": "record", "done": 1, "total": 2, "runId": "r2", "sandboxKey": None, "outcome": "no-sandbox-key", "elapsedMs": 0},
+                    {"kind": "record", "done": 2, "total": 2, "runId": "r1", "sandboxKey": "k1", "outcome": "destroyed", "elapsedMs": 10},
+                ],
+            },
+            instances=[instance("k1", "docker", "c1")],
+            destroy={"c1": {"latencyMs": 10}},
+            progress=True,
+            progressThrows=True,
+        ),
+        case(
+            "reclaimAll: a store call or a destroy that throws synchronously fails only its own record",
+            "get('k1') throws before returning a promise: r1 is an error with its message; c2's destroy throws synchronously: "
+            "r2 is destroy-failed, its record deleted; r3 is untouched by either.",
+            [record("r1", "k1"), record("r2", "k2"), record("r3", "k3")],
+            {
+                "report": {
+                    "counts": counts(destroyed=1, destroy_failed=1, error=1),
+                    "records": [
+                        line("r1", "error", "k1", 0, "get threw"),
+                        line("r2", "destroy-failed", "k2", 0, "destroy threw"),
+                        line("r3", "destroyed", "k3", 0),
+                    ],
+                },
+                "calls": [
+                    store("get", ["k1"], 0),
+                    store("get", ["k2"], 0),
+                    destroy("c2", 0),
+                    store("delete", ["k2"], 0),
+                    store("get", ["k3"], 0),
+                    destroy("c3", 0),
+                    store("delete", ["k3"], 0),
+                ],
+                "logs": [warn_destroy("r2", "k2", "c2", {"$hostError": "destroy"})],
+                "instancesAfter": [instance("k1", "docker", "c1")],
+            },
+            options={"concurrency": 1},
+            instances=[instance("k1", "docker", "c1"), instance("k2", "docker", "c2"), instance("k3", "docker", "c3")],
+            destroy={"c2": {"mode": "throw", "message": "destroy threw"}},
+            store={"scripts": {"get:k1": {"mode": "throw", "message": "get threw"}}},
+        ),
     ]
 
 
