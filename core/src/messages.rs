@@ -296,3 +296,7 @@ mod tests {
         }
     }
 }
+
+/// The audit result of a destroy that settled after its claim's lease ended:
+/// nothing was written for it (another host may hold the sandbox now).
+pub const AUDIT_LEASE_LOST: &str = "lease-lost";
