@@ -5,13 +5,10 @@ cancelled ``delete`` never lands after a later ``upsert`` of the same key
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
-from services import drop_schema, fresh_schema, pg_url
+from test_stores import fresh_store
 
 import sandbox_reclaim as sr
 
@@ -20,27 +17,9 @@ def record(key: str, updated_at: int) -> sr.SandboxInstanceRecord:
     return sr.SandboxInstanceRecord(key, "docker", f"c-{key}-{updated_at}", f"thread-{key}", updated_at)
 
 
-@asynccontextmanager
-async def durable_store(backend: str, tmp_path: Path) -> AsyncIterator[Any]:
-    if backend == "sqlite":
-        sqlite = await sr.SqliteSandboxInstanceStore.open(tmp_path / f"{fresh_schema('order')}.db")
-        try:
-            yield sqlite
-        finally:
-            await sqlite.close()
-    else:
-        url, schema = pg_url(), fresh_schema()
-        postgres = await sr.PostgresSandboxInstanceStore.connect(url, schema=schema, max_connections=4)
-        try:
-            yield postgres
-        finally:
-            await postgres.close()
-            drop_schema(url, schema)
-
-
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 async def test_a_cancelled_delete_never_lands_after_a_later_upsert(backend: str, tmp_path: Path) -> None:
-    async with durable_store(backend, tmp_path) as store:
+    async with fresh_store(backend, tmp_path) as store:
         for trial in range(30):
             live = f"live-{trial}"
             await store.upsert(record(live, 1))
