@@ -21,18 +21,20 @@ node bench/node/bench.mjs
 echo; echo "== Python: pure-Python asyncio vs binding (Python host objects) vs binding (native store)"
 .venv/bin/python bench/python/bench.py
 
-echo; echo "== fleet passes (Rust): reclaimAll 2,000 × 20 ms at concurrency 64 against the ideal; reconcile over 10,000 orphans"
-cargo run --quiet --release -p sandbox-reclaim --features sqlite --example fleet_bench
-echo; echo "== hosted providers (Rust): reconcile over 10,000 E2B sandboxes on the local fake (pages of 100, 20 ms per request) at 64"
-cargo run --quiet --release -p sandbox-reclaim --features e2b --example hosted_bench
-echo; echo "== fleet passes (Node, Python): reclaimAll 2,000 × 20 ms at 64 against the ideal and the sequential reference loop"
-node bench/node/fleet.mjs
-.venv/bin/python bench/python/fleet.py
-
+# PostgreSQL for the fleet passes' durable store and the store throughput bench.
 work=$(mktemp -d /tmp/sandbox-reclaim-bench.XXXXXX)
 trap 'bash scripts/postgres.sh stop "$work/pg" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 SANDBOX_RECLAIM_PG_URL=$(bash scripts/postgres.sh start "$work/pg")
 export SANDBOX_RECLAIM_PG_URL
+
+echo; echo "== fleet passes (Rust): reclaimAll 2,000 × 20 ms at concurrency 64 (in-memory, SQLite, PostgreSQL) against the ideal; reconcile over 10,000 orphans"
+cargo run --quiet --release -p sandbox-reclaim --features sqlite,postgres --example fleet_bench
+echo; echo "== hosted providers (Rust): reconcile over 10,000 E2B sandboxes on the local fake (pages of 100, 20 ms per request) at 64"
+cargo run --quiet --release -p sandbox-reclaim --features e2b --example hosted_bench
+echo; echo "== fleet passes (Node, Python): reclaimAll 2,000 × 20 ms at 64 (in-memory, SQLite, PostgreSQL) against the ideal and the sequential reference loop"
+node bench/node/fleet.mjs
+.venv/bin/python bench/python/fleet.py
+
 echo; echo "== store throughput, sequential (in-memory, SQLite, PostgreSQL): Rust, then each binding"
 cargo run --quiet --release -p sandbox-reclaim --features sqlite,postgres --example store_bench
 node bench/node/stores.mjs

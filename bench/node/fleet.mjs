@@ -74,13 +74,26 @@ try {
     assert.equal(report.counts.destroyed, count);
   });
   await sqlite.close?.();
+  // PostgreSQL, in a schema of its own (make bench starts a server).
+  let postgresMs;
+  if (process.env.SANDBOX_RECLAIM_PG_URL) {
+    const schema = `fleet_bench_node_${process.pid}`;
+    const postgres = await binding.PostgresSandboxInstanceStore.connect(process.env.SANDBOX_RECLAIM_PG_URL, { schema, maxConnections: 16 });
+    await fill(postgres);
+    postgresMs = await timed('reclaimAll PostgreSQL', async () => {
+      const report = await binding.reclaimAll(runs, { provider, instances: postgres, concurrency: CONCURRENCY });
+      assert.equal(report.counts.destroyed, count);
+    });
+    await postgres.close?.();
+  }
   const js = new JsStore();
   await fill(js);
   const sequentialMs = await timed('reference loop', async () => {
     for (const run of runs) assert.equal(await reference.reclaimSandbox(run, { provider, instances: js }), 'destroyed');
   });
   console.log(`reclaimAll of ${count} records, destroy ${LATENCY} ms, concurrency ${CONCURRENCY}; ideal ${ideal.toFixed(1)} ms; node ${process.version}`);
-  for (const [label, ms] of [['in-memory', memoryMs], ['SQLite', sqliteMs]]) {
+  const passes = [['in-memory', memoryMs], ['SQLite', sqliteMs], ...(postgresMs === undefined ? [] : [['PostgreSQL', postgresMs]])];
+  for (const [label, ms] of passes) {
     console.log(`  reclaimAll ${label.padEnd(10)} ${ms.toFixed(1).padStart(8)} ms   ${(ms / ideal).toFixed(3)}× ideal   ${(sequentialMs / ms).toFixed(1)}× faster than the reference loop`);
   }
   console.log(`  reference sequential loop ${sequentialMs.toFixed(1).padStart(8)} ms   ${(sequentialMs / ideal).toFixed(1)}× ideal`);

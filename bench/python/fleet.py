@@ -10,6 +10,7 @@ same records (the reference's way).
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import tempfile
 import time
@@ -68,6 +69,14 @@ async def main(count: int) -> None:
             result = close()
             if asyncio.iscoroutine(result):
                 await result
+    # PostgreSQL, in a schema of its own (make bench starts a server).
+    passes = [("in-memory", memory_s), ("SQLite", sqlite_s)]
+    url = os.environ.get("SANDBOX_RECLAIM_PG_URL")
+    if url:
+        postgres = await sr.PostgresSandboxInstanceStore.connect(url, schema=f"fleet_bench_py_{os.getpid()}", max_connections=16)
+        await fill(postgres, count)
+        passes.append(("PostgreSQL", await timed(sr.reclaim_all(runs, provider=provider, instances=postgres, concurrency=CONCURRENCY))))
+        await postgres.close()
     loop_store = sr.InMemorySandboxInstanceStore()
     await fill(loop_store, count)
 
@@ -77,7 +86,7 @@ async def main(count: int) -> None:
 
     sequential_s = await timed(sequential())
     print(f"reclaim_all of {count} records, destroy {LATENCY * 1000:.0f} ms, concurrency {CONCURRENCY}; ideal {ideal * 1000:.1f} ms; python {sys.version.split()[0]}")
-    for label, seconds in (("in-memory", memory_s), ("SQLite", sqlite_s)):
+    for label, seconds in passes:
         print(f"  reclaim_all {label:<10} {seconds * 1000:8.1f} ms   {seconds / ideal:.3f}× ideal   {sequential_s / seconds:.1f}× faster than the sequential loop")
     print(f"  sequential reclaim_sandbox loop {sequential_s * 1000:8.1f} ms   {sequential_s / ideal:.1f}× ideal")
 

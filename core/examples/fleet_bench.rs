@@ -2,19 +2,20 @@
 //! ideal, side by side in one process.
 //!
 //! 1. `reclaim_all` of N records (default 2,000) at concurrency 64 against a
-//!    provider whose destroy takes 20 ms, with the in-memory store and with
-//!    SQLite. Ideal: N × 20 ms / 64.
+//!    provider whose destroy takes 20 ms, with the in-memory store, SQLite
+//!    and (with `SANDBOX_RECLAIM_PG_URL` set) PostgreSQL. Ideal: N × 20 ms / 64.
 //! 2. `reconcile` over 10,000 orphans (a LocalProvider-shaped listing: owner,
 //!    creation time, key) with SQLite: seconds and peak memory.
 //!
-//! Run: `cargo run --release -p sandbox-reclaim --features sqlite --example fleet_bench [records]`.
+//! Run: `cargo run --release -p sandbox-reclaim --features sqlite,postgres --example fleet_bench [records]`.
 
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use sandbox_reclaim::{
-    reclaim_all, reconcile, FleetOptions, InMemorySandboxInstanceStore, ListedSandbox, ProviderError, ReconcileOptions,
-    RunRecord, RunStatus, SandboxInstanceRecord, SandboxInstanceStore, SandboxProvider, SqliteSandboxInstanceStore,
+    reclaim_all, reconcile, FleetOptions, InMemorySandboxInstanceStore, ListedSandbox, PostgresOptions,
+    PostgresSandboxInstanceStore, ProviderError, ReconcileOptions, RunRecord, RunStatus, SandboxInstanceRecord,
+    SandboxInstanceStore, SandboxProvider, SqliteSandboxInstanceStore,
 };
 
 const LATENCY: Duration = Duration::from_millis(20);
@@ -109,6 +110,14 @@ async fn main() {
     let sqlite = SqliteSandboxInstanceStore::open(dir.join("reclaim.sqlite")).await.expect("sqlite");
     reclaim_all_pass("SQLite", &sqlite, count, ideal).await;
     sqlite.close().await;
+    // PostgreSQL, in a schema of its own (make bench starts a server).
+    if let Some(url) = std::env::var("SANDBOX_RECLAIM_PG_URL").ok().filter(|url| !url.is_empty()) {
+        let schema = format!("fleet_bench_{}", std::process::id());
+        let options = PostgresOptions { schema, max_connections: 16, ..PostgresOptions::default() };
+        let postgres = PostgresSandboxInstanceStore::connect(&url, options).await.expect("postgres");
+        reclaim_all_pass("PostgreSQL", &postgres, count, ideal).await;
+        postgres.close().await;
+    }
 
     let orphans = 10_000;
     let now = sandbox_reclaim::driver::now_millis();
