@@ -598,12 +598,8 @@ export interface AuditEntry {
   key?: string;
   /** Why it was destroyed. */
   reason: ActionReason;
-  /**
-   * `'timeout'`: the destroy did not settle within `destroyTimeoutMs`.
-   * `'lease-lost'`: it settled after its claim's lease ended, so nothing was
-   * written for it (another host may hold the sandbox by then).
-   */
-  result: 'destroyed' | 'failed' | 'timeout' | 'lease-lost';
+  /** `'timeout'`: the destroy did not settle within `destroyTimeoutMs`. */
+  result: 'destroyed' | 'failed' | 'timeout';
   error?: string;
 }
 

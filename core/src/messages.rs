@@ -261,10 +261,6 @@ pub fn record_field(owner: &str, field: &str, wire: &str) -> String {
     format!("{owner}.{field} (wire `{wire}`)")
 }
 
-/// The audit result of a destroy that settled after its claim's lease ended:
-/// nothing was written for it (another host may hold the sandbox now).
-pub const AUDIT_LEASE_LOST: &str = "lease-lost";
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -586,25 +586,6 @@ def reconcile_cases() -> list[dict[str, Any]]:
             destroy={"c1": {"latencyMs": 10}},
         ),
         case(
-            "reconcile: a destroy settling as its lease ends writes nothing for it",
-            "c1's destroy settles at 270 s, the lease's end less its last tenth (the cut and the settle at one millisecond: "
-            "the settle is handled first). Another host may hold the entry by now, so it is neither resolved nor deferred: "
-            "the attempt is audited as lease-lost and counted deferred, its entry left to its holder.",
-            {
-                "report": {
-                    "providers": [{"name": "docker", "leaks": leak_counts(due=1, deferred=1), "orphans": no_sweep}],
-                    "counts": action_counts(deferred=1),
-                    "actions": [action("leak-retry", "docker", "c1", "k1", "deferred")],
-                },
-                "calls": [due("docker"), destroy("c1", 0), store("appendAudit", [1], LEASE_END)],
-                "auditAfter": [audit(LEASE_END, "docker", "c1", "k1", "leak-retry", "lease-lost")],
-                "leaksAfter": [after(l1)],
-                "elapsedMs": LEASE_END,
-            },
-            leaks=[l1],
-            destroy={"c1": {"latencyMs": LEASE_END}},
-        ),
-        case(
             "reconcile: a failed retry backs off exponentially",
             "The third failure of an entry waits backoffMs × 2^2 before its next attempt; attempts and error are kept.",
             {

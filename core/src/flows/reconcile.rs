@@ -609,12 +609,6 @@ impl Reconcile {
         }
     }
 
-    /// Whether `job`'s claim lease (less its last tenth) has ended by `now`.
-    fn lease_lost(&self, job: usize, now: Millis) -> bool {
-        let lease_ends = self.jobs[job].lease_ends;
-        lease_ends != Millis::MAX && now >= lease_ends
-    }
-
     fn destroy_ended(&mut self, job: usize) {
         self.running -= 1;
         self.running_per_provider[self.jobs[job].provider] -= 1;
@@ -821,18 +815,6 @@ impl Flow for Reconcile {
                 Completion::Failed { message },
             ) => {
                 self.unavailable(provider, message);
-            }
-            // Settled after its claim's lease (less its last tenth) ended:
-            // another host may hold the sandbox now, so nothing is written
-            // for it (a resolve or deferral would release that host's claim).
-            (Pending::Destroy { job, .. }, settled) if self.lease_lost(job, now) => {
-                self.destroy_ended(job);
-                let error = match settled {
-                    Completion::Failed { message } => Some(message),
-                    _ => None,
-                };
-                self.audit_row(job, messages::AUDIT_LEASE_LOST, error, now);
-                self.job_deferred(job, now);
             }
             (Pending::Destroy { job, .. }, Completion::Ok) => {
                 self.destroy_ended(job);

@@ -133,13 +133,6 @@ impl Flow for Retry {
                 self.sandbox_ids = sandbox_ids;
                 self.next_entry(now);
             }
-            // Settled after the lease (less its last tenth) ended: another
-            // retrier may hold the entry now, and writing would release its
-            // claim. Nothing is written; the entry is left to its holder.
-            (Phase::Destroying { .. }, _) if now >= self.lease_ends => {
-                self.summary.still_failing += 1;
-                self.finish();
-            }
             (Phase::Destroying { .. }, Completion::Ok) => self.record(None, now),
             (Phase::Destroying { .. }, Completion::Failed { message }) => self.record(Some(message), now),
             (Phase::Recording { destroyed, .. }, Completion::Ok) => {
