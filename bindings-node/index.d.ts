@@ -81,6 +81,13 @@ export interface SandboxLeakEntry {
   lastError: string;
   failedAt: number;
   attempts: number;
+  /**
+   * The claim this entry was handed out under (`claimLeaks`, `dueLeaks`):
+   * pass the entry back as it came, and `resolveLeak`, `recordRetryFailure`
+   * and `deferLeak` write only while that claim still holds. Absent on an
+   * entry that was only listed.
+   */
+  claim?: number;
 }
 
 /**
@@ -196,10 +203,10 @@ export declare class InMemorySandboxInstanceStore implements SandboxInstanceStor
   countLeaks?: (provider?: string | null) => Promise<number>;
   /** Present when constructed with `{ ledger: true }` (see {@link LeakLedgerStore.claimLeaks}). */
   claimLeaks?: (provider: string, limit: number, leaseMs: number) => Promise<SandboxLeakEntry[]>;
+  /** Present when constructed with `{ ledger: true }` (see {@link LeakLedgerStore.resolveLeak}). */
+  resolveLeak?: (entry: SandboxLeakEntry) => Promise<boolean>;
   /** Present when constructed with `{ ledger: true }`. */
-  resolveLeak?: (entry: SandboxLeakEntry) => Promise<void>;
-  /** Present when constructed with `{ ledger: true }`. */
-  recordRetryFailure?: (entry: SandboxLeakEntry, message: string, failedAt: number) => Promise<void>;
+  recordRetryFailure?: (entry: SandboxLeakEntry, message: string, failedAt: number) => Promise<boolean>;
   /** Present when constructed with `{ ledger: true }` (see {@link FleetStore}). */
   listStale?: FleetStore['listStale'];
   /** Present when constructed with `{ ledger: true }`. */
@@ -245,10 +252,16 @@ export interface LeakLedgerStore extends LedgerSandboxInstanceStore {
    * `leaseMs: 0` claims with a lease that has already ended.
    */
   claimLeaks(provider: string, limit: number, leaseMs: number): Promise<SandboxLeakEntry[]>;
-  /** Removes a claimed leak whose sandbox is now destroyed (identified by provider + providerSandboxId). */
-  resolveLeak(entry: SandboxLeakEntry): Promise<void>;
-  /** Bumps a claimed leak's attempts, keeps `message` and releases the claim. */
-  recordRetryFailure(entry: SandboxLeakEntry, message: string, failedAt: number): Promise<void>;
+  /**
+   * Removes a claimed leak whose sandbox is now destroyed (identified by
+   * provider + providerSandboxId), only while the entry's `claim` still
+   * holds. `false`: another retrier took the entry after the lease ran out,
+   * and nothing was written. (A store of your own may answer nothing: any
+   * answer but `false` counts as written.)
+   */
+  resolveLeak(entry: SandboxLeakEntry): Promise<boolean | void>;
+  /** Bumps a claimed leak's attempts, keeps `message` and releases the claim; `false` as for `resolveLeak`. */
+  recordRetryFailure(entry: SandboxLeakEntry, message: string, failedAt: number): Promise<boolean | void>;
 }
 
 /** The native durable stores' methods (SQLite and PostgreSQL): instance store, leak ledger and fleet store. */
@@ -264,8 +277,6 @@ declare abstract class SqlSandboxInstanceStore implements LeakLedgerStore, Fleet
   listLeaks(provider?: string | null): Promise<SandboxLeakEntry[]>;
   countLeaks(provider?: string | null): Promise<number>;
   claimLeaks(provider: string, limit: number, leaseMs: number): Promise<SandboxLeakEntry[]>;
-  resolveLeak(entry: SandboxLeakEntry): Promise<void>;
-  recordRetryFailure(entry: SandboxLeakEntry, message: string, failedAt: number): Promise<void>;
   listStale(olderThan: number, limit: number): Promise<SandboxInstanceRecord[]>;
   expireIdle(key: string, updatedAt: number, leak: SandboxLeak): Promise<boolean>;
   sandboxReferences(provider: string, destroyedSince?: number): Promise<string[]>;
@@ -273,7 +284,9 @@ declare abstract class SqlSandboxInstanceStore implements LeakLedgerStore, Fleet
   registeredSandboxes(provider: string, since: number): Promise<string[]>;
   recordLeak(leak: SandboxLeak, reason: LeakReason, nextAttemptAt: number): Promise<void>;
   dueLeaks(provider: string, limit: number, leaseMs: number | undefined | null, now: number): Promise<DueLeakEntry[]>;
-  deferLeak(entry: SandboxLeakEntry, message: string, failedAt: number, nextAttemptAt: number): Promise<void>;
+  resolveLeak(entry: SandboxLeakEntry): Promise<boolean>;
+  recordRetryFailure(entry: SandboxLeakEntry, message: string, failedAt: number): Promise<boolean>;
+  deferLeak(entry: SandboxLeakEntry, message: string, failedAt: number, nextAttemptAt: number): Promise<boolean>;
   claimSweep(provider: string, holder: string, leaseMs: number, now: number): Promise<boolean>;
   releaseSweep(provider: string, holder: string): Promise<void>;
   /** Appends the rows in one transaction. */
@@ -344,6 +357,12 @@ export interface RetrySummary {
   retried: number;
   destroyed: number;
   stillFailing: number;
+  /**
+   * Entries whose outcome the store refused to write because another
+   * retrier had taken their claim meanwhile (counted in `destroyed` or
+   * `stillFailing` too).
+   */
+  leaseLost: number;
 }
 
 /**
@@ -690,9 +709,13 @@ export interface FleetStore {
    */
   dueLeaks(provider: string, limit: number, leaseMs: number | undefined, now: number): Promise<DueLeakEntry[]> | DueLeakEntry[];
   /** A claimed entry's destroy failed again: attempts + 1, keep `message`, due at `nextAttemptAt`, claim released. */
-  deferLeak(entry: SandboxLeakEntry, message: string, failedAt: number, nextAttemptAt: number): Promise<void> | void;
-  /** Removes an entry whose sandbox is now destroyed. */
-  resolveLeak(entry: SandboxLeakEntry): Promise<void> | void;
+  deferLeak(entry: SandboxLeakEntry, message: string, failedAt: number, nextAttemptAt: number): Promise<boolean | void> | boolean | void;
+  /**
+   * Removes an entry whose sandbox is now destroyed. Both write only while
+   * the entry's `claim` still holds, answering `false` when it does not (any
+   * other answer counts as written).
+   */
+  resolveLeak(entry: SandboxLeakEntry): Promise<boolean | void> | boolean | void;
   /** Takes `provider`'s orphan sweep for `holder` until `now + leaseMs`, unless another holder's lease runs. */
   claimSweep(provider: string, holder: string, leaseMs: number, now: number): Promise<boolean> | boolean;
   /** Gives `provider`'s sweep back, if `holder` still holds it. */
@@ -864,6 +887,12 @@ export interface ProviderReport {
     destroyed: number;
     failed: number;
     deferred: number;
+    /**
+     * Outcomes the store refused to write because another pass had taken the
+     * entry's claim meanwhile (also counted in `destroyed` or `failed`; each
+     * has a `lease-lost` audit row).
+     */
+    leaseLost: number;
   };
   orphans: {
     status: SweepStatus;

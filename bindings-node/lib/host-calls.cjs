@@ -45,6 +45,8 @@ const ANSWERS = {
     return batches.instance(run, id, provider, providerSandboxId, now);
   },
   claimed: (run, id, value, now) => batches.completeLeaks(run, id, claimedSandboxIds(value), now),
+  // A fenced ledger write: only `false` says the store refused it.
+  held: (run, id, value, now) => batches.json(run, id, value === false ? 'false' : 'true', now),
   json: (run, id, value, now) => {
     let json;
     try {

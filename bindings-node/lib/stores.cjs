@@ -74,17 +74,17 @@ class SqlSandboxInstanceStore {
     return nativeCall(() => this.#native.claimLeaks(provider, limit, leaseMs));
   }
 
-  /** Removes a claimed leak whose sandbox is now destroyed. */
+  /** Removes a claimed leak whose sandbox is now destroyed; `false`: its claim had passed on, nothing written. */
   async resolveLeak(entry) {
     checkEntry(entry);
-    await nativeCall(() => this.#native.resolveLeak(entry));
+    return nativeCall(() => this.#native.resolveLeak(entry));
   }
 
-  /** Bumps a claimed leak's attempts, keeps `message`, releases the claim. */
+  /** Bumps a claimed leak's attempts, keeps `message`, releases the claim; `false`: its claim had passed on. */
   async recordRetryFailure(entry, message, failedAt) {
     checkEntry(entry);
     checkString(message, 'message');
-    await nativeCall(() => this.#native.recordRetryFailure(entry, message, failedAt));
+    return nativeCall(() => this.#native.recordRetryFailure(entry, message, failedAt));
   }
 
   // ---- what a fleet pass (reconcile) calls; times are epoch milliseconds
@@ -139,11 +139,11 @@ class SqlSandboxInstanceStore {
     return nativeCall(() => this.#native.dueLeaks(provider, limit, leaseMs, now));
   }
 
-  /** A claimed entry failed again: attempts + 1, keeps `message`, due at `nextAttemptAt`, claim released. */
+  /** A claimed entry failed again: attempts + 1, keeps `message`, due at `nextAttemptAt`, claim released; `false`: its claim had passed on. */
   async deferLeak(entry, message, failedAt, nextAttemptAt) {
     checkEntry(entry);
     checkString(message, 'message');
-    await nativeCall(() => this.#native.deferLeak(entry, message, failedAt, nextAttemptAt));
+    return nativeCall(() => this.#native.deferLeak(entry, message, failedAt, nextAttemptAt));
   }
 
   /** Takes `provider`'s orphan sweep for `holder` until `now + leaseMs`, unless another holder has it. */

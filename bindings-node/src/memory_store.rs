@@ -87,6 +87,10 @@ pub struct LeakRecord {
     pub failed_at: f64,
     /// Retries so far: a whole number below 2^32 (the core checks one JS gives).
     pub attempts: JsNumber,
+    /// The claim it was handed out under (`claimLeaks`, `dueLeaks`): pass
+    /// the entry back as it came, and a write lands only while that claim
+    /// still holds.
+    pub claim: Option<JsNumber>,
 }
 
 impl From<LeakEntry> for LeakRecord {
@@ -99,6 +103,7 @@ impl From<LeakEntry> for LeakRecord {
             last_error: entry.last_error,
             failed_at: entry.failed_at as f64,
             attempts: JsNumber::Number(f64::from(entry.attempts)),
+            claim: entry.claim.map(|claim| JsNumber::Number(claim as f64)),
         }
     }
 }
@@ -123,6 +128,7 @@ impl TryFrom<LeakRecord> for LeakEntry {
 
     fn try_from(entry: LeakRecord) -> Result<Self> {
         let attempts = whole("entry.attempts", entry.attempts, COUNT)? as u32;
+        let claim = entry.claim.map(|claim| whole("entry.claim", claim, MILLIS)).transpose()?;
         Ok(LeakEntry {
             failed_at: epoch_millis("entry.failedAt", entry.failed_at)?,
             key: entry.key,
@@ -131,6 +137,7 @@ impl TryFrom<LeakRecord> for LeakEntry {
             run_id: entry.run_id,
             last_error: entry.last_error,
             attempts,
+            claim,
         })
     }
 }
@@ -150,6 +157,8 @@ pub struct DueLeakRecord {
     pub reason: String,
     /// Epoch milliseconds before which no retry is due.
     pub next_attempt_at: f64,
+    /// The claim it was handed out under (see `LeakRecord.claim`).
+    pub claim: Option<f64>,
 }
 
 impl From<DueLeak> for DueLeakRecord {
@@ -165,6 +174,7 @@ impl From<DueLeak> for DueLeakRecord {
             attempts: entry.attempts,
             reason: due.reason.as_str().to_owned(),
             next_attempt_at: due.next_attempt_at as f64,
+            claim: entry.claim.map(|claim| claim as f64),
         }
     }
 }
@@ -426,16 +436,18 @@ impl MemoryStore {
         Ok(entries.into_iter().map(LeakRecord::from).collect())
     }
 
-    /// Removes a claimed leak whose sandbox is now destroyed.
+    /// Removes a claimed leak whose sandbox is now destroyed; `false`: its
+    /// claim had passed to another retrier, and nothing was written.
     #[napi]
-    pub fn resolve_leak(&self, entry: LeakRecord) -> Result<()> {
+    pub fn resolve_leak(&self, entry: LeakRecord) -> Result<bool> {
         let entry = LeakEntry::try_from(entry)?;
         ready(self.ledger()?.resolve_leak(&entry))
     }
 
-    /// Bumps a claimed leak's attempts, keeps `message` and releases the claim.
+    /// Bumps a claimed leak's attempts, keeps `message` and releases the
+    /// claim; `false`: the claim had passed on, and nothing was written.
     #[napi]
-    pub fn record_retry_failure(&self, entry: LeakRecord, message: String, failed_at: JsNumber) -> Result<()> {
+    pub fn record_retry_failure(&self, entry: LeakRecord, message: String, failed_at: JsNumber) -> Result<bool> {
         let entry = LeakEntry::try_from(entry)?;
         let failed_at = whole("failedAt", failed_at, MILLIS)?;
         ready(self.ledger()?.record_retry_failure(&entry, &message, failed_at))
@@ -509,7 +521,7 @@ impl MemoryStore {
         message: String,
         failed_at: JsNumber,
         next_attempt_at: JsNumber,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let entry = LeakEntry::try_from(entry)?;
         let failed_at = whole("failedAt", failed_at, MILLIS)?;
         let next_attempt_at = whole("nextAttemptAt", next_attempt_at, MILLIS)?;

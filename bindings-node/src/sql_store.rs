@@ -266,9 +266,10 @@ impl SqlStore {
         })
     }
 
-    /// Removes a claimed leak whose sandbox is now destroyed.
+    /// Removes a claimed leak whose sandbox is now destroyed; `false`: its
+    /// claim had passed to another retrier, and nothing was written.
     #[napi]
-    pub fn resolve_leak<'env>(&self, env: &'env Env, entry: LeakRecord) -> Result<PromiseRaw<'env, ()>> {
+    pub fn resolve_leak<'env>(&self, env: &'env Env, entry: LeakRecord) -> Result<PromiseRaw<'env, bool>> {
         let entry = LeakEntry::try_from(entry)?;
         let backend = self.backend.clone();
         spawn_coded(env, async move { backend.ledger().resolve_leak(&entry).await.map_err(store_error) })
@@ -282,7 +283,7 @@ impl SqlStore {
         entry: LeakRecord,
         message: String,
         failed_at: JsNumber,
-    ) -> Result<PromiseRaw<'env, ()>> {
+    ) -> Result<PromiseRaw<'env, bool>> {
         let entry = LeakEntry::try_from(entry)?;
         let failed_at = whole("failedAt", failed_at, MILLIS)?;
         let backend = self.backend.clone();
@@ -405,7 +406,7 @@ impl SqlStore {
         message: String,
         failed_at: JsNumber,
         next_attempt_at: JsNumber,
-    ) -> Result<PromiseRaw<'env, ()>> {
+    ) -> Result<PromiseRaw<'env, bool>> {
         let entry = LeakEntry::try_from(entry)?;
         let failed_at = whole("failedAt", failed_at, MILLIS)?;
         let next_attempt_at = whole("nextAttemptAt", next_attempt_at, MILLIS)?;

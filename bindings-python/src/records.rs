@@ -8,7 +8,7 @@ use pyo3::exceptions::{PyAttributeError, PyRuntimeError, PyTypeError, PyValueErr
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyInt, PyString};
+use pyo3::types::{PyBool, PyDict, PyInt, PyString};
 use sandbox_reclaim::model::MAX_SAFE_INTEGER;
 use sandbox_reclaim::{AuditEntry, DueLeak, LeakEntry, LeakReason, NewLeak, SandboxInstanceRecord};
 
@@ -62,15 +62,16 @@ pub fn instance_to_py<'py>(py: Python<'py>, record: &SandboxInstanceRecord) -> P
 /// Builds a `LeakEntry`; positional order is the dataclass's field order.
 pub fn leak_entry_to_py<'py>(py: Python<'py>, entry: &LeakEntry) -> PyResult<Bound<'py, PyAny>> {
     let class = record_types(py)?.leak_entry.bind(py);
-    class.call1((
-        &entry.key,
-        &entry.provider,
-        &entry.provider_sandbox_id,
-        &entry.run_id,
-        &entry.last_error,
-        entry.failed_at,
-        entry.attempts,
-    ))
+    let fields =
+        (&entry.key, &entry.provider, &entry.provider_sandbox_id, &entry.run_id, &entry.last_error, entry.failed_at);
+    class.call((fields.0, fields.1, fields.2, fields.3, fields.4, fields.5, entry.attempts), Some(&claim(py, entry)?))
+}
+
+/// The keyword-only `claim` a leak entry was handed out under.
+fn claim<'py>(py: Python<'py>, entry: &LeakEntry) -> PyResult<Bound<'py, PyDict>> {
+    let keywords = PyDict::new(py);
+    keywords.set_item(intern!(py, "claim"), entry.claim)?;
+    Ok(keywords)
 }
 
 /// Builds a `DueLeak` (a `LeakEntry` with `reason` and `next_attempt_at`);
@@ -78,17 +79,20 @@ pub fn leak_entry_to_py<'py>(py: Python<'py>, entry: &LeakEntry) -> PyResult<Bou
 pub fn due_leak_to_py<'py>(py: Python<'py>, due: &DueLeak) -> PyResult<Bound<'py, PyAny>> {
     let class = record_types(py)?.due_leak.bind(py);
     let entry = &due.entry;
-    class.call1((
-        &entry.key,
-        &entry.provider,
-        &entry.provider_sandbox_id,
-        &entry.run_id,
-        &entry.last_error,
-        entry.failed_at,
-        entry.attempts,
-        due.reason.as_str(),
-        due.next_attempt_at,
-    ))
+    class.call(
+        (
+            &entry.key,
+            &entry.provider,
+            &entry.provider_sandbox_id,
+            &entry.run_id,
+            &entry.last_error,
+            entry.failed_at,
+            entry.attempts,
+            due.reason.as_str(),
+            due.next_attempt_at,
+        ),
+        Some(&claim(py, entry)?),
+    )
 }
 
 /// Builds an `AuditEntry`; positional order is the dataclass's field order.
@@ -179,7 +183,22 @@ pub fn leak_entry_from_py(entry: &Bound<'_, PyAny>) -> PyResult<LeakEntry> {
         last_error: text(entry, intern!(py, "last_error"), what)?,
         failed_at: epoch_millis(entry, intern!(py, "failed_at"), what)?,
         attempts,
+        claim: claim_of(entry, what)?,
     })
+}
+
+/// The claim an entry carries back (`None`: absent, as on an entry that was
+/// only listed, or on a user's own object).
+fn claim_of(entry: &Bound<'_, PyAny>, what: &str) -> PyResult<Option<u64>> {
+    let py = entry.py();
+    let Ok(claim) = entry.getattr(intern!(py, "claim")) else { return Ok(None) };
+    if claim.is_none() {
+        return Ok(None);
+    }
+    claim
+        .extract::<u64>()
+        .map(Some)
+        .map_err(|_| PyTypeError::new_err(format!("{what}: `claim` must be an int or None")))
 }
 
 fn attribute<'py>(object: &Bound<'py, PyAny>, name: &Bound<'py, PyString>, what: &str) -> PyResult<Bound<'py, PyAny>> {

@@ -334,7 +334,7 @@ impl SqlStore {
     fn resolve_leak<'py>(&self, py: Python<'py>, entry: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let entry = leak_entry_from_py(entry)?;
         let backend = self.backend.clone();
-        awaitable(py, async move { backend.ledger().resolve_leak(&entry).await }, unit)
+        awaitable(py, async move { backend.ledger().resolve_leak(&entry).await }, flag)
     }
 
     /// Awaitable bumping a claimed entry's attempts and releasing the claim.
@@ -349,7 +349,7 @@ impl SqlStore {
         let entry = leak_entry_from_py(entry)?;
         let backend = self.backend.clone();
         let retry = async move { backend.ledger().record_retry_failure(&entry, &message, failed_at).await };
-        awaitable(py, retry, unit)
+        awaitable(py, retry, flag)
     }
 
     // ---- the fleet store (reconcile); every time is epoch milliseconds ----
@@ -464,7 +464,7 @@ impl SqlStore {
         let entry = leak_entry_from_py(entry)?;
         let backend = self.backend.clone();
         let defer = async move { backend.fleet().defer_leak(&entry, &message, failed_at, next_attempt_at).await };
-        awaitable(py, defer, unit)
+        awaitable(py, defer, flag)
     }
 
     /// Awaitable of whether `holder` took (or renewed) `provider`'s orphan sweep.

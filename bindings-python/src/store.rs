@@ -119,8 +119,9 @@ impl MemoryLedgerStore {
         entries.iter().map(|entry| leak_entry_to_py(py, entry)).collect()
     }
 
-    /// Removes a claimed entry whose sandbox is now destroyed.
-    fn resolve_leak(slf: PyRef<'_, Self>, entry: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// Removes a claimed entry whose sandbox is now destroyed; `False`: its
+    /// claim had passed to another retrier, and nothing was written.
+    fn resolve_leak(slf: PyRef<'_, Self>, entry: &Bound<'_, PyAny>) -> PyResult<bool> {
         let entry = leak_entry_from_py(entry)?;
         ready(slf.as_super().inner.resolve_leak(&entry))?.map_err(store_error)
     }
@@ -131,7 +132,7 @@ impl MemoryLedgerStore {
         entry: &Bound<'_, PyAny>,
         message: &str,
         failed_at: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
+    ) -> PyResult<bool> {
         let failed_at = millis("failed_at", failed_at)?;
         let entry = leak_entry_from_py(entry)?;
         ready(slf.as_super().inner.record_retry_failure(&entry, message, failed_at))?.map_err(store_error)
@@ -223,7 +224,7 @@ impl MemoryLedgerStore {
         message: &str,
         failed_at: &Bound<'_, PyAny>,
         next_attempt_at: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
+    ) -> PyResult<bool> {
         let failed_at = millis("failed_at", failed_at)?;
         let next_attempt_at = millis("next_attempt_at", next_attempt_at)?;
         let entry = leak_entry_from_py(entry)?;

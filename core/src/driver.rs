@@ -443,7 +443,12 @@ fn start<'a>(
         }
         Effect::DeferLeak { entry: reference, message, failed_at, next_attempt_at } => {
             let (fleet, entry) = (fleet()?, entry(reference)?);
-            Box::pin(async move { store_result(fleet.defer_leak(&entry, &message, failed_at, next_attempt_at).await) })
+            Box::pin(async move {
+                fleet
+                    .defer_leak(&entry, &message, failed_at, next_attempt_at)
+                    .await
+                    .map_or_else(Settled::StoreFailed, Settled::Flag)
+            })
         }
         Effect::ClaimSweep { provider, holder, lease_ms, now } => {
             let fleet = fleet()?;
@@ -478,11 +483,16 @@ fn start<'a>(
                 None => ledger()?,
             };
             let entry = entry(reference)?;
-            Box::pin(async move { store_result(ledger.resolve_leak(&entry).await) })
+            Box::pin(async move { ledger.resolve_leak(&entry).await.map_or_else(Settled::StoreFailed, Settled::Flag) })
         }
         Effect::RecordRetryFailure { entry: reference, message, failed_at } => {
             let (ledger, entry) = (ledger()?, entry(reference)?);
-            Box::pin(async move { store_result(ledger.record_retry_failure(&entry, &message, failed_at).await) })
+            Box::pin(async move {
+                ledger
+                    .record_retry_failure(&entry, &message, failed_at)
+                    .await
+                    .map_or_else(Settled::StoreFailed, Settled::Flag)
+            })
         }
         // Immediate effects are run by the loop itself.
         Effect::Log(_) | Effect::Cancel { .. } | Effect::Progress(_) => {

@@ -105,6 +105,11 @@ pub mod answer {
     pub const CLAIMED: &str = "claimed";
     /// `completion::JSON`: the answer in its wire form, which the core decodes.
     pub const JSON: &str = "json";
+    /// A fenced ledger write: `false` means the store refused it (the
+    /// entry's claim had passed to another holder); any other value (a store
+    /// written before claims were fenced answers nothing) means it landed.
+    /// Reported as the JSON answer `false` or `true`.
+    pub const HELD: &str = "held";
     /// Never completed (driver ops).
     pub const NONE: &str = "none";
 }
@@ -192,14 +197,14 @@ pub const EFFECTS: [EffectSpec; 21] = {
             None,
             true,
         ),
-        spec(op::RESOLVE_LEAK, "resolveLeak", "resolve_leak", t::STORE, &[o::ENTRY], a::OK),
+        spec(op::RESOLVE_LEAK, "resolveLeak", "resolve_leak", t::STORE, &[o::ENTRY], a::HELD),
         spec(
             op::RECORD_RETRY_FAILURE,
             "recordRetryFailure",
             "record_retry_failure",
             t::STORE,
             &[o::ENTRY, o::VALUE, o::VALUE],
-            a::OK,
+            a::HELD,
         ),
         spec(op::LOG, "log", "log", t::DRIVER, &[], a::NONE),
         spec(op::CANCEL, "cancel", "cancel", t::DRIVER, &[o::VALUE], a::NONE),
@@ -236,7 +241,7 @@ pub const EFFECTS: [EffectSpec; 21] = {
             DUE,
             true,
         ),
-        spec(op::DEFER_LEAK, "deferLeak", "defer_leak", t::STORE, &[o::ENTRY, o::VALUE, o::VALUE, o::VALUE], a::OK),
+        spec(op::DEFER_LEAK, "deferLeak", "defer_leak", t::STORE, &[o::ENTRY, o::VALUE, o::VALUE, o::VALUE], a::HELD),
         answered(
             spec(
                 op::CLAIM_SWEEP,

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::errors::StoreError;
-use crate::ledger::{LeakEntry, LeakLedger, NewLeak};
+use crate::ledger::{Held, LeakEntry, LeakLedger, NewLeak};
 use crate::model::SandboxInstanceRecord;
 
 /// Why a sandbox is in the leak ledger.
@@ -70,7 +70,7 @@ pub struct AuditEntry {
     pub key: Option<String>,
     /// `leak-retry`, `orphan` or `idle`.
     pub reason: String,
-    /// `destroyed`, `failed` or `timeout`.
+    /// `destroyed`, `failed`, `timeout` or `lease-lost`.
     pub result: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -78,6 +78,9 @@ pub struct AuditEntry {
 
 /// An audit row's `result` for a destroy that succeeded.
 pub const AUDIT_DESTROYED: &str = "destroyed";
+/// An audit row's `result` for a leak whose outcome the store refused to
+/// write: another pass had taken its claim (see [`crate::ledger::LeakEntry::claim`]).
+pub const AUDIT_LEASE_LOST: &str = "lease-lost";
 
 /// A store a fleet pass can run against: every store this library ships
 /// (in memory, SQLite, PostgreSQL) implements it.
@@ -119,8 +122,9 @@ pub trait FleetStore: LeakLedger {
     /// `provider`'s entries due at `now` (`next_attempt_at <= now`) and not
     /// claimed by another pass, oldest first, at most `limit`. With a
     /// `lease_ms`, claims them until `now + lease_ms` (so concurrent passes
-    /// never take the same entry; `FOR UPDATE SKIP LOCKED` on PostgreSQL);
-    /// without, only lists them (a dry run).
+    /// never take the same entry; `FOR UPDATE SKIP LOCKED` on PostgreSQL),
+    /// each under a new [`LeakEntry::claim`] generation; without, only lists
+    /// them (a dry run).
     async fn due_leaks(
         &self,
         provider: &str,
@@ -130,14 +134,16 @@ pub trait FleetStore: LeakLedger {
     ) -> Result<Vec<DueLeak>, StoreError>;
 
     /// A claimed entry's destroy failed again: attempts + 1, keep `message`,
-    /// next due at `next_attempt_at`, claim released.
+    /// next due at `next_attempt_at`, claim released. `Ok(false)`: the claim
+    /// `entry` carries no longer holds (another pass took the entry after
+    /// the lease ran out); nothing was written.
     async fn defer_leak(
         &self,
         entry: &LeakEntry,
         message: &str,
         failed_at: u64,
         next_attempt_at: u64,
-    ) -> Result<(), StoreError>;
+    ) -> Result<Held, StoreError>;
 
     /// Takes the orphan sweep of `provider` for `holder` until `now +
     /// lease_ms`, unless another holder's lease is still running. `Ok(true)`

@@ -35,6 +35,7 @@ impl NewLeak {
             last_error: self.error_message,
             failed_at: self.failed_at,
             attempts: 1,
+            claim: None,
         }
     }
 }
@@ -55,7 +56,18 @@ pub struct LeakEntry {
     pub failed_at: u64,
     /// Failed destroys so far (the reclaim's own counts as the first).
     pub attempts: u32,
+    /// The claim this entry was handed out under: the store's generation
+    /// for it, bumped by every claim. A write about a claimed entry
+    /// (resolve, defer, a retry failure) lands only while this generation
+    /// still holds, so a holder whose lease ran out and was taken over can
+    /// no longer release, resolve or overwrite the new holder's claim.
+    /// `None` on entries that were only listed (an unfenced write).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim: Option<u64>,
 }
+
+/// Whether a write about a claimed entry landed (see [`LeakEntry::claim`]).
+pub type Held = bool;
 
 /// The pending leaks of one provider, in short.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,12 +116,16 @@ pub trait LeakLedger: Send + Sync {
     }
     /// Claims up to `limit` of `provider`'s entries for `lease`. An entry
     /// claimed by another retrier whose lease has not expired is skipped, so
-    /// two hosts never retry the same sandbox at once.
+    /// two hosts never retry the same sandbox at once. Each entry comes back
+    /// with its new [`LeakEntry::claim`] generation.
     async fn claim_leaks(&self, provider: &str, limit: usize, lease: Duration) -> Result<Vec<LeakEntry>, StoreError>;
-    /// Removes a claimed entry whose sandbox is now destroyed.
-    async fn resolve_leak(&self, entry: &LeakEntry) -> Result<(), StoreError>;
-    /// Bumps a claimed entry's attempts, keeps `message` and releases the claim.
-    async fn record_retry_failure(&self, entry: &LeakEntry, message: &str, failed_at: u64) -> Result<(), StoreError>;
+    /// Removes a claimed entry whose sandbox is now destroyed. `Ok(false)`:
+    /// the claim no longer holds (another retrier took the entry after the
+    /// lease ran out), and nothing was written.
+    async fn resolve_leak(&self, entry: &LeakEntry) -> Result<Held, StoreError>;
+    /// Bumps a claimed entry's attempts, keeps `message` and releases the
+    /// claim. `Ok(false)`: the claim no longer holds; nothing was written.
+    async fn record_retry_failure(&self, entry: &LeakEntry, message: &str, failed_at: u64) -> Result<Held, StoreError>;
 }
 
 /// Options for [`crate::retry_leaks`].
@@ -142,4 +158,10 @@ pub struct RetrySummary {
     /// Entries whose destroy failed again (attempts bumped, error kept), or
     /// was cut when the claim's lease ran out (entry left to its new holder).
     pub still_failing: u64,
+    /// Entries whose outcome the store refused to write because another
+    /// retrier had taken their claim meanwhile (the lease ran out): the
+    /// entry is that holder's now. Counted in `destroyed` or
+    /// `still_failing` too, by what the destroy did.
+    #[serde(default)]
+    pub lease_lost: u64,
 }

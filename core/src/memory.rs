@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use crate::driver::{now_millis, SandboxInstanceStore};
 use crate::errors::StoreError;
 use crate::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, ScheduledLeak, StoreFacts, AUDIT_DESTROYED};
-use crate::ledger::{LeakEntry, LeakLedger, NewLeak};
+use crate::ledger::{Held, LeakEntry, LeakLedger, NewLeak};
 use crate::model::{InvalidRecord, SandboxInstanceRecord};
 
 /// An instance store in a `HashMap`. It copies records in and out, so a caller
@@ -48,11 +48,32 @@ struct Leak {
     next_attempt_at: u64,
     /// Epoch milliseconds until which a retrier holds it; `None` = free.
     claimed_until: Option<u64>,
+    /// Bumped by every claim: the fence of the claim's writes (see
+    /// [`LeakEntry::claim`]).
+    generation: u64,
 }
 
 impl Leak {
     fn free_at(&self, now: u64) -> bool {
         self.claimed_until.is_none_or(|until| until <= now)
+    }
+
+    /// Claims it until `until`, for a new generation.
+    fn claim(&mut self, until: u64) -> LeakEntry {
+        self.generation += 1;
+        self.claimed_until = Some(until);
+        self.handed()
+    }
+
+    /// The entry as a caller sees it: with its claim while one holds.
+    fn handed(&self) -> LeakEntry {
+        LeakEntry { claim: self.claimed_until.map(|_| self.generation), ..self.entry.clone() }
+    }
+
+    /// Whether a write about `entry` may land: it carries no claim (it was
+    /// only listed), or the claim it carries is still this one.
+    fn fenced_for(&self, entry: &LeakEntry) -> bool {
+        entry.claim.is_none_or(|claim| self.claimed_until.is_some() && claim == self.generation)
     }
 }
 
@@ -86,8 +107,30 @@ impl State {
                 known.reason = reason;
                 known.next_attempt_at = next_attempt_at;
             }
-            None => self.leaks.push(Leak { entry, reason, next_attempt_at, claimed_until: None }),
+            None => self.leaks.push(Leak { entry, reason, next_attempt_at, claimed_until: None, generation: 0 }),
         }
+    }
+}
+
+impl State {
+    /// A claimed entry's destroy failed again: attempts + 1, `message` kept,
+    /// its claim released (and its next attempt set, for a fleet pass), if
+    /// the claim `entry` carries still holds.
+    fn fail_claimed(&mut self, entry: &LeakEntry, message: &str, failed_at: u64, next: Option<u64>) -> Held {
+        let Some(known) = self.leaks.iter_mut().find(|known| same_sandbox(&known.entry, entry)) else {
+            return entry.claim.is_none();
+        };
+        if !known.fenced_for(entry) {
+            return false;
+        }
+        known.entry.attempts = known.entry.attempts.saturating_add(1);
+        known.entry.last_error = message.to_owned();
+        known.entry.failed_at = failed_at;
+        if let Some(next) = next {
+            known.next_attempt_at = next;
+        }
+        known.claimed_until = None;
+        true
     }
 }
 
@@ -205,6 +248,7 @@ impl LeakLedger for InMemorySandboxInstanceStore {
     async fn list_leaks(&self, provider: Option<&str>) -> Result<Vec<LeakEntry>, StoreError> {
         let state = self.lock();
         let matching = state.leaks.iter().filter(|leak| provider.is_none_or(|name| leak.entry.provider == name));
+        // A listing hands out no claim to write under.
         Ok(matching.map(|leak| leak.entry.clone()).collect())
     }
 
@@ -215,27 +259,26 @@ impl LeakLedger for InMemorySandboxInstanceStore {
         let mut claimed = Vec::new();
         for leak in state.leaks.iter_mut() {
             if claimed.len() < limit && leak.entry.provider == provider && leak.free_at(now) {
-                leak.claimed_until = Some(until);
-                claimed.push(leak.entry.clone());
+                claimed.push(leak.claim(until));
             }
         }
         Ok(claimed)
     }
 
-    async fn resolve_leak(&self, entry: &LeakEntry) -> Result<(), StoreError> {
-        self.lock().leaks.retain(|known| !same_sandbox(&known.entry, entry));
-        Ok(())
+    async fn resolve_leak(&self, entry: &LeakEntry) -> Result<Held, StoreError> {
+        let mut state = self.lock();
+        let Some(index) = state.leaks.iter().position(|known| same_sandbox(&known.entry, entry)) else {
+            return Ok(entry.claim.is_none());
+        };
+        if !state.leaks[index].fenced_for(entry) {
+            return Ok(false);
+        }
+        state.leaks.remove(index);
+        Ok(true)
     }
 
-    async fn record_retry_failure(&self, entry: &LeakEntry, message: &str, failed_at: u64) -> Result<(), StoreError> {
-        let mut state = self.lock();
-        if let Some(known) = state.leaks.iter_mut().find(|known| same_sandbox(&known.entry, entry)) {
-            known.entry.attempts = known.entry.attempts.saturating_add(1);
-            known.entry.last_error = message.to_owned();
-            known.entry.failed_at = failed_at;
-            known.claimed_until = None;
-        }
-        Ok(())
+    async fn record_retry_failure(&self, entry: &LeakEntry, message: &str, failed_at: u64) -> Result<Held, StoreError> {
+        Ok(self.lock().fail_claimed(entry, message, failed_at, None))
     }
 }
 
@@ -311,10 +354,11 @@ impl FleetStore for InMemorySandboxInstanceStore {
             if leak.entry.provider != provider || leak.next_attempt_at > now || !leak.free_at(now) {
                 continue;
             }
-            if let Some(lease_ms) = lease_ms {
-                leak.claimed_until = Some(lease_end(now, lease_ms));
-            }
-            due.push(DueLeak { entry: leak.entry.clone(), reason: leak.reason, next_attempt_at: leak.next_attempt_at });
+            let entry = match lease_ms {
+                Some(lease_ms) => leak.claim(lease_end(now, lease_ms)),
+                None => leak.handed(),
+            };
+            due.push(DueLeak { entry, reason: leak.reason, next_attempt_at: leak.next_attempt_at });
         }
         Ok(due)
     }
@@ -325,16 +369,8 @@ impl FleetStore for InMemorySandboxInstanceStore {
         message: &str,
         failed_at: u64,
         next_attempt_at: u64,
-    ) -> Result<(), StoreError> {
-        let mut state = self.lock();
-        if let Some(known) = state.leaks.iter_mut().find(|known| same_sandbox(&known.entry, entry)) {
-            known.entry.attempts = known.entry.attempts.saturating_add(1);
-            known.entry.last_error = message.to_owned();
-            known.entry.failed_at = failed_at;
-            known.next_attempt_at = next_attempt_at;
-            known.claimed_until = None;
-        }
-        Ok(())
+    ) -> Result<Held, StoreError> {
+        Ok(self.lock().fail_claimed(entry, message, failed_at, Some(next_attempt_at)))
     }
 
     async fn claim_sweep(&self, provider: &str, holder: &str, lease_ms: u64, now: u64) -> Result<bool, StoreError> {
@@ -376,6 +412,7 @@ impl FleetStore for InMemorySandboxInstanceStore {
             .leaks
             .iter()
             .map(|leak| ScheduledLeak {
+                // A listing hands out no claim to write under.
                 due: DueLeak { entry: leak.entry.clone(), reason: leak.reason, next_attempt_at: leak.next_attempt_at },
                 claimed_until: leak.claimed_until,
             })

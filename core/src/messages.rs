@@ -79,6 +79,11 @@ pub fn list_timeout_message(provider: &str, timeout_ms: u64) -> String {
 /// A host answered a fleet effect with something of the wrong shape.
 pub const MALFORMED_ANSWER: &str = "malformed answer";
 
+/// The audit row's `error` when the store refused a leak's outcome: its
+/// claim had passed to another pass.
+pub const LEASE_LOST: &str =
+    "the lease ran out before this outcome was written and another pass holds the entry now; nothing was written";
+
 /// A driver fed a machine something it did not ask for (a bug, never input).
 pub const MISUSE: &str = "sandbox-reclaim flow machine misused";
 /// ... a completion for an effect the machine is not waiting for.

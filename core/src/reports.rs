@@ -175,6 +175,10 @@ pub struct LeakCounts {
     pub destroyed: u64,
     pub failed: u64,
     pub deferred: u64,
+    /// Outcomes the store refused to write because another pass had taken
+    /// the entry's claim meanwhile (also counted in `destroyed` or `failed`).
+    #[serde(default)]
+    pub lease_lost: u64,
 }
 
 /// The orphan side of a provider's pass.

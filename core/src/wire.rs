@@ -445,10 +445,12 @@ fn decode(op: u32, json: &str) -> Completion {
     let items = || value.as_array().cloned().unwrap_or_default();
     let is_array = value.is_array();
     match op {
-        op::EXPIRE_IDLE | op::CLAIM_SWEEP => match value.as_bool() {
-            Some(flag) => Completion::Flag(flag),
-            None => failed("expected true or false".into()),
-        },
+        op::EXPIRE_IDLE | op::CLAIM_SWEEP | op::RESOLVE_LEAK | op::RECORD_RETRY_FAILURE | op::DEFER_LEAK => {
+            match value.as_bool() {
+                Some(flag) => Completion::Flag(flag),
+                None => failed("expected true or false".into()),
+            }
+        }
         _ if !is_array => failed("expected an array".into()),
         op::SANDBOX_REFERENCES | op::REGISTERED_SANDBOXES => {
             let ids: Option<Vec<String>> = items().iter().map(|id| id.as_str().map(str::to_owned)).collect();

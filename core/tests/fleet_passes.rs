@@ -268,11 +268,11 @@ impl LeakLedger for Spy {
         self.note("claim_leaks");
         self.inner.claim_leaks(provider, limit, lease).await
     }
-    async fn resolve_leak(&self, entry: &LeakEntry) -> Result<(), StoreError> {
+    async fn resolve_leak(&self, entry: &LeakEntry) -> Result<bool, StoreError> {
         self.note("resolve_leak");
         self.inner.resolve_leak(entry).await
     }
-    async fn record_retry_failure(&self, entry: &LeakEntry, message: &str, failed_at: u64) -> Result<(), StoreError> {
+    async fn record_retry_failure(&self, entry: &LeakEntry, message: &str, failed_at: u64) -> Result<bool, StoreError> {
         self.note("record_retry_failure");
         self.inner.record_retry_failure(entry, message, failed_at).await
     }
@@ -325,7 +325,7 @@ impl FleetStore for Spy {
         message: &str,
         failed_at: u64,
         next_attempt_at: u64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         self.note("defer_leak");
         self.inner.defer_leak(entry, message, failed_at, next_attempt_at).await
     }

@@ -60,6 +60,7 @@ fn named_entry(value: &Value) -> LeakEntry {
         last_error: String::new(),
         failed_at: 0,
         attempts: 0,
+        claim: None,
     }
 }
 
@@ -127,12 +128,20 @@ async fn run_step(store: &dyn SandboxInstanceStore, step: &Value) -> Result<(), 
         "claimLeaks" => {
             let limit = usize::try_from(step["limit"].as_u64().unwrap()).unwrap();
             let lease = Duration::from_millis(step["leaseMs"].as_u64().unwrap());
-            let got = ledger().claim_leaks(text(&step["provider"]), limit, lease).await.map_err(fail)?;
+            let mut got = ledger().claim_leaks(text(&step["provider"]), limit, lease).await.map_err(fail)?;
+            // Each claim's generation is the store's own: it must be there,
+            // and the rest of the entry must be as expected.
+            if let Some(unfenced) = got.iter().find(|entry| entry.claim.is_none()) {
+                return Err(format!("claimLeaks: {unfenced:?} was handed out without its claim"));
+            }
+            got.iter_mut().for_each(|entry| entry.claim = None);
             if got != leak_entries(&step["expect"]) {
                 return Err(format!("claimLeaks: expected {}, got {got:?}", step["expect"]));
             }
         }
-        "resolveLeak" => ledger().resolve_leak(&named_entry(&step["entry"])).await.map_err(fail)?,
+        "resolveLeak" => {
+            ledger().resolve_leak(&named_entry(&step["entry"])).await.map_err(fail)?;
+        }
         "recordRetryFailure" => {
             let failed_at = step["failedAt"].as_u64().unwrap();
             let entry = named_entry(&step["entry"]);

@@ -295,7 +295,45 @@ async fn due_leaks_respect_backoff_and_claims(fresh: &Fresh) {
     assert_eq!(store.list_leaks(Some("docker")).await.unwrap().len(), 3);
     store.record_leak(leak("kz", "later", "z", 50), LeakReason::Orphan, (1 << 53) - 1).await.unwrap();
     let claimed = store.claim_leaks("later", 10, std::time::Duration::from_secs(60)).await.unwrap();
-    assert_eq!(claimed, [leak("kz", "later", "z", 50).into_entry()], "claim_leaks ignores next_attempt_at");
+    assert!(claimed.len() == 1 && claimed[0].claim.is_some(), "a claim hands its generation out");
+    let expected = LeakEntry { claim: claimed[0].claim, ..leak("kz", "later", "z", 50).into_entry() };
+    assert_eq!(claimed, [expected], "claim_leaks ignores next_attempt_at");
+}
+
+/// A claim is fenced by its generation: once another pass took the entry
+/// (the first lease ran out), the first holder's late resolve, deferral or
+/// failure record writes nothing and says so, whatever the clocks say.
+async fn a_late_write_under_a_superseded_claim_is_refused(fresh: &Fresh) {
+    let store = &fresh.store;
+    store.record_leak(leak("kx", "docker", "x", 10), LeakReason::Orphan, 0).await.unwrap();
+    let first = store.due_leaks("docker", 10, Some(1), 100).await.unwrap().remove(0).entry;
+    fresh.lease_time_passes(20).await;
+    let second = store.due_leaks("docker", 10, Some(60_000), 2000).await.unwrap().remove(0).entry;
+    assert!(first.claim.is_some() && second.claim.is_some() && first.claim != second.claim, "{first:?} {second:?}");
+
+    assert!(!store.defer_leak(&first, "late", 3000, 9000).await.unwrap(), "a superseded deferral is refused");
+    assert!(!store.resolve_leak(&first).await.unwrap(), "a superseded resolve is refused");
+    assert!(!store.record_retry_failure(&first, "late", 3000).await.unwrap(), "a superseded failure is refused");
+    let kept = store.list_leaks(None).await.unwrap();
+    assert_eq!((kept.len(), kept[0].attempts, kept[0].claim), (1, 1, None), "the entry is untouched");
+    assert!(store.due_leaks("docker", 10, Some(60_000), 2500).await.unwrap().is_empty(), "still claimed");
+
+    // The holder's own write lands once, and releases the claim.
+    assert!(store.defer_leak(&second, "down", 3000, 0).await.unwrap());
+    assert!(!store.resolve_leak(&second).await.unwrap(), "a released claim writes nothing more");
+    assert_eq!(store.list_leaks(None).await.unwrap()[0].attempts, 2);
+    // The retry API's claims are fenced alike.
+    let third = store.claim_leaks("docker", 10, std::time::Duration::from_secs(60)).await.unwrap().remove(0);
+    assert!(third.claim > second.claim);
+    assert!(!store.record_retry_failure(&second, "late", 1).await.unwrap());
+    assert!(store.resolve_leak(&third).await.unwrap());
+    assert!(store.list_leaks(None).await.unwrap().is_empty());
+    // An entry that was only listed carries no claim: its write is not fenced.
+    store.record_leak(leak("ky", "docker", "y", 10), LeakReason::Orphan, 0).await.unwrap();
+    let listed = store.list_leaks(None).await.unwrap().remove(0);
+    assert_eq!(listed.claim, None);
+    assert!(store.resolve_leak(&listed).await.unwrap());
+    assert!(store.list_leaks(None).await.unwrap().is_empty());
 }
 
 async fn a_deferred_leak_waits_for_its_next_attempt(fresh: &Fresh) {
@@ -386,7 +424,7 @@ async fn facts_count_records_and_name_the_newest_audit_row(fresh: &Fresh) {
     let store = &fresh.store;
     let empty = store.facts().await.unwrap();
     assert_eq!((empty.records, empty.last_audit_at), (0, None));
-    let migrated = if matches!(fresh.backend, Backend::Memory) { 0 } else { 3 };
+    let migrated = if matches!(fresh.backend, Backend::Memory) { 0 } else { 4 };
     assert_eq!(empty.schema_version, migrated, "the newest migration applied");
     store.upsert(&record("a", "docker", "ctr-a", 1)).await.unwrap();
     store.upsert(&record("b", "docker", "ctr-b", 1)).await.unwrap();
@@ -432,6 +470,7 @@ async fn fleet_contract(backend: Backend) {
         the_registry_names_what_records_named_after_they_are_gone,
         due_leaks_respect_backoff_and_claims,
         a_deferred_leak_waits_for_its_next_attempt,
+        a_late_write_under_a_superseded_claim_is_refused,
         one_sweeper_per_provider,
         leak_summaries_count_each_provider,
         audit_rows_in_order,
@@ -468,10 +507,12 @@ async fn check_upgraded(store: &dyn Store) {
         last_error: "engine down".to_owned(),
         failed_at: 42,
         attempts: 3,
+        claim: None,
     };
     assert_eq!(store.list_leaks(None).await.unwrap(), std::slice::from_ref(&old), "the version-1 leak survived");
     assert_eq!(store.get("old-key").await.unwrap(), Some(record("old-key", "docker", "ctr-kept", 7)));
     let due = store.due_leaks("docker", 10, Some(1000), 0).await.unwrap();
+    let old = LeakEntry { claim: Some(1), ..old };
     assert_eq!(due, [DueLeak { entry: old, reason: LeakReason::DestroyFailed, next_attempt_at: 0 }]);
     let mut references = store.sandbox_references("docker", u64::MAX).await.unwrap();
     references.sort();
@@ -509,12 +550,12 @@ async fn a_version_1_sqlite_file_upgrades_in_place_keeping_its_leaks() {
     let store = SqliteSandboxInstanceStore::open(&path).await.expect("a version-1 file upgrades");
     check_upgraded(&store).await;
     store.close().await;
-    assert_eq!(sqlite_versions(&path).await, [1, 2, 3]);
+    assert_eq!(sqlite_versions(&path).await, [1, 2, 3, 4]);
     // Opening again finds nothing left to do.
     let store = SqliteSandboxInstanceStore::open(&path).await.expect("reopen");
     assert_eq!(store.list_leaks(None).await.unwrap().len(), 1);
     store.close().await;
-    assert_eq!(sqlite_versions(&path).await, [1, 2, 3]);
+    assert_eq!(sqlite_versions(&path).await, [1, 2, 3, 4]);
     remove_db(&path);
 }
 
@@ -527,18 +568,18 @@ async fn sqlite_versions(path: &Path) -> Vec<i64> {
 }
 
 #[tokio::test]
-async fn a_sqlite_schema_newer_than_version_3_is_refused() {
-    let path = temp_db_path("fleet_v4");
+async fn a_sqlite_schema_newer_than_version_4_is_refused() {
+    let path = temp_db_path("fleet_v5");
     SqliteSandboxInstanceStore::open(&path).await.unwrap().close().await;
-    assert_eq!(sqlite_versions(&path).await, [1, 2, 3]);
+    assert_eq!(sqlite_versions(&path).await, [1, 2, 3, 4]);
     store_support::sqlite_exec(
         &path,
-        &format!("INSERT INTO {SCHEMA_VERSION_TABLE} (version, applied_at) VALUES (4, 0)"),
+        &format!("INSERT INTO {SCHEMA_VERSION_TABLE} (version, applied_at) VALUES (5, 0)"),
     )
     .await;
     match SqliteSandboxInstanceStore::open(&path).await {
-        Err(StoreOpenError::SchemaTooNew { found: 4, supported: 3 }) => {}
-        other => panic!("expected SchemaTooNew {{ found: 4, supported: 3 }}, got {other:?}"),
+        Err(StoreOpenError::SchemaTooNew { found: 5, supported: 4 }) => {}
+        other => panic!("expected SchemaTooNew {{ found: 5, supported: 4 }}, got {other:?}"),
     }
     remove_db(&path);
 }
@@ -602,7 +643,7 @@ async fn a_version_1_postgres_schema_upgrades_in_place_keeping_its_leaks() {
     let applied: Vec<i64> =
         sqlx::query_scalar(&format!("SELECT version FROM {versions} ORDER BY version")).fetch_all(&pool).await.unwrap();
     pool.close().await;
-    assert_eq!(applied, [1, 2, 3]);
+    assert_eq!(applied, [1, 2, 3, 4]);
     drop_schema(&schema).await;
 }
 

@@ -57,7 +57,7 @@ async fn failed_destroy_records_a_leak(backend: Backend) {
     let retrier = ScriptedProvider::new("docker");
     retrier.fail_ids.lock().unwrap().push("ctr-2".to_owned());
     let summary = retry_leaks(&retrier, fresh.ledger(), RetryOptions::default()).await.unwrap();
-    assert_eq!(summary, RetrySummary { retried: 2, destroyed: 1, still_failing: 1 }, "{backend:?}");
+    assert_eq!(summary, RetrySummary { retried: 2, destroyed: 1, still_failing: 1, lease_lost: 0 }, "{backend:?}");
     let left = fresh.ledger().list_leaks(None).await.unwrap();
     assert_eq!(left.len(), 1);
     assert_eq!((left[0].provider_sandbox_id.as_str(), left[0].attempts), ("ctr-2", 2));
@@ -65,7 +65,7 @@ async fn failed_destroy_records_a_leak(backend: Backend) {
     // The failure released the claim, so the next retry takes it again.
     retrier.fail_ids.lock().unwrap().clear();
     let summary = retry_leaks(&retrier, fresh.ledger(), RetryOptions::default()).await.unwrap();
-    assert_eq!(summary, RetrySummary { retried: 1, destroyed: 1, still_failing: 0 });
+    assert_eq!(summary, RetrySummary { retried: 1, destroyed: 1, still_failing: 0, lease_lost: 0 });
     assert_eq!(fresh.ledger().count_leaks(None).await.unwrap(), 0);
     // Another provider's retry never touches docker's leaks.
     let other = ScriptedProvider::new("local");

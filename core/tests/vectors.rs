@@ -91,10 +91,10 @@ impl LeakLedger for ScriptedStore<'_> {
     async fn claim_leaks(&self, _: &str, _: usize, _: Duration) -> Result<Vec<LeakEntry>, StoreError> {
         unimplemented!("not used by the vectors")
     }
-    async fn resolve_leak(&self, _: &LeakEntry) -> Result<(), StoreError> {
+    async fn resolve_leak(&self, _: &LeakEntry) -> Result<bool, StoreError> {
         unimplemented!("not used by the vectors")
     }
-    async fn record_retry_failure(&self, _: &LeakEntry, _: &str, _: u64) -> Result<(), StoreError> {
+    async fn record_retry_failure(&self, _: &LeakEntry, _: &str, _: u64) -> Result<bool, StoreError> {
         unimplemented!("not used by the vectors")
     }
 }

@@ -97,9 +97,13 @@ async function runStep(store, step) {
     case 'countLeaks':
       assert.equal(await store.countLeaks(step.provider), step.expect);
       return;
-    case 'claimLeaks':
-      assert.deepStrictEqual(await store.claimLeaks(step.provider, step.limit, step.leaseMs), step.expect);
+    case 'claimLeaks': {
+      // Each claim's generation is the store's own: present, and otherwise as expected.
+      const claimed = await store.claimLeaks(step.provider, step.limit, step.leaseMs);
+      assert.ok(claimed.every((entry) => Number.isSafeInteger(entry.claim)), JSON.stringify(claimed));
+      assert.deepStrictEqual(claimed.map(({ claim, ...entry }) => entry), step.expect);
       return;
+    }
     case 'resolveLeak':
       await store.resolveLeak(namedEntry(step.entry));
       return;
@@ -341,7 +345,7 @@ test('a schema newer than this library rejects with SchemaTooNewError (found, su
   assert.ok(error instanceof SchemaTooNewError && error instanceof SandboxStoreOpenError && error instanceof SandboxStoreError);
   assert.equal(error.name, 'SchemaTooNewError');
   assert.equal(error.code, 'SANDBOX_STORE_SCHEMA_TOO_NEW');
-  assert.deepStrictEqual([error.found, error.supported], [99, 3], 'schema 3 added the registry');
+  assert.deepStrictEqual([error.found, error.supported], [99, 4], 'schema 4 added claim generations');
   assert.match(error.message, /version 99/);
 });
 

@@ -122,7 +122,9 @@ async def run_step(store: Any, step: dict[str, Any]) -> None:
         assert await settle(store.count_leaks(step["provider"])) == step["expect"]
     elif op == "claimLeaks":
         claimed = await settle(store.claim_leaks(step["provider"], step["limit"], step["leaseMs"] / 1000))
-        assert entries(claimed) == step["expect"]
+        # Each claim's generation is the store's own: present, and otherwise as expected.
+        assert all(isinstance(entry.claim, int) for entry in claimed), claimed
+        assert [{k: v for k, v in entry.items() if k != "claim"} for entry in entries(claimed)] == step["expect"]
     elif op == "resolveLeak":
         await settle(store.resolve_leak(named_entry(step["entry"])))
     elif op == "recordRetryFailure":
@@ -265,10 +267,10 @@ async def test_newer_schema_raises_schema_too_new_before_any_write(tmp_path: Pat
         await sr.SqliteSandboxInstanceStore.open(path)
     error = raised.value
     assert isinstance(error, sr.SandboxStoreOpenError) and isinstance(error, sr.SandboxStoreError)
-    assert (error.found, error.supported) == (99, 3)
+    assert (error.found, error.supported) == (99, 4)
     assert path.read_bytes() == before, "not a byte of the file changed"
     copy = pickle.loads(pickle.dumps(error))
-    assert (type(copy), str(copy), copy.found, copy.supported) == (sr.SchemaTooNewError, str(error), 99, 3)
+    assert (type(copy), str(copy), copy.found, copy.supported) == (sr.SchemaTooNewError, str(error), 99, 4)
 
 
 def sql_in_another_process(path: Path, script: str) -> list[list[Any]]:
@@ -297,12 +299,13 @@ async def test_a_version_2_file_migrates_to_3_and_registers_the_records_it_holds
     path = tmp_path / "v2.db"
     async with await sr.SqliteSandboxInstanceStore.open(path) as store:
         await store.upsert(sr.SandboxInstanceRecord("k-old", "docker", "c-old", "t", 100))
-    # Back to what version 2 left: no registry, no triggers, no version-3 row.
+    # Back to what version 2 left: no registry, no triggers, no claim column, no later version rows.
     sql_in_another_process(
         path,
         "DROP TRIGGER sandbox_registry_on_insert; DROP TRIGGER sandbox_registry_on_update;"
         " DROP TRIGGER sandbox_registry_on_delete; DROP TABLE sandbox_registry;"
-        " DELETE FROM sandbox_reclaim_schema_version WHERE version = 3",
+        " ALTER TABLE sandbox_leaks DROP COLUMN claim;"
+        " DELETE FROM sandbox_reclaim_schema_version WHERE version >= 3",
     )
     registry = "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'sandbox_registry'"
     assert sql_in_another_process(path, registry) == []
@@ -313,7 +316,7 @@ async def test_a_version_2_file_migrates_to_3_and_registers_the_records_it_holds
         assert await store.registered_sandboxes("docker", 0) == ["c-old"], "kept after its record is deleted"
     assert sql_in_another_process(path, registry) == [["sandbox_registry"]]
     versions = sql_in_another_process(path, "SELECT version FROM sandbox_reclaim_schema_version ORDER BY version")
-    assert versions == [[1], [2], [3]]
+    assert versions == [[1], [2], [3], [4]]
 
 
 # ---------------------------------------------------------------- numbers out of range

@@ -204,7 +204,7 @@ def retry_cases() -> list[dict[str, Any]]:
             "Oldest first, one at a time; another provider's entries are not claimed.",
             [a, other, b],
             {
-                "result": {"retried": 2, "destroyed": 2, "stillFailing": 0},
+                "result": {"retried": 2, "destroyed": 2, "stillFailing": 0, "leaseLost": 0},
                 "calls": [claim(), destroy("a"), resolve("a"), destroy("b"), resolve("b")],
                 "leaksAfter": [public(other)],
             },
@@ -214,7 +214,7 @@ def retry_cases() -> list[dict[str, Any]]:
             "attempts + 1, the newest error kept, the claim released.",
             [a],
             {
-                "result": {"retried": 1, "destroyed": 0, "stillFailing": 1},
+                "result": {"retried": 1, "destroyed": 0, "stillFailing": 1, "leaseLost": 0},
                 "calls": [claim(), destroy("a"), call("store", "recordRetryFailure", ["a", "still down", 0], 0)],
                 "leaksAfter": [public(leak("a", lastError="still down", attempts=2))],
             },
@@ -225,7 +225,7 @@ def retry_cases() -> list[dict[str, Any]]:
             "At most `limit` entries are claimed.",
             [a, b],
             {
-                "result": {"retried": 1, "destroyed": 1, "stillFailing": 0},
+                "result": {"retried": 1, "destroyed": 1, "stillFailing": 0, "leaseLost": 0},
                 "calls": [claim(limit=1), destroy("a"), resolve("a")],
                 "leaksAfter": [public(b)],
             },
@@ -236,7 +236,7 @@ def retry_cases() -> list[dict[str, Any]]:
             "An unexpired claim (claimedUntil, relative to the clock's start) keeps the entry from this retrier.",
             [leak("a", claimedUntil=1000), b],
             {
-                "result": {"retried": 1, "destroyed": 1, "stillFailing": 0},
+                "result": {"retried": 1, "destroyed": 1, "stillFailing": 0, "leaseLost": 0},
                 "calls": [claim(), destroy("b"), resolve("b")],
                 "leaksAfter": [public(a)],
             },
@@ -246,7 +246,7 @@ def retry_cases() -> list[dict[str, Any]]:
             "Lease 50 ms, its last tenth kept for store writes, destroys of 30 ms: a is done at 30; b starts at 30 and is cut at 45, its entry left untouched; c never starts.",
             [a, b, c],
             {
-                "result": {"retried": 2, "destroyed": 1, "stillFailing": 1},
+                "result": {"retried": 2, "destroyed": 1, "stillFailing": 1, "leaseLost": 0},
                 "calls": [claim(lease=50), destroy("a"), resolve("a", 30), destroy("b", 30)],
                 "leaksAfter": [public(b), public(c)],
                 "aborted": ["b"],
@@ -260,7 +260,7 @@ def retry_cases() -> list[dict[str, Any]]:
             "The lease is measured from when the claim was asked: a claim that took 60 ms of a 50 ms lease has lapsed.",
             [a],
             {
-                "result": {"retried": 0, "destroyed": 0, "stillFailing": 0},
+                "result": {"retried": 0, "destroyed": 0, "stillFailing": 0, "leaseLost": 0},
                 "calls": [claim(lease=50)],
                 "leaksAfter": [public(a)],
                 "elapsedMs": 60,
@@ -273,7 +273,7 @@ def retry_cases() -> list[dict[str, Any]]:
             "destroyTimeoutMs 100 within a 300 s lease: cancelled at 100, recorded with the timeout's message.",
             [a],
             {
-                "result": {"retried": 1, "destroyed": 0, "stillFailing": 1},
+                "result": {"retried": 1, "destroyed": 0, "stillFailing": 1, "leaseLost": 0},
                 "calls": [claim(), destroy("a"), call("store", "recordRetryFailure", ["a", timeout_message("a", 100), 100], 100)],
                 "leaksAfter": [public(leak("a", lastError=timeout_message("a", 100), attempts=2))],
                 "aborted": ["a"],
@@ -308,7 +308,7 @@ def retry_cases() -> list[dict[str, Any]]:
             "retry: nothing to claim",
             "An empty ledger: one claim, nothing else.",
             [],
-            {"result": {"retried": 0, "destroyed": 0, "stillFailing": 0}, "calls": [claim()], "leaksAfter": []},
+            {"result": {"retried": 0, "destroyed": 0, "stillFailing": 0, "leaseLost": 0}, "calls": [claim()], "leaksAfter": []},
         ),
     ]
 

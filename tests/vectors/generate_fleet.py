@@ -504,7 +504,7 @@ def orphans(status: str, **given: Any) -> dict[str, Any]:
 
 
 def leak_counts(**given: int) -> dict[str, int]:
-    return {name: given.get(name, 0) for name in ("due", "destroyed", "failed", "deferred")}
+    return {name: given.get(name, 0) for name in ("due", "destroyed", "failed", "deferred", "leaseLost")}
 
 
 def action_counts(**given: int) -> dict[str, int]:
@@ -540,6 +540,10 @@ def registered(at: int, provider: str = "local", retention: int = REGISTRY_RETEN
 
 def release_sweep(at: int, provider: str = "local") -> dict[str, Any]:
     return store("releaseSweep", [provider, "$holder"], at)
+
+
+# messages::LEASE_LOST: the audit row's error when the store refused a leak's outcome.
+LEASE_LOST = "the lease ran out before this outcome was written and another pass holds the entry now; nothing was written"
 
 
 def reconcile_cases() -> list[dict[str, Any]]:
@@ -597,6 +601,33 @@ def reconcile_cases() -> list[dict[str, Any]]:
             options={"backoffMs": 1000},
             leaks=[l1_twice],
             destroy={"c1": {"mode": "reject", "message": "still broken", "latencyMs": 10}},
+        ),
+        case(
+            "reconcile: a resolve the store refuses (the claim passed on) is counted and audited",
+            "The destroy succeeded, but the store answers that the entry's claim is no longer this pass's (its lease ran out and another pass took it): nothing is written, the report counts leaseLost, and the audit log says lease-lost beside destroyed.",
+            {
+                "report": {"providers": [{"name": "docker", "leaks": leak_counts(due=1, destroyed=1, leaseLost=1), "orphans": no_sweep}], "counts": action_counts(destroyed=1), "actions": [action("leak-retry", "docker", "c1", "k1", "destroyed")]},
+                "calls": [due("docker"), destroy("c1", 0), store("resolveLeak", ["c1"], 10), store("appendAudit", [1], 10), store("appendAudit", [1], 10)],
+                "leaksAfter": [after(l1)],
+                "auditAfter": [audit(10, "docker", "c1", "k1", "leak-retry", "destroyed"), audit(10, "docker", "c1", "k1", "leak-retry", "lease-lost", LEASE_LOST)],
+            },
+            leaks=[l1],
+            destroy={"c1": {"latencyMs": 10}},
+            store={"scripts": {"resolveLeak": {"mode": "return", "value": False}}},
+        ),
+        case(
+            "reconcile: a deferral the store refuses (the claim passed on) is counted and audited",
+            "The destroy failed again, but the entry's claim is another pass's now: the deferral writes nothing (attempts unchanged), the report counts leaseLost, and the audit log says lease-lost beside failed.",
+            {
+                "report": {"providers": [{"name": "docker", "leaks": leak_counts(due=1, failed=1, leaseLost=1), "orphans": no_sweep}], "counts": action_counts(failed=1), "actions": [action("leak-retry", "docker", "c1", "k1", "failed", "still broken")]},
+                "calls": [due("docker"), destroy("c1", 0), store("deferLeak", ["c1", "still broken", 10, 10 + 2000], 10), store("appendAudit", [1], 10), store("appendAudit", [1], 10)],
+                "leaksAfter": [after(l1)],
+                "auditAfter": [audit(10, "docker", "c1", "k1", "leak-retry", "failed", "still broken"), audit(10, "docker", "c1", "k1", "leak-retry", "lease-lost", LEASE_LOST)],
+            },
+            options={"backoffMs": 1000},
+            leaks=[l1],
+            destroy={"c1": {"mode": "reject", "message": "still broken", "latencyMs": 10}},
+            store={"scripts": {"deferLeak": {"mode": "return", "value": False}}},
         ),
         case(
             "reconcile: backoff is capped",

@@ -191,7 +191,7 @@ async def retry_leaks(
     host = Host(provided={"destroy": (destroy,)}, store=store)
     options = options_json(_RETRY_OPTIONS, locals())
     summary = await drive(_native.start_retry, (options, name), host)
-    return RetrySummary(summary["retried"], summary["destroyed"], summary["stillFailing"])
+    return RetrySummary(summary["retried"], summary["destroyed"], summary["stillFailing"], summary["leaseLost"])
 
 
 async def list_leaks(instances: object, provider: str | None = None) -> list[LeakEntry]:

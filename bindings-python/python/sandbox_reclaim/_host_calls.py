@@ -87,6 +87,11 @@ def _answer(spec: dict[str, Any]) -> Callable[[Any, int, Any, int], Batch]:
         return instance
     if kind == "claimed":
         return lambda run, effect, value, now: _native.complete_leaks(run.run, effect, claimed_sandbox_ids(value), now)
+    if kind == "held":
+        # A fenced ledger write: only ``False`` says the store refused it.
+        return lambda run, effect, value, now: _native.complete(
+            run.run, effect, _JSON, "false" if value is False else "true", None, now
+        )
     if kind == "json":
         owner = "provider" if spec["target"] == "provider" else "instances"
         read = json_reader(spec["shape"], f"{owner}.{spec['python']}")

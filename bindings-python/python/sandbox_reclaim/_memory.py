@@ -90,13 +90,17 @@ class InMemoryLeakLedgerStore(InMemorySandboxInstanceStore):
         """Claims up to ``limit`` of ``provider``'s entries for ``lease`` seconds."""
         return self._native.claim_leaks(exact(provider, "provider"), limit, lease)
 
-    async def resolve_leak(self, entry: LeakEntry) -> None:
-        """Removes a claimed entry whose sandbox is now destroyed."""
-        self._native.resolve_leak(entry)
+    async def resolve_leak(self, entry: LeakEntry) -> bool:
+        """Removes a claimed entry whose sandbox is now destroyed; ``False``:
+        its claim had passed on, and nothing was written."""
+        held: bool = self._native.resolve_leak(entry)
+        return held
 
-    async def record_retry_failure(self, entry: LeakEntry, message: str, failed_at: int) -> None:
-        """Bumps a claimed entry's attempts, keeps ``message`` and releases the claim."""
-        self._native.record_retry_failure(entry, message, failed_at)
+    async def record_retry_failure(self, entry: LeakEntry, message: str, failed_at: int) -> bool:
+        """Bumps a claimed entry's attempts, keeps ``message`` and releases the
+        claim; ``False``: its claim had passed on, and nothing was written."""
+        held: bool = self._native.record_retry_failure(entry, message, failed_at)
+        return held
 
     # ---- the fleet store (reconcile) ----
 
@@ -133,10 +137,12 @@ class InMemoryLeakLedgerStore(InMemorySandboxInstanceStore):
         most ``limit``, claimed until ``now + lease_ms`` (``None``: only listed)."""
         return self._native.due_leaks(_text(provider, "provider"), limit, lease_ms, now)
 
-    async def defer_leak(self, entry: LeakEntry, message: str, failed_at: int, next_attempt_at: int) -> None:
+    async def defer_leak(self, entry: LeakEntry, message: str, failed_at: int, next_attempt_at: int) -> bool:
         """A claimed entry failed again: attempts + 1, ``message`` kept, due at
-        ``next_attempt_at``, claim released."""
-        self._native.defer_leak(entry, _text(message, "message"), failed_at, next_attempt_at)
+        ``next_attempt_at``, claim released; ``False``: its claim had passed
+        on, and nothing was written."""
+        held: bool = self._native.defer_leak(entry, _text(message, "message"), failed_at, next_attempt_at)
+        return held
 
     async def claim_sweep(self, provider: str, holder: str, lease_ms: int, now: int) -> bool:
         """Takes ``provider``'s orphan sweep for ``holder`` until ``now + lease_ms``

@@ -85,6 +85,8 @@ class FleetStore(Protocol):
       wire-form dicts, with ``reason`` and ``next_attempt_at``);
     * ``defer_leak(entry, message, failed_at, next_attempt_at)``: attempts +
       1, message kept, claim released; ``resolve_leak(entry)``: removes it;
+      each only while the claim the entry carries still holds, answering
+      ``False`` when it no longer does (any other answer counts as written);
     * ``claim_sweep(provider, holder, lease_ms, now)`` / ``release_sweep(provider,
       holder)``: one sweeper per provider; answers whether it is ``holder``'s;
     * ``append_audit(entries)``: appends :class:`AuditEntry` rows.

@@ -9,7 +9,7 @@ import copy
 import enum
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field as _field
 from typing import Any, TypeAlias
 
 from . import _native
@@ -306,6 +306,7 @@ _LEAK_ENTRY_WIRE = {
     "lastError": "last_error",
     "failedAt": "failed_at",
     "attempts": "attempts",
+    "claim": "claim",
 }
 
 
@@ -321,6 +322,10 @@ class LeakEntry:
     last_error: str
     failed_at: int
     attempts: int
+    claim: int | None = _field(default=None, kw_only=True)
+    """The claim it was handed out under (``claim_leaks``, ``due_leaks``):
+    pass the entry back as it came, and a write lands only while that claim
+    still holds. ``None`` on an entry that was only listed."""
 
     def __post_init__(self) -> None:
         owner = "LeakEntry"
@@ -330,12 +335,14 @@ class LeakEntry:
         _check_text(owner, "last_error", "lastError", self.last_error)
         _check_whole(owner, "failed_at", "failedAt", self.failed_at)
         _check_whole(owner, "attempts", "attempts", self.attempts, count=True)
+        if self.claim is not None:
+            _check_whole(owner, "claim", "claim", self.claim)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LeakEntry:
-        """Reads the camelCase wire form (a Node ``LeakEntry``). Every field is required."""
-        keywords = _read_wire("LeakEntry", data, _LEAK_ENTRY_WIRE, tuple(_LEAK_ENTRY_WIRE))
-        for field in ("failed_at", "attempts"):
+        """Reads the camelCase wire form (a Node ``LeakEntry``). Every field but ``claim`` is required."""
+        keywords = _read_wire("LeakEntry", data, _LEAK_ENTRY_WIRE, _LEAK_ENTRY_REQUIRED)
+        for field in ("failed_at", "attempts", "claim"):
             value = keywords.get(field)
             if isinstance(value, float) and value.is_integer():
                 keywords[field] = int(value)
@@ -356,10 +363,19 @@ class RetrySummary:
     """Entries whose destroy now succeeded (and were removed from the ledger)."""
     still_failing: int
     """Entries whose destroy failed again (attempts bumped, error kept)."""
+    lease_lost: int = 0
+    """Entries whose outcome the store refused to write because another
+    retrier had taken their claim meanwhile (the lease ran out); counted in
+    ``destroyed`` or ``still_failing`` too."""
 
     def to_dict(self) -> dict[str, int]:
-        """The camelCase wire form (``{retried, destroyed, stillFailing}``)."""
-        return {"retried": self.retried, "destroyed": self.destroyed, "stillFailing": self.still_failing}
+        """The camelCase wire form (``{retried, destroyed, stillFailing, leaseLost}``)."""
+        return {
+            "retried": self.retried,
+            "destroyed": self.destroyed,
+            "stillFailing": self.still_failing,
+            "leaseLost": self.lease_lost,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,6 +424,7 @@ def leak_reason(value: object) -> LeakReason:
 
 
 _DUE_LEAK_WIRE = {**_LEAK_ENTRY_WIRE, "reason": "reason", "nextAttemptAt": "next_attempt_at"}
+_LEAK_ENTRY_REQUIRED = tuple(wire for wire in _LEAK_ENTRY_WIRE if wire != "claim")
 
 
 @dataclass(frozen=True, slots=True)
@@ -433,8 +450,9 @@ class DueLeak(LeakEntry):
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> DueLeak:
         """Reads the camelCase wire form (a ``LeakEntry``'s fields, ``reason``, ``nextAttemptAt``)."""
-        keywords = _read_wire("DueLeak", data, _DUE_LEAK_WIRE, tuple(_DUE_LEAK_WIRE))
-        for field in ("failed_at", "attempts", "next_attempt_at"):
+        required = tuple(wire for wire in _DUE_LEAK_WIRE if wire != "claim")
+        keywords = _read_wire("DueLeak", data, _DUE_LEAK_WIRE, required)
+        for field in ("failed_at", "attempts", "next_attempt_at", "claim"):
             value = keywords.get(field)
             if isinstance(value, float) and value.is_integer():
                 keywords[field] = int(value)

@@ -229,6 +229,9 @@ class LeakCounts(_WireForm):
     destroyed: int
     failed: int
     deferred: int
+    lease_lost: int
+    """Outcomes the store refused to write because another pass had taken
+    the entry's claim meanwhile (also counted in ``destroyed`` or ``failed``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -89,14 +89,18 @@ class _SqlStore:
         is skipped until its lease ends)."""
         return await self._native.claim_leaks(provider, limit, lease)
 
-    async def resolve_leak(self, entry: LeakEntry) -> None:
-        """Removes a claimed entry whose sandbox is now destroyed."""
-        await self._native.resolve_leak(entry)
+    async def resolve_leak(self, entry: LeakEntry) -> bool:
+        """Removes a claimed entry whose sandbox is now destroyed; ``False``:
+        its claim had passed to another retrier, and nothing was written."""
+        held: bool = await self._native.resolve_leak(entry)
+        return held
 
-    async def record_retry_failure(self, entry: LeakEntry, message: str, failed_at: int) -> None:
+    async def record_retry_failure(self, entry: LeakEntry, message: str, failed_at: int) -> bool:
         """Bumps a claimed entry's attempts, keeps ``message`` and releases the
-        claim; ``failed_at`` is epoch milliseconds."""
-        await self._native.record_retry_failure(entry, message, failed_at)
+        claim; ``failed_at`` is epoch milliseconds. ``False``: its claim had
+        passed on, and nothing was written."""
+        held: bool = await self._native.record_retry_failure(entry, message, failed_at)
+        return held
 
     # ---- the fleet store (reconcile); every time is epoch milliseconds ----
 
@@ -135,10 +139,12 @@ class _SqlStore:
         PostgreSQL skips rows another pass has locked)."""
         return await self._native.due_leaks(_check_str("provider", provider), limit, lease_ms, now)
 
-    async def defer_leak(self, entry: LeakEntry, message: str, failed_at: int, next_attempt_at: int) -> None:
+    async def defer_leak(self, entry: LeakEntry, message: str, failed_at: int, next_attempt_at: int) -> bool:
         """A claimed entry failed again: attempts + 1, ``message`` kept, due at
-        ``next_attempt_at``, claim released."""
-        await self._native.defer_leak(entry, _check_str("message", message), failed_at, next_attempt_at)
+        ``next_attempt_at``, claim released. ``False``: its claim had passed
+        on, and nothing was written."""
+        held: bool = await self._native.defer_leak(entry, _check_str("message", message), failed_at, next_attempt_at)
+        return held
 
     async def claim_sweep(self, provider: str, holder: str, lease_ms: int, now: int) -> bool:
         """Takes ``provider``'s orphan sweep for ``holder`` until ``now + lease_ms``

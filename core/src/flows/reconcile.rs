@@ -8,7 +8,10 @@
 //!    * **Leaks**: due ledger entries are claimed under a lease and destroyed;
 //!      success resolves the entry, failure defers it with exponential
 //!      backoff. As in leak retry, no destroy starts or keeps running after
-//!      the claim's lease (less its last tenth, kept for the store write).
+//!      the claim's lease (less its last tenth, kept for the store write),
+//!      and the store fences that write by the claim's generation: a write
+//!      that comes after another pass took the entry is refused, counted
+//!      (`leaseLost`) and audited as `lease-lost`.
 //!    * **Orphans**: one host at a time holds a provider's sweep (a lease in
 //!      the store). It reads the store's references, *then* lists (see
 //!      [`Reconcile::sweep`] for why). Sandboxes listed under the expected owner,
@@ -31,7 +34,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use crate::effects::{
     Completion, DueFields, Effect, EffectId, Ending, Flow, HostRef, Millis, Misuse, Output, StaleRecord,
 };
-use crate::fleet::{AuditEntry, LeakReason, ListedSandbox, AUDIT_DESTROYED};
+use crate::fleet::{AuditEntry, LeakReason, ListedSandbox, AUDIT_DESTROYED, AUDIT_LEASE_LOST};
 use crate::flows::outbox::Outbox;
 use crate::ledger::NewLeak;
 use crate::messages;
@@ -703,6 +706,14 @@ impl Reconcile {
         });
     }
 
+    /// The store refused a leak's resolve or deferral: another pass took
+    /// its claim after the lease ran out (this write came late), so the
+    /// entry is that pass's now. Counted and audited, never hidden.
+    fn lease_lost(&mut self, job: usize, now: Millis) {
+        self.report.providers[self.jobs[job].provider].leaks.lease_lost += 1;
+        self.audit_row(job, AUDIT_LEASE_LOST, Some(messages::LEASE_LOST.to_owned()), now);
+    }
+
     /// Writes audit rows in groups (one transaction each), and the rest
     /// whenever no destroy is running.
     fn flush_audit(&mut self) {
@@ -825,6 +836,8 @@ impl Flow for Reconcile {
                 self.destroy_failed(job, message, false, now);
             }
             (Pending::Write { .. } | Pending::Audit | Pending::Release, Completion::Ok) => {}
+            (Pending::Write { .. }, Completion::Flag(true)) => {}
+            (Pending::Write { job }, Completion::Flag(false)) => self.lease_lost(job, now),
             // A lapsed sweep lease expires by itself.
             (Pending::Release, Completion::Failed { .. }) => {}
             (

@@ -12,6 +12,12 @@
 //! for whoever holds it next. The last tenth of the lease is kept for the
 //! store write that follows a destroy (resolving the entry), so a sandbox
 //! destroyed just in time is not claimed again before its entry is gone.
+//!
+//! **The store fences the writes.** Each claim carries a generation, and a
+//! resolve or failure record lands only while it still holds; when the
+//! write is late (a slow store, a paused process) and another retrier has
+//! taken the entry meanwhile, the store refuses it and the summary counts
+//! it in `lease_lost` instead of overwriting the new holder's claim.
 
 use crate::effects::{Completion, Effect, EffectId, Ending, Flow, HostRef, Millis, Misuse, Output};
 use crate::flows::outbox::Outbox;
@@ -135,7 +141,12 @@ impl Flow for Retry {
             }
             (Phase::Destroying { .. }, Completion::Ok) => self.record(None, now),
             (Phase::Destroying { .. }, Completion::Failed { message }) => self.record(Some(message), now),
-            (Phase::Recording { destroyed, .. }, Completion::Ok) => {
+            (Phase::Recording { destroyed, .. }, completion @ (Completion::Ok | Completion::Flag(_))) => {
+                // The store refused the write: another retrier took the
+                // claim after the lease ran out, and the entry is its now.
+                if completion == Completion::Flag(false) {
+                    self.summary.lease_lost += 1;
+                }
                 if destroyed {
                     self.summary.destroyed += 1;
                 } else {
@@ -180,5 +191,39 @@ impl Flow for Retry {
 
     fn poll_done(&mut self) -> Option<Ending> {
         self.out.poll_done()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs a retry of `answers.len()` entries whose destroys succeed and
+    /// whose resolves the store answers with `answers`, in order.
+    fn retry_with(answers: &[Completion]) -> RetrySummary {
+        let input =
+            RetryInput { provider_name: "docker".into(), limit: 10, lease_ms: 60_000, destroy_timeout_ms: None };
+        let mut flow = Retry::new(input, 0);
+        let ids: Vec<String> = (0..answers.len()).map(|n| format!("c{n}")).collect();
+        let mut answers = answers.iter().cloned();
+        while let Some((id, effect)) = flow.poll_effect() {
+            let completion = match effect {
+                Effect::ClaimLeaks { .. } => Completion::Leaks(ids.clone()),
+                Effect::Destroy { .. } => Completion::Ok,
+                Effect::ResolveLeak { .. } => answers.next().unwrap(),
+                other => panic!("unexpected {other:?}"),
+            };
+            flow.complete(id, completion, 1).unwrap();
+        }
+        match flow.poll_done() {
+            Some(Ending::Resolved(Output::Retry(summary))) => summary,
+            other => panic!("expected a summary, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_resolve_the_store_refuses_is_counted_as_lease_lost() {
+        let summary = retry_with(&[Completion::Flag(true), Completion::Flag(false), Completion::Ok]);
+        assert_eq!(summary, RetrySummary { retried: 3, destroyed: 3, still_failing: 0, lease_lost: 1 });
     }
 }

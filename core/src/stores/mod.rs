@@ -155,6 +155,9 @@ pub(crate) struct LeakRow {
     pub last_error: String,
     pub failed_at: i64,
     pub attempts: i64,
+    /// The claim generation; it names a claim only while `claimed_until` is set.
+    pub claim: i64,
+    pub claimed_until: Option<i64>,
 }
 
 /// Reads an instance row of either database.
@@ -185,6 +188,10 @@ impl LeakRow {
             last_error: self.last_error,
             failed_at: non_negative("failed_at", self.failed_at)?,
             attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+            claim: match self.claimed_until {
+                Some(_) => Some(non_negative("claim", self.claim)?),
+                None => None,
+            },
         })
     }
 }
@@ -193,6 +200,12 @@ impl LeakRow {
 /// table by hand.
 fn non_negative(column: &'static str, value: i64) -> Result<u64, StoreError> {
     u64::try_from(value).map_err(|_| StoreError::backend(format!("column `{column}` holds a negative value: {value}")))
+}
+
+/// Whether a write about `entry` held its claim, from the rows it changed:
+/// an entry that was only listed carries no claim, and its write is not fenced.
+pub(crate) fn held(entry: &LeakEntry, rows: u64) -> crate::ledger::Held {
+    entry.claim.is_none() || rows > 0
 }
 
 /// A `u64` the store contract caps at 2^53−1 (validated), as SQL's `BIGINT`.
@@ -252,9 +265,11 @@ where
     Option<i64>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
     &'r str: sqlx::ColumnIndex<R>,
 {
-    let (_, due) = due_from_row(row)?;
+    let (_, mut due) = due_from_row(row)?;
     let claimed_until: Option<i64> = row.try_get("claimed_until").map_err(backend)?;
     let claimed_until = claimed_until.map(|until| non_negative("claimed_until", until)).transpose()?;
+    // A listing hands out no claim to write under.
+    due.entry.claim = None;
     Ok(crate::fleet::ScheduledLeak { due, claimed_until })
 }
 

@@ -14,13 +14,13 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 use super::ordered::KeyedOrder;
 use super::{
-    audit_from_row, backend, due_in_order, leak_from_row, ledger_text, record_from_row, scheduled_from_row, sql_int,
-    sql_limit, storable_key, storable_name, summaries, validate_leak, AuditText, Migration, StoreOpenError,
+    audit_from_row, backend, due_in_order, held, leak_from_row, ledger_text, record_from_row, scheduled_from_row,
+    sql_int, sql_limit, storable_key, storable_name, summaries, validate_leak, AuditText, Migration, StoreOpenError,
     AUDIT_COLUMNS,
 };
 use crate::errors::StoreError;
 use crate::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, ScheduledLeak, StoreFacts, AUDIT_DESTROYED};
-use crate::ledger::{LeakEntry, LeakLedger, LeakSummary, NewLeak};
+use crate::ledger::{Held, LeakEntry, LeakLedger, LeakSummary, NewLeak};
 use crate::memory::{lease_end, validate_name};
 use crate::model::SandboxInstanceRecord;
 
@@ -28,13 +28,21 @@ const MIGRATIONS: &[Migration] = &[
     Migration { version: 1, sql: include_str!("migrations/postgres/0001_instances_and_leaks.sql") },
     Migration { version: 2, sql: include_str!("migrations/postgres/0002_fleet.sql") },
     Migration { version: 3, sql: include_str!("migrations/postgres/0003_registry.sql") },
+    Migration { version: 4, sql: include_str!("migrations/postgres/0004_claim_generation.sql") },
 ];
 
 const RECORD_COLUMNS: &str =
     "sandbox_key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, latest_run_id, updated_at";
-const LEAK_COLUMNS: &str = "id, sandbox_key, provider, provider_sandbox_id, run_id, last_error, failed_at, attempts";
-const DUE_COLUMNS: &str =
-    "id, sandbox_key, provider, provider_sandbox_id, run_id, last_error, failed_at, attempts, reason, next_attempt_at";
+const LEAK_COLUMNS: &str =
+    "id, sandbox_key, provider, provider_sandbox_id, run_id, last_error, failed_at, attempts, claim, claimed_until";
+const DUE_COLUMNS: &str = "id, sandbox_key, provider, provider_sandbox_id, run_id, last_error, failed_at, attempts, \
+     claim, claimed_until, reason, next_attempt_at";
+/// A claimed entry's write lands only under its own claim (`param`: its
+/// generation; NULL for an entry that was only listed: unfenced).
+fn fence(param: &str) -> String {
+    format!("({param}::bigint IS NULL OR (claim = {param}::bigint AND claimed_until IS NOT NULL))")
+}
+
 /// The indexed identity of a sweep's provider, from parameter `$1`.
 const PROVIDER_HASH: &str = "sha256(convert_to($1::text, 'UTF8'))";
 /// The indexed identity of a key (see the migration for why it is a hash).
@@ -252,14 +260,15 @@ impl Queries {
                 "WITH picked AS (SELECT id FROM {leaks} WHERE provider = $1::text \
                  AND (claimed_until IS NULL OR claimed_until <= {DB_NOW_MILLIS}) \
                  ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED) \
-                 UPDATE {leaks} AS leak SET claimed_until = {DB_NOW_MILLIS} + $3 FROM picked \
+                 UPDATE {leaks} AS leak SET claimed_until = {DB_NOW_MILLIS} + $3, claim = leak.claim + 1 FROM picked \
                  WHERE leak.id = picked.id RETURNING {}",
                 qualified(LEAK_COLUMNS).join(", ")
             ),
-            resolve_leak: format!("DELETE FROM {leaks} WHERE sandbox_hash = {leak_hash}"),
+            resolve_leak: format!("DELETE FROM {leaks} WHERE sandbox_hash = {leak_hash} AND {}", fence("$3")),
             record_retry_failure: format!(
                 "UPDATE {leaks} SET attempts = attempts + 1, last_error = $3, failed_at = $4, claimed_until = NULL \
-                 WHERE sandbox_hash = {leak_hash}"
+                 WHERE sandbox_hash = {leak_hash} AND {}",
+                fence("$5")
             ),
             // Ties in byte order (`COLLATE "C"`), as the other stores order them.
             list_stale: format!(
@@ -296,13 +305,14 @@ impl Queries {
             // expired nor hand out one that outlives its holder's view of it.
             claim_due: format!(
                 "WITH picked AS ({due} FOR UPDATE SKIP LOCKED) \
-                 UPDATE {leaks} AS leak SET claimed_until = {DB_NOW_MILLIS} + $4 FROM picked \
+                 UPDATE {leaks} AS leak SET claimed_until = {DB_NOW_MILLIS} + $4, claim = leak.claim + 1 FROM picked \
                  WHERE leak.id = picked.id RETURNING {}",
                 qualified(DUE_COLUMNS).join(", ")
             ),
             defer_leak: format!(
                 "UPDATE {leaks} SET attempts = attempts + 1, last_error = $3, failed_at = $4, next_attempt_at = $5, \
-                 claimed_until = NULL WHERE sandbox_hash = {leak_hash}"
+                 claimed_until = NULL WHERE sandbox_hash = {leak_hash} AND {}",
+                fence("$6")
             ),
             // The update only runs for the same holder or an expired lease;
             // a concurrent insert of the same provider waits for the first.
@@ -318,7 +328,7 @@ impl Queries {
             ),
             append_audit: format!("INSERT INTO {audit} ({AUDIT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"),
             list_audit: format!("SELECT {AUDIT_COLUMNS} FROM {audit} WHERE at >= $1 ORDER BY id LIMIT $2"),
-            scheduled: format!("SELECT {DUE_COLUMNS}, claimed_until FROM {leaks} ORDER BY id"),
+            scheduled: format!("SELECT {DUE_COLUMNS} FROM {leaks} ORDER BY id"),
             facts: format!(
                 "SELECT (SELECT COALESCE(MAX(version), 0)::bigint FROM {versions}), \
                  (SELECT COUNT(*)::bigint FROM {instances}), (SELECT MAX(at)::bigint FROM {audit})"
@@ -539,7 +549,8 @@ impl LeakLedger for PostgresSandboxInstanceStore {
 
     async fn list_leaks(&self, provider: Option<&str>) -> Result<Vec<LeakEntry>, StoreError> {
         let rows = sqlx::query(&self.queries.list_leaks).bind(provider).fetch_all(&self.pool).await.map_err(backend)?;
-        rows.iter().map(|row| leak_from_row(row).map(|(_, entry)| entry)).collect()
+        // A listing hands out no claim to write under.
+        rows.iter().map(|row| leak_from_row(row).map(|(_, entry)| LeakEntry { claim: None, ..entry })).collect()
     }
 
     async fn summarize_leaks(&self) -> Result<Vec<LeakSummary>, StoreError> {
@@ -573,26 +584,28 @@ impl LeakLedger for PostgresSandboxInstanceStore {
         Ok(claimed.into_iter().map(|(_, entry)| entry).collect())
     }
 
-    async fn resolve_leak(&self, entry: &LeakEntry) -> Result<(), StoreError> {
-        sqlx::query(&self.queries.resolve_leak)
+    async fn resolve_leak(&self, entry: &LeakEntry) -> Result<Held, StoreError> {
+        let done = sqlx::query(&self.queries.resolve_leak)
             .bind(&entry.provider)
             .bind(&entry.provider_sandbox_id)
+            .bind(entry.claim.map(sql_int))
             .execute(&self.pool)
             .await
             .map_err(backend)?;
-        Ok(())
+        Ok(held(entry, done.rows_affected()))
     }
 
-    async fn record_retry_failure(&self, entry: &LeakEntry, message: &str, failed_at: u64) -> Result<(), StoreError> {
-        sqlx::query(&self.queries.record_retry_failure)
+    async fn record_retry_failure(&self, entry: &LeakEntry, message: &str, failed_at: u64) -> Result<Held, StoreError> {
+        let done = sqlx::query(&self.queries.record_retry_failure)
             .bind(&entry.provider)
             .bind(&entry.provider_sandbox_id)
             .bind(ledger_text(message))
             .bind(sql_int(failed_at))
+            .bind(entry.claim.map(sql_int))
             .execute(&self.pool)
             .await
             .map_err(backend)?;
-        Ok(())
+        Ok(held(entry, done.rows_affected()))
     }
 }
 
@@ -710,20 +723,21 @@ impl FleetStore for PostgresSandboxInstanceStore {
         message: &str,
         failed_at: u64,
         next_attempt_at: u64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Held, StoreError> {
         if !storable_name(&entry.provider) || !storable_name(&entry.provider_sandbox_id) {
-            return Ok(());
+            return Ok(held(entry, 0));
         }
-        sqlx::query(&self.queries.defer_leak)
+        let done = sqlx::query(&self.queries.defer_leak)
             .bind(&entry.provider)
             .bind(&entry.provider_sandbox_id)
             .bind(ledger_text(message))
             .bind(sql_int(failed_at))
             .bind(sql_int(next_attempt_at))
+            .bind(entry.claim.map(sql_int))
             .execute(&self.pool)
             .await
             .map_err(backend)?;
-        Ok(())
+        Ok(held(entry, done.rows_affected()))
     }
 
     /// The caller's clock (`_now`) is not used: the lease runs on the database's.

@@ -16,14 +16,14 @@ use sqlx::{ConnectOptions, Connection};
 use super::group_commit::{BatchCommit, GroupCommit, Write};
 use super::ordered::KeyedOrder;
 use super::{
-    audit_from_row, backend, due_in_order, leak_from_row, ledger_text, record_from_row, scheduled_from_row, sql_int,
-    sql_limit, storable_key, storable_name, summaries, validate_leak, AuditText, Migration, StoreOpenError,
+    audit_from_row, backend, due_in_order, held, leak_from_row, ledger_text, record_from_row, scheduled_from_row,
+    sql_int, sql_limit, storable_key, storable_name, summaries, validate_leak, AuditText, Migration, StoreOpenError,
     AUDIT_COLUMNS,
 };
 use crate::driver::{now_millis, SandboxInstanceStore};
 use crate::errors::StoreError;
 use crate::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, ScheduledLeak, StoreFacts, AUDIT_DESTROYED};
-use crate::ledger::{LeakEntry, LeakLedger, LeakSummary, NewLeak};
+use crate::ledger::{Held, LeakEntry, LeakLedger, LeakSummary, NewLeak};
 use crate::memory::{lease_end, validate_name};
 use crate::model::SandboxInstanceRecord;
 
@@ -47,13 +47,18 @@ const MIGRATIONS: &[Migration] = &[
     Migration { version: 1, sql: include_str!("migrations/sqlite/0001_instances_and_leaks.sql") },
     Migration { version: 2, sql: include_str!("migrations/sqlite/0002_fleet.sql") },
     Migration { version: 3, sql: include_str!("migrations/sqlite/0003_registry.sql") },
+    Migration { version: 4, sql: include_str!("migrations/sqlite/0004_claim_generation.sql") },
 ];
 
 const RECORD_COLUMNS: &str =
     "sandbox_key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, latest_run_id, updated_at";
-const LEAK_COLUMNS: &str = "id, sandbox_key, provider, provider_sandbox_id, run_id, last_error, failed_at, attempts";
-const DUE_COLUMNS: &str =
-    "id, sandbox_key, provider, provider_sandbox_id, run_id, last_error, failed_at, attempts, reason, next_attempt_at";
+/// A claimed entry's write lands only under its own claim (`?3`: its
+/// generation; NULL for an entry that was only listed: unfenced).
+const FENCE: &str = "(?3 IS NULL OR (claim = ?3 AND claimed_until IS NOT NULL))";
+const LEAK_COLUMNS: &str =
+    "id, sandbox_key, provider, provider_sandbox_id, run_id, last_error, failed_at, attempts, claim, claimed_until";
+const DUE_COLUMNS: &str = "id, sandbox_key, provider, provider_sandbox_id, run_id, last_error, failed_at, attempts, \
+     claim, claimed_until, reason, next_attempt_at";
 
 /// The longest busy timeout SQLite can wait: `i32::MAX` milliseconds.
 pub const MAX_BUSY_TIMEOUT: Duration = Duration::from_millis(crate::arguments::BUSY_TIMEOUT_MS.max);
@@ -455,7 +460,8 @@ impl LeakLedger for SqliteSandboxInstanceStore {
     async fn list_leaks(&self, provider: Option<&str>) -> Result<Vec<LeakEntry>, StoreError> {
         let sql = format!("SELECT {LEAK_COLUMNS} FROM {LEAKS_TABLE} WHERE ?1 IS NULL OR provider = ?1 ORDER BY id");
         let rows = sqlx::query(&sql).bind(provider).fetch_all(&self.pool).await.map_err(backend)?;
-        rows.iter().map(|row| leak_from_row(row).map(|(_, entry)| entry)).collect()
+        // A listing hands out no claim to write under.
+        rows.iter().map(|row| leak_from_row(row).map(|(_, entry)| LeakEntry { claim: None, ..entry })).collect()
     }
 
     async fn count_leaks(&self, provider: Option<&str>) -> Result<u64, StoreError> {
@@ -480,7 +486,7 @@ impl LeakLedger for SqliteSandboxInstanceStore {
         // One statement, so one write transaction: two processes claiming at
         // once are serialised by SQLite's write lock.
         let sql = format!(
-            "UPDATE {LEAKS_TABLE} SET claimed_until = ?1 WHERE id IN (SELECT id FROM {LEAKS_TABLE} \
+            "UPDATE {LEAKS_TABLE} SET claimed_until = ?1, claim = claim + 1 WHERE id IN (SELECT id FROM {LEAKS_TABLE} \
              WHERE provider = ?2 AND (claimed_until IS NULL OR claimed_until <= ?3) ORDER BY id LIMIT ?4) \
              RETURNING {LEAK_COLUMNS}"
         );
@@ -497,31 +503,33 @@ impl LeakLedger for SqliteSandboxInstanceStore {
         Ok(claimed.into_iter().map(|(_, entry)| entry).collect())
     }
 
-    async fn resolve_leak(&self, entry: &LeakEntry) -> Result<(), StoreError> {
-        let sql = format!("DELETE FROM {LEAKS_TABLE} WHERE provider = ?1 AND provider_sandbox_id = ?2");
-        sqlx::query(&sql)
+    async fn resolve_leak(&self, entry: &LeakEntry) -> Result<Held, StoreError> {
+        let sql = format!("DELETE FROM {LEAKS_TABLE} WHERE provider = ?1 AND provider_sandbox_id = ?2 AND {FENCE}");
+        let done = sqlx::query(&sql)
             .bind(&entry.provider)
             .bind(&entry.provider_sandbox_id)
+            .bind(entry.claim.map(sql_int))
             .execute(&self.pool)
             .await
             .map_err(backend)?;
-        Ok(())
+        Ok(held(entry, done.rows_affected()))
     }
 
-    async fn record_retry_failure(&self, entry: &LeakEntry, message: &str, failed_at: u64) -> Result<(), StoreError> {
+    async fn record_retry_failure(&self, entry: &LeakEntry, message: &str, failed_at: u64) -> Result<Held, StoreError> {
         let sql = format!(
-            "UPDATE {LEAKS_TABLE} SET attempts = attempts + 1, last_error = ?1, failed_at = ?2, claimed_until = NULL \
-             WHERE provider = ?3 AND provider_sandbox_id = ?4"
+            "UPDATE {LEAKS_TABLE} SET attempts = attempts + 1, last_error = ?4, failed_at = ?5, claimed_until = NULL \
+             WHERE provider = ?1 AND provider_sandbox_id = ?2 AND {FENCE}"
         );
-        sqlx::query(&sql)
-            .bind(ledger_text(message))
-            .bind(sql_int(failed_at))
+        let done = sqlx::query(&sql)
             .bind(&entry.provider)
             .bind(&entry.provider_sandbox_id)
+            .bind(entry.claim.map(sql_int))
+            .bind(ledger_text(message))
+            .bind(sql_int(failed_at))
             .execute(&self.pool)
             .await
             .map_err(backend)?;
-        Ok(())
+        Ok(held(entry, done.rows_affected()))
     }
 }
 
@@ -621,7 +629,8 @@ impl FleetStore for SqliteSandboxInstanceStore {
             // at once are serialised by SQLite's write lock.
             Some(lease_ms) => {
                 let sql = format!(
-                    "UPDATE {LEAKS_TABLE} SET claimed_until = ?4 WHERE id IN (SELECT id {due}) RETURNING {DUE_COLUMNS}"
+                    "UPDATE {LEAKS_TABLE} SET claimed_until = ?4, claim = claim + 1 WHERE id IN (SELECT id {due}) \
+                     RETURNING {DUE_COLUMNS}"
                 );
                 sqlx::query(&sql)
                     .bind(provider)
@@ -646,21 +655,22 @@ impl FleetStore for SqliteSandboxInstanceStore {
         message: &str,
         failed_at: u64,
         next_attempt_at: u64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Held, StoreError> {
         let sql = format!(
-            "UPDATE {LEAKS_TABLE} SET attempts = attempts + 1, last_error = ?1, failed_at = ?2, \
-             next_attempt_at = ?3, claimed_until = NULL WHERE provider = ?4 AND provider_sandbox_id = ?5"
+            "UPDATE {LEAKS_TABLE} SET attempts = attempts + 1, last_error = ?4, failed_at = ?5, \
+             next_attempt_at = ?6, claimed_until = NULL WHERE provider = ?1 AND provider_sandbox_id = ?2 AND {FENCE}"
         );
-        sqlx::query(&sql)
+        let done = sqlx::query(&sql)
+            .bind(&entry.provider)
+            .bind(&entry.provider_sandbox_id)
+            .bind(entry.claim.map(sql_int))
             .bind(ledger_text(message))
             .bind(sql_int(failed_at))
             .bind(sql_int(next_attempt_at))
-            .bind(&entry.provider)
-            .bind(&entry.provider_sandbox_id)
             .execute(&self.pool)
             .await
             .map_err(backend)?;
-        Ok(())
+        Ok(held(entry, done.rows_affected()))
     }
 
     async fn claim_sweep(&self, provider: &str, holder: &str, lease_ms: u64, now: u64) -> Result<bool, StoreError> {
@@ -729,7 +739,7 @@ impl FleetStore for SqliteSandboxInstanceStore {
     }
 
     async fn scheduled_leaks(&self) -> Result<Vec<ScheduledLeak>, StoreError> {
-        let sql = format!("SELECT {DUE_COLUMNS}, claimed_until FROM {LEAKS_TABLE} ORDER BY id");
+        let sql = format!("SELECT {DUE_COLUMNS} FROM {LEAKS_TABLE} ORDER BY id");
         let rows = sqlx::query(&sql).fetch_all(&self.pool).await.map_err(backend)?;
         rows.iter().map(scheduled_from_row).collect()
     }

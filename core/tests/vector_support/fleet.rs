@@ -484,13 +484,20 @@ fn settle(
                 Err(error) => failed(error, thrown),
             }
         }
-        Effect::ResolveLeak { entry } => {
-            store_done(ready(store.resolve_leak(&entry_of(entries, entry.effect, entry.index))), thrown)
-        }
-        Effect::DeferLeak { entry, message, failed_at, next_attempt_at } => {
-            let entry = entry_of(entries, entry.effect, entry.index);
-            store_done(ready(store.defer_leak(&entry, message, *failed_at, *next_attempt_at)), thrown)
-        }
+        // A scripted `return` answers without writing (`false`: a claim lost).
+        Effect::ResolveLeak { entry } => match returned {
+            Some(value) => Completion::Flag(value != json!(false)),
+            None => ready(store.resolve_leak(&entry_of(entries, entry.effect, entry.index)))
+                .map_or_else(|error| failed(error, thrown), Completion::Flag),
+        },
+        Effect::DeferLeak { entry, message, failed_at, next_attempt_at } => match returned {
+            Some(value) => Completion::Flag(value != json!(false)),
+            None => {
+                let entry = entry_of(entries, entry.effect, entry.index);
+                ready(store.defer_leak(&entry, message, *failed_at, *next_attempt_at))
+                    .map_or_else(|error| failed(error, thrown), Completion::Flag)
+            }
+        },
         Effect::ClaimSweep { provider, holder, lease_ms, now: asked } => match returned {
             Some(value) => Completion::Flag(value == json!(true)),
             None => ready(store.claim_sweep(provider, holder, *lease_ms, *asked))

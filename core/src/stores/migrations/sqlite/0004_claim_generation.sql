@@ -1,0 +1,9 @@
+-- Version 4: a generation on every leak claim, the fence of its writes.
+-- Placeholders: {leaks} (a plain name). Statements end with `;` at a line end.
+--
+-- Every claim (claimLeaks, dueLeaks with a lease) bumps `claim` and hands
+-- the new value out with the entry; resolve, defer and a retry failure then
+-- write only `WHERE claim` is still that value. A holder whose lease ran out
+-- and whose entry another retrier took can no longer release, resolve or
+-- overwrite that holder's claim, whatever its clock says.
+ALTER TABLE {leaks} ADD COLUMN claim INTEGER NOT NULL DEFAULT 0;
