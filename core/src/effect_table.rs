@@ -320,5 +320,8 @@ pub const fn slots(kind: &str) -> usize {
 
 /// The ops a driver reports as JSON.
 pub fn answered_with_json(op: u32) -> bool {
-    EFFECTS.get(op as usize).is_some_and(|spec| spec.answer.as_bytes() == answer::JSON.as_bytes())
+    // A `held` answer reaches the core as the JSON `true` or `false`.
+    EFFECTS.get(op as usize).is_some_and(|spec| {
+        spec.answer.as_bytes() == answer::JSON.as_bytes() || spec.answer.as_bytes() == answer::HELD.as_bytes()
+    })
 }

@@ -95,12 +95,12 @@ test('LocalProvider: create, list, exec, reclaim, idempotent destroy, ownership 
   for (const handle of handles) await provider.destroy({ id: handle.id }); // idempotent
 
   // retryLeaks, native provider + native store (one call into the core): still not ours.
-  assert.deepStrictEqual(await binding.retryLeaks({ provider, instances: store }), { retried: 1, destroyed: 0, stillFailing: 1 });
+  assert.deepStrictEqual(await binding.retryLeaks({ provider, instances: store }), { retried: 1, destroyed: 0, stillFailing: 1, leaseLost: 0 });
   assert.equal((await store.listLeaks())[0].attempts, 2);
   await stranger.destroy({ id: foreign.id });
   assert.deepStrictEqual(await stranger.list(), []);
   // Now gone: destroy succeeds (idempotent), so the retry resolves the leak.
-  assert.deepStrictEqual(await binding.retryLeaks({ provider, instances: store }), { retried: 1, destroyed: 1, stillFailing: 0 });
+  assert.deepStrictEqual(await binding.retryLeaks({ provider, instances: store }), { retried: 1, destroyed: 1, stillFailing: 0, leaseLost: 0 });
   assert.equal(await store.countLeaks(), 0);
   assert.deepStrictEqual(readdirSync(baseDir), [], 'no sandbox directory left');
 });
@@ -174,7 +174,7 @@ test('DockerProvider (podman): three sandboxes, list, exec, reclaim, idempotent 
     assert.equal(leak.providerSandboxId, foreignName);
     assert.match(leak.lastError, /refusing to touch sandbox/);
     // The native retry (DockerProvider + SQLite, in Rust) still refuses it.
-    assert.deepStrictEqual(await binding.retryLeaks({ provider, instances: store }), { retried: 1, destroyed: 0, stillFailing: 1 });
+    assert.deepStrictEqual(await binding.retryLeaks({ provider, instances: store }), { retried: 1, destroyed: 0, stillFailing: 1, leaseLost: 0 });
     assert.equal(podman('inspect', '-f', '{{.State.Running}}', foreignName), 'true', 'still running after the retry');
   } finally {
     try {

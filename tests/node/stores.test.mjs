@@ -178,13 +178,13 @@ for (const kind of ['sqlite', 'postgres']) {
       assert.equal(await store.countLeaks('docker'), 2);
 
       // A retry that fails again bumps attempts and keeps the new error.
-      assert.deepStrictEqual(await retryLeaks({ provider: broken, instances: store }), { retried: 2, destroyed: 0, stillFailing: 2 });
+      assert.deepStrictEqual(await retryLeaks({ provider: broken, instances: store }), { retried: 2, destroyed: 0, stillFailing: 2, leaseLost: 0 });
       assert.deepStrictEqual((await store.listLeaks()).map((leak) => leak.attempts), [2, 2]);
       // Another provider's name claims nothing.
-      assert.deepStrictEqual(await retryLeaks({ provider: { name: 'local', destroy() {} }, instances: store }), { retried: 0, destroyed: 0, stillFailing: 0 });
+      assert.deepStrictEqual(await retryLeaks({ provider: { name: 'local', destroy() {} }, instances: store }), { retried: 0, destroyed: 0, stillFailing: 0, leaseLost: 0 });
       // Limit 1, then the rest: a healthy provider empties the ledger.
-      assert.deepStrictEqual(await retryLeaks({ provider: healthy, instances: store, limit: 1 }), { retried: 1, destroyed: 1, stillFailing: 0 });
-      assert.deepStrictEqual(await retryLeaks({ provider: healthy, instances: store }), { retried: 1, destroyed: 1, stillFailing: 0 });
+      assert.deepStrictEqual(await retryLeaks({ provider: healthy, instances: store, limit: 1 }), { retried: 1, destroyed: 1, stillFailing: 0, leaseLost: 0 });
+      assert.deepStrictEqual(await retryLeaks({ provider: healthy, instances: store }), { retried: 1, destroyed: 1, stillFailing: 0, leaseLost: 0 });
       assert.deepStrictEqual(healthy.calls, ['ctr-c', 'ctr-a', 'ctr-b']);
       assert.equal(await store.countLeaks(), 0);
     } finally {
@@ -199,8 +199,8 @@ test('retryLeaks over the native in-memory ledger with a JS provider', async () 
   const broken = { name: 'docker', destroy() { throw 'plain string thrown'; } };
   assert.equal(await reclaimSandbox(run('k'), { provider: broken, instances: store }), 'destroy-failed');
   assert.equal((await store.listLeaks())[0].lastError, 'plain string thrown');
-  assert.deepStrictEqual(await retryLeaks({ provider: broken, instances: store }), { retried: 1, destroyed: 0, stillFailing: 1 });
-  assert.deepStrictEqual(await retryLeaks({ provider: { name: 'docker', async destroy() {} }, instances: store }), { retried: 1, destroyed: 1, stillFailing: 0 });
+  assert.deepStrictEqual(await retryLeaks({ provider: broken, instances: store }), { retried: 1, destroyed: 0, stillFailing: 1, leaseLost: 0 });
+  assert.deepStrictEqual(await retryLeaks({ provider: { name: 'docker', async destroy() {} }, instances: store }), { retried: 1, destroyed: 1, stillFailing: 0, leaseLost: 0 });
   assert.deepStrictEqual(await listLeaks(store), []);
 });
 

@@ -227,7 +227,7 @@ def test_host_provider_orphans_and_leaks_are_destroyed_and_audited(
     report = document["report"]
     assert [provider["name"] for provider in report["providers"]] == ["local", "fleet"]
     fleet = report["providers"][1]
-    assert fleet["leaks"] == {"due": 1, "destroyed": 1, "failed": 0, "deferred": 0}
+    assert fleet["leaks"] == {"due": 1, "destroyed": 1, "failed": 0, "deferred": 0, "leaseLost": 0}
     assert fleet["orphans"] == {
         "status": "swept",
         "listed": 5,

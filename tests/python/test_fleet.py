@@ -519,7 +519,7 @@ async def test_reconcile_retries_due_leaks_and_a_store_answer_out_of_contract_is
     provider = SlowProvider(delay=0)
     report = await sr.reconcile(provider=provider, instances=store)
     assert provider.finished == ["c1"] and await store.list_leaks() == []
-    assert report.providers[0].leaks == sr.LeakCounts(due=1, destroyed=1, failed=0, deferred=0)
+    assert report.providers[0].leaks == sr.LeakCounts(due=1, destroyed=1, failed=0, deferred=0, lease_lost=0)
 
     class BadDue:
         def __getattr__(self, name: str) -> Any:
@@ -610,7 +610,7 @@ def test_a_reconcile_report_reads_the_core_json_and_writes_it_back() -> None:
         "providers": [
             {
                 "name": "docker",
-                "leaks": {"due": 1, "destroyed": 0, "failed": 1, "deferred": 0},
+                "leaks": {"due": 1, "destroyed": 0, "failed": 1, "deferred": 0, "leaseLost": 0},
                 "orphans": {
                     "status": "held-elsewhere",
                     "listed": 0,
