@@ -758,7 +758,11 @@ export interface FleetPassOptions<Provider extends ReclaimProvider> {
   provider?: Provider;
   /** The providers, by distinct `name`: each record (or leak, or listing) goes to the one it names. */
   providers?: readonly Provider[];
-  /** Records (reconcile: destroys) in progress at once: a whole number >= 1. Default 16. */
+  /**
+   * Records (reconcile: destroys) in progress at once: a whole number >= 1. Default 16.
+   * reclaimAll: a record writing its outcome gives its slot to the next one
+   * meanwhile, with at most `concurrency` such writes at once.
+   */
   concurrency?: number;
   /** Destroys in flight per provider: a whole number >= 1. Default: `concurrency`. */
   perProviderConcurrency?: number;

@@ -27,7 +27,9 @@ pub struct FleetOptions<'a> {
     pub providers: Vec<&'a dyn SandboxProvider>,
     pub instances: &'a dyn SandboxInstanceStore,
     pub logger: Option<&'a dyn ReclaimLogger>,
-    /// Records in progress at once (default 16).
+    /// Records in progress at once (default 16). A record writing its outcome
+    /// gives its slot to the next one meanwhile, with at most as many such
+    /// writes at once.
     pub concurrency: usize,
     /// Destroys in flight per provider (default: `concurrency`).
     pub per_provider_concurrency: Option<usize>,

@@ -449,6 +449,141 @@ def reclaim_all_cases() -> list[dict[str, Any]]:
             destroy={"c2": {"mode": "throw", "message": "destroy threw"}},
             store={"scripts": {"get:k1": {"mode": "throw", "message": "get threw"}}},
         ),
+        case(
+            "reclaimAll: a record writing its outcome frees its slot",
+            "Once its destroy settled, a record only writes its outcome: it gives its slot to the next record meanwhile "
+            "(r2 starts at 10 ms while k1's delete runs until 35), but at most `concurrency` (here 1) writes run, so r2's "
+            "delete waits for k1's (20 -> 35 ms) and keeps r2's slot. At concurrency 1 the calls are still exactly the "
+            "reference's loop, record after record; the pass takes 85 ms, not 3 x 35.",
+            [record("r1", "k1"), record("r2", "k2"), record("r3", "k3")],
+            {
+                "report": {
+                    "counts": counts(destroyed=3),
+                    "records": [line("r1", "destroyed", "k1", 35), line("r2", "destroyed", "k2", 50), line("r3", "destroyed", "k3", 50)],
+                    "elapsedMs": 85,
+                },
+                "calls": [
+                    store("get", ["k1"], 0),
+                    destroy("c1", 0),
+                    store("delete", ["k1"], 10),
+                    store("get", ["k2"], 10),
+                    destroy("c2", 10),
+                    store("delete", ["k2"], 35),
+                    store("get", ["k3"], 35),
+                    destroy("c3", 35),
+                    store("delete", ["k3"], 60),
+                ],
+                "elapsedMs": 85,
+            },
+            options={"concurrency": 1},
+            instances=[instance(f"k{n}", "docker", f"c{n}") for n in range(1, 4)],
+            destroy={f"c{n}": {"latencyMs": 10} for n in range(1, 4)},
+            store={"scripts": {"delete": {"latencyMs": 25}}},
+        ),
+        case(
+            "reclaimAll: at most concurrency outcome writes in flight",
+            "At concurrency 2, k1's and k2's deletes (40 ms each) free their slots for r3 and r4; when c3 and c4 settle "
+            "(20, 25 ms) two writes are already in flight, so r3 and r4 hold their deletes and their slots: r5 starts only "
+            "when k1's delete settles (50 ms) and r3's delete takes its place. Never more than 2 writes at once.",
+            [record(f"r{n}", f"k{n}") for n in range(1, 6)],
+            {
+                "report": {
+                    "counts": counts(destroyed=5),
+                    "records": [
+                        line("r1", "destroyed", "k1", 50),
+                        line("r2", "destroyed", "k2", 55),
+                        line("r3", "destroyed", "k3", 80),
+                        line("r4", "destroyed", "k4", 80),
+                        line("r5", "destroyed", "k5", 80),
+                    ],
+                    "elapsedMs": 130,
+                },
+                "calls": [
+                    store("get", ["k1"], 0),
+                    store("get", ["k2"], 0),
+                    destroy("c1", 0),
+                    destroy("c2", 0),
+                    store("delete", ["k1"], 10),
+                    store("get", ["k3"], 10),
+                    destroy("c3", 10),
+                    store("delete", ["k2"], 15),
+                    store("get", ["k4"], 15),
+                    destroy("c4", 15),
+                    store("delete", ["k3"], 50),
+                    store("get", ["k5"], 50),
+                    destroy("c5", 50),
+                    store("delete", ["k4"], 55),
+                    store("delete", ["k5"], 90),
+                ],
+                "elapsedMs": 130,
+            },
+            options={"concurrency": 2},
+            instances=[instance(f"k{n}", "docker", f"c{n}") for n in range(1, 6)],
+            destroy={"c1": {"latencyMs": 10}, "c2": {"latencyMs": 15}, "c3": {"latencyMs": 10}, "c4": {"latencyMs": 10}, "c5": {"latencyMs": 10}},
+            store={"scripts": {"delete": {"latencyMs": 40}}},
+        ),
+        case(
+            "reclaimAll: a destroy cancelled at its deadline frees its slot while its leak is recorded",
+            "c1 hangs and is cancelled at 20 ms: r1 records its leak (30 ms) without its slot, so r2 starts at 20 ms; "
+            "r2's delete waits for that write (one at a time at concurrency 1).",
+            [record("r1", "k1"), record("r2", "k2")],
+            {
+                "report": {
+                    "counts": counts(destroyed=1, destroy_failed=1),
+                    "records": [line("r1", "destroy-failed", "k1", 50, timeout_message("c1", 20)), line("r2", "destroyed", "k2", 30)],
+                    "elapsedMs": 50,
+                },
+                "calls": [
+                    store("get", ["k1"], 0),
+                    destroy("c1", 0),
+                    store("deleteRecordingLeak", ["k1", {"key": "k1", "provider": "docker", "providerSandboxId": "c1", "runId": "r1", "errorMessage": timeout_message("c1", 20)}], 20),
+                    store("get", ["k2"], 20),
+                    destroy("c2", 20),
+                    store("delete", ["k2"], 50),
+                ],
+                "logs": [warn_destroy("r1", "k1", "c1", {"$timeoutError": {"providerSandboxId": "c1", "timeoutMs": 20, "message": timeout_message("c1", 20)}})],
+                "leaksAfter": [{"key": "k1", "provider": "docker", "providerSandboxId": "c1", "runId": "r1", "lastError": timeout_message("c1", 20), "attempts": 1}],
+                "aborted": ["c1"],
+                "elapsedMs": 50,
+            },
+            options={"concurrency": 1, "destroyTimeoutMs": 20},
+            ledger=True,
+            instances=[instance("k1", "docker", "c1"), instance("k2", "docker", "c2")],
+            destroy={"c1": {"mode": "hang"}, "c2": {"latencyMs": 10}},
+            store={"scripts": {"deleteRecordingLeak": {"latencyMs": 30}}},
+        ),
+        case(
+            "reclaimAll: a throwing logger drops a record's waiting outcome write",
+            "r2's destroy fails at 20 ms while k1's delete runs (until 40): r2's delete waits, and its warn throws, so r2 "
+            "ends `error` (its record kept) and gives up both its slot and its place in the write queue: r3 starts at 20 ms "
+            "and its delete is the one that follows k1's.",
+            [record("r1", "k1"), record("r2", "k2"), record("r3", "k3")],
+            {
+                "report": {
+                    "counts": counts(destroyed=2, error=1),
+                    "records": [line("r1", "destroyed", "k1", 40), line("r2", "error", "k2", 10, "logger down"), line("r3", "destroyed", "k3", 20)],
+                    "elapsedMs": 40,
+                },
+                "calls": [
+                    store("get", ["k1"], 0),
+                    destroy("c1", 0),
+                    store("delete", ["k1"], 10),
+                    store("get", ["k2"], 10),
+                    destroy("c2", 10),
+                    store("get", ["k3"], 20),
+                    destroy("c3", 20),
+                    store("delete", ["k3"], 40),
+                ],
+                "logs": [warn_destroy("r2", "k2", "c2", {"$hostError": "destroy"})],
+                "instancesAfter": [instance("k2", "docker", "c2")],
+                "elapsedMs": 40,
+            },
+            options={"concurrency": 1},
+            instances=[instance(f"k{n}", "docker", f"c{n}") for n in range(1, 4)],
+            destroy={"c1": {"latencyMs": 10}, "c2": {"mode": "reject", "message": "boom", "latencyMs": 10}, "c3": {"latencyMs": 10}},
+            store={"scripts": {"delete:k1": {"latencyMs": 30}}},
+            loggerThrows={"warn": "logger down"},
+        ),
     ]
 
 

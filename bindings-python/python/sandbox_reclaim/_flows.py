@@ -311,7 +311,9 @@ async def reclaim_all(
 
     * a record goes to the provider whose ``name`` its instance record names
       (none: ``provider-mismatch``, nothing touched);
-    * at most ``concurrency`` (default 16) records in progress, at most
+    * at most ``concurrency`` (default 16) records in progress (a record
+      writing its outcome gives its slot to the next one meanwhile, with at
+      most ``concurrency`` such writes at once), at most
       ``per_provider_concurrency`` destroys in flight per provider (default:
       ``concurrency``); records sharing a ``sandbox_key`` are reclaimed once
       (the others: ``duplicate``);

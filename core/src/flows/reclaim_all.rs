@@ -8,6 +8,17 @@
 //! * at most `concurrency` records in progress, and at most
 //!   `per_provider_concurrency` destroys in flight per provider (a destroy
 //!   waiting for its provider's slot starts its deadline when it starts);
+//! * a record whose destroy settled (or was cancelled at its deadline) is
+//!   *finishing*: all it has left is its outcome write (the delete, or the
+//!   delete recording its leak), so it gives its slot to the next record
+//!   while that write runs: on a durable store a slot would otherwise idle
+//!   for a store round trip per record. At most `concurrency` records are
+//!   finishing at once, so the store never sees more outcome writes in
+//!   flight than before; a record whose write finds them all taken holds
+//!   its write, and its slot, until one settles (first come, first
+//!   written). At concurrency 1 the calls are thus still the reference's
+//!   loop, record after record: the next record starts only once the last
+//!   one's write has been issued, and its own write waits for that one;
 //! * routing: a record goes to the provider whose name its instance names;
 //!   none → `provider-mismatch`, nothing touched, as a single reclaim;
 //! * records sharing a `sandboxKey` are reclaimed once (the others are
@@ -56,8 +67,11 @@ pub struct ReclaimAllInput {
 struct Active {
     machine: Reclaim,
     started_at: Millis,
-    /// Its destroy, waiting for a provider slot: (its own id, the effect).
+    /// Its destroy, waiting for a provider slot, or its outcome write,
+    /// waiting for a finishing slot: (its own id, the effect).
     held: Option<(EffectId, Effect)>,
+    /// Its outcome write was issued: it no longer takes a concurrency slot.
+    finishing: bool,
     /// (the record machine's own id, ours) of what it emitted.
     ids: Vec<(EffectId, EffectId)>,
     /// Failure messages of its effects, by its own id.
@@ -95,6 +109,10 @@ pub struct ReclaimAll {
     in_flight: Vec<u32>,
     /// Records whose destroy waits for a provider slot, per provider.
     waiting: Vec<VecDeque<usize>>,
+    /// Records finishing: writing their outcome, without a concurrency slot.
+    finishing: usize,
+    /// Records whose outcome write waits for a finishing slot, in order.
+    writes_waiting: VecDeque<usize>,
     /// Providers whose slots were freed since the last release.
     waiting_to_release: Vec<usize>,
     /// Destroys cancelled at their deadline: their late settle is ignored.
@@ -127,6 +145,8 @@ impl ReclaimAll {
             destroys: HashMap::new(),
             in_flight: vec![0; providers],
             waiting: vec![VecDeque::new(); providers],
+            finishing: 0,
+            writes_waiting: VecDeque::new(),
             waiting_to_release: Vec::new(),
             cancelled: HashSet::new(),
             first_of_key: HashSet::new(),
@@ -150,13 +170,18 @@ impl ReclaimAll {
         self.input.per_provider_concurrency.unwrap_or(self.input.concurrency).max(1)
     }
 
+    /// Records holding a concurrency slot: in progress, not finishing.
+    fn running(&self) -> usize {
+        self.active.len() - self.finishing
+    }
+
     fn may_start(&self, now: Millis) -> bool {
         !self.stopped && self.input.budget_ms.is_none_or(|budget| now < self.started_at.saturating_add(budget))
     }
 
     /// Starts records while there is room and time; ends when all are done.
     fn fill(&mut self, now: Millis) {
-        while self.active.len() < self.concurrency() && self.next_record < self.input.records.len() {
+        while self.running() < self.concurrency() && self.next_record < self.input.records.len() {
             if !self.may_start(now) {
                 break;
             }
@@ -181,6 +206,7 @@ impl ReclaimAll {
                 machine: Reclaim::new(input, now),
                 started_at: now,
                 held: None,
+                finishing: false,
                 ids: Vec::new(),
                 failures: Vec::new(),
                 destroy_error: None,
@@ -224,6 +250,7 @@ impl ReclaimAll {
     /// Forwards what record `index`'s machine asks for; concludes it when done.
     fn pump(&mut self, index: usize, now: Millis) {
         let limit = self.per_provider();
+        let concurrency = self.concurrency();
         loop {
             let Some(active) = self.active.get_mut(&index) else { return };
             let Some((own, effect)) = active.machine.poll_effect() else { break };
@@ -231,6 +258,17 @@ impl ReclaimAll {
                 Effect::Destroy { provider, .. } if self.in_flight[provider as usize] >= limit => {
                     active.held = Some((own, effect));
                     self.waiting[provider as usize].push_back(index);
+                }
+                // Its outcome write: the last thing a record does. Queued behind
+                // any write already waiting, so that writes go first come, first
+                // served.
+                Effect::DeleteInstance { .. } | Effect::DeleteRecordingLeak { .. } => {
+                    if self.finishing < concurrency && self.writes_waiting.is_empty() {
+                        self.finish_with(index, own, effect);
+                    } else {
+                        active.held = Some((own, effect));
+                        self.writes_waiting.push_back(index);
+                    }
                 }
                 effect => self.forward(index, own, effect),
             }
@@ -240,6 +278,12 @@ impl ReclaimAll {
         let Some(active) = self.active.remove(&index) else { return };
         for (_, ours) in &active.ids {
             self.routes.remove(ours);
+        }
+        if active.finishing {
+            self.finishing -= 1;
+        } else if active.held.is_some() {
+            // Its logger threw before its write could start: the write never will.
+            self.writes_waiting.retain(|waiting| *waiting != index);
         }
         let duration = now.saturating_sub(active.started_at);
         match ending {
@@ -299,6 +343,28 @@ impl ReclaimAll {
         if let Some((provider, sandbox_id)) = destroy {
             self.in_flight[provider] += 1;
             self.destroys.insert(ours, InFlightDestroy { record: index, provider, sandbox_id });
+        }
+    }
+
+    /// Issues record `index`'s outcome write, making it finishing: the one
+    /// place a record leaves its concurrency slot before it ends.
+    fn finish_with(&mut self, index: usize, own: EffectId, write: Effect) {
+        let Some(active) = self.active.get_mut(&index) else { return };
+        active.finishing = true;
+        self.finishing += 1;
+        self.forward(index, own, write);
+    }
+
+    /// Issues held outcome writes while fewer than `concurrency` are in
+    /// flight. Neither the budget nor a stop holds them back: their destroy
+    /// ran, and the reference deletes the record whatever it did.
+    fn release_writes(&mut self) {
+        while self.finishing < self.concurrency() {
+            let Some(index) = self.writes_waiting.pop_front() else { return };
+            let Some((own, write)) = self.active.get_mut(&index).and_then(|active| active.held.take()) else {
+                continue;
+            };
+            self.finish_with(index, own, write);
         }
     }
 
@@ -364,11 +430,13 @@ impl ReclaimAll {
         }
     }
 
-    /// After any step: release provider slots freed by cancels, start more.
+    /// After any step: release provider slots freed by cancels, writes
+    /// waiting for a finishing slot, then start more.
     fn settle(&mut self, now: Millis) {
         while let Some(provider) = self.waiting_to_release.pop() {
             self.release(provider, now);
         }
+        self.release_writes();
         self.fill(now);
     }
 }
