@@ -492,6 +492,7 @@ class Phase:
 
         verdict = Verdict(pauses=self.chaos.pauses, kills=self.chaos.kills + self.chaos.writer_kills)
         live: list[str] = []
+        repeats: list[str] = []
         early = 0
         first_destroy: dict[str, dict[str, Any]] = {}
         causes: Counter[str] = Counter()
@@ -514,8 +515,15 @@ class Phase:
             if not event["alive"] and sid in first_destroy:
                 first = first_destroy[sid]
                 if ours:
-                    verdict.repeat_destroys += 1
-                    causes[self.cause(first, event)] += 1
+                    cause = self.cause(first, event)
+                    causes[cause] += 1
+                    # The app destroyed it itself and left a ledger entry
+                    # behind (a cancelled reclaim, retried): the reconciler
+                    # did the entry's job. Shown, not counted.
+                    verdict.repeat_destroys += int(cause != "after_app")
+                    repeats.append(
+                        f"{sid}: {first['apiKey']} at {first['at']}, again by {key} {at - int(first['at'])} ms later ({cause})"
+                    )
                 else:
                     app_repeats["after_app" if first["apiKey"].startswith("soak-writer-") else "after_reconciler"] += 1
             if event["status"] == 204:
@@ -532,9 +540,10 @@ class Phase:
         )
         log(f"soak[{self.label}] delete requests by status: {dict(sorted(by_status.items()))}")
         log(
-            f"soak[{self.label}] repeat destroys by reconcilers: {verdict.repeat_destroys} {dict(causes)}; "
-            f"by apps (retried reclaims): {sum(app_repeats.values())} {dict(app_repeats)}; "
-            f"destroyed before their record was confirmed: {early}"
+            f"soak[{self.label}] repeat destroys by reconcilers: {sum(causes.values())} {dict(causes)}, "
+            f"{verdict.repeat_destroys} counted (not after_app: a ledger entry the app's own cancelled and retried "
+            f"reclaim left for a sandbox it had destroyed); by apps (retried reclaims): {sum(app_repeats.values())} "
+            f"{dict(app_repeats)}; destroyed before their record was confirmed: {early}"
         )
         if self.clocks:
             worst = max(abs(measured - intended) for _, intended, measured in self.clocks)
@@ -544,6 +553,8 @@ class Phase:
             log(f"soak[{self.label}] LIVE DESTROY: {line}")
         for sid in left[:10]:
             log(f"soak[{self.label}] LEFT: {sid}")
+        for line in repeats[:10]:
+            log(f"soak[{self.label}] repeat destroy: {line}")
         log(
             f"soak[{self.label}] live_destroyed={verdict.live_destroyed} orphans_left={verdict.orphans_left} "
             f"repeat_destroys={verdict.repeat_destroys} pauses={verdict.pauses} kills={verdict.kills} "
@@ -553,14 +564,16 @@ class Phase:
 
     def cause(self, first: dict[str, Any], again: dict[str, Any]) -> str:
         """Why a reconciler destroyed an already destroyed sandbox."""
+        if first["apiKey"].startswith("soak-writer-"):
+            # Only a ledger entry (or, with SOAK_LIST_LAG_MS, a lagging
+            # listing) sends a reconciler to a sandbox the app destroyed.
+            return "after_app"
         start, end = int(first["at"]) - 1000, int(again["at"])
         involved = {first["apiKey"], again["apiKey"]}
         if any(start <= at <= end and key in involved for at, key in self.chaos.killed):
             return "after_kill"
         if any(key in involved and p0 <= end and p1 >= start - 30_000 for p0, p1, key in self.chaos.paused):
             return "after_pause"
-        if first["apiKey"].startswith("soak-writer-"):
-            return "after_app"
         return "unexplained"
 
 
