@@ -5,7 +5,7 @@
 # Each suite's script installs what it needs (npm packages locally, a Python
 # venv in .venv, Debian packages via apt-get) and starts/stops its services.
 
-.PHONY: test demo bench lint test-rust test-node test-python test-reference test-packaging test-live
+.PHONY: test demo bench soak lint test-rust test-node test-python test-reference test-packaging test-live
 
 test:
 	bash scripts/test.sh
@@ -15,6 +15,15 @@ demo:
 
 bench:
 	bash scripts/bench.sh
+
+# By hand only (never in make test or CI): issue #26's proof harness. Node,
+# Python and command processes share one PostgreSQL (clocks offset up to
+# ±30 s) and then one SQLite file, paused and killed at random, against a
+# fake cloud that logs every destroy. SOAK_SECONDS (default 600),
+# SOAK_PAUSES=0, SOAK_KILLS=0; see tests/soak/README.md. The last line is
+# `soak: live_destroyed=N orphans_left=N repeat_destroys=N pauses=N kills=N`.
+soak:
+	bash scripts/soak.sh
 
 # By hand only (never in make test or CI): the hosted providers against the
 # real E2B, Daytona and Vercel APIs, each vendor with its credentials set

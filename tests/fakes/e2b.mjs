@@ -55,8 +55,18 @@ function listedView(sandbox) {
   return { sandboxID, templateID, alias, clientID, startedAt, endAt, cpuCount, memoryMB, diskSizeMB, envdVersion, metadata, state };
 }
 
-/** Starts a fake on 127.0.0.1 (a free port); resolves to its handle. */
-export async function startFakeE2b({ key = DEFAULT_KEY } = {}) {
+/**
+ * Starts a fake on 127.0.0.1 (a free port); resolves to its handle.
+ *
+ * `acceptKey(apiKey)` decides which `X-API-KEY` values are let in (default:
+ * exactly `key`), so a caller can give each client a key of its own and tell
+ * their requests apart. `onDestroy(event)` is called for every DELETE as it
+ * is served, with `{ at, id, apiKey, alive, status }`: epoch ms on this
+ * process's clock, the sandbox id, the caller's key, whether the sandbox was
+ * alive then, and the HTTP status answered (`null` for a hanging DELETE).
+ * Both exist for the soak (tests/soak); the defaults change nothing.
+ */
+export async function startFakeE2b({ key = DEFAULT_KEY, acceptKey = (apiKey) => apiKey === key, onDestroy = null } = {}) {
   const sandboxes = new Map(); // id -> sandbox (alive)
   const deleted = new Map(); // id -> { sandbox, at }
   const requests = [];
@@ -120,16 +130,25 @@ export async function startFakeE2b({ key = DEFAULT_KEY } = {}) {
     json(res, 200, items, headers);
   }
 
-  function destroy(id, res) {
+  function destroy(id, apiKey, res) {
     deletes += 1;
-    if (faults.hangDeletes) return hang(res);
+    const report = (status) => onDestroy?.({ at: Date.now(), id, apiKey, alive: sandboxes.has(id), status });
+    if (faults.hangDeletes) {
+      report(null);
+      return hang(res);
+    }
     if (faults.rateLimitDeletes > 0) {
       faults.rateLimitDeletes -= 1;
+      report(429);
       res.setHeader('retry-after', String(faults.retryAfterSeconds));
       return e2bError(res, 429, 'Rate limit exceeded');
     }
-    if (faults.failDeleteEvery > 0 && deletes % faults.failDeleteEvery === 0) return e2bError(res, 500, 'internal server error');
+    if (faults.failDeleteEvery > 0 && deletes % faults.failDeleteEvery === 0) {
+      report(500);
+      return e2bError(res, 500, 'internal server error');
+    }
     const sandbox = sandboxes.get(id);
+    report(sandbox ? 204 : 404);
     if (!sandbox) return e2bError(res, 404, `sandbox "${id}" doesn't exist or you don't have access to it`);
     sandboxes.delete(id);
     deleted.set(id, { sandbox, at: Date.now() });
@@ -186,7 +205,7 @@ export async function startFakeE2b({ key = DEFAULT_KEY } = {}) {
   });
 
   function serve(req, url, res) {
-    if (req.headers['x-api-key'] !== key) return e2bError(res, 401, 'Invalid API key, please visit https://e2b.dev/docs/api-key');
+    if (!acceptKey(req.headers['x-api-key'])) return e2bError(res, 401, 'Invalid API key, please visit https://e2b.dev/docs/api-key');
     const byId = url.pathname.match(/^\/sandboxes\/([^/]+)$/);
     if (req.method === 'GET' && url.pathname === '/v2/sandboxes') {
       if (faults.hangLists) return hang(res);
@@ -197,7 +216,7 @@ export async function startFakeE2b({ key = DEFAULT_KEY } = {}) {
       if (!sandbox) return e2bError(res, 404, `sandbox "${byId[1]}" doesn't exist or you don't have access to it`);
       return json(res, 200, { ...listedView(sandbox), domain: 'e2b.app' });
     }
-    if (byId && req.method === 'DELETE') return destroy(decodeURIComponent(byId[1]), res);
+    if (byId && req.method === 'DELETE') return destroy(decodeURIComponent(byId[1]), req.headers['x-api-key'], res);
     return e2bError(res, 404, `no route ${req.method} ${url.pathname}`);
   }
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
