@@ -222,7 +222,7 @@ fn json_output_has_the_documented_fields() {
     assert_eq!(keys(&document["report"]["idle"]), ["enabled", "expired", "skipped", "stale", "touched"]);
     let provider = &document["report"]["providers"][0];
     assert_eq!(keys(provider), ["leaks", "name", "orphans"]);
-    assert_eq!(keys(&provider["leaks"]), ["deferred", "destroyed", "due", "failed"]);
+    assert_eq!(keys(&provider["leaks"]), ["deferred", "destroyed", "due", "failed", "leaseLost"]);
     assert_eq!(
         keys(&provider["orphans"]),
         ["deferred", "deleting", "destroyed", "failed", "foreign", "found", "listed", "referenced", "status", "young"]

@@ -97,10 +97,11 @@ pub trait FleetStore: LeakLedger {
     async fn expire_idle(&self, key: &str, seen_updated_at: u64, leak: NewLeak) -> Result<bool, StoreError>;
 
     /// Every `providerSandboxId` of `provider` that an instance record or a
-    /// leak entry references, or that an audit row says was destroyed at or
-    /// after `destroyed_since` (the orphan sweep spares them all: a provider's
-    /// listing lags, and what a pass on any host just destroyed may still be
-    /// listed).
+    /// leak entry references, that an audit row says was destroyed at or
+    /// after `destroyed_since`, or whose leak entry was resolved at or after
+    /// it (a leak retry confirmed its destroy). The orphan sweep spares them
+    /// all: a provider's listing lags, and what a pass or a leak retry on any
+    /// host just destroyed may still be listed.
     async fn sandbox_references(&self, provider: &str, destroyed_since: u64) -> Result<Vec<String>, StoreError>;
 
     /// The registry: every `providerSandboxId` of `provider` an instance

@@ -37,6 +37,9 @@ struct State {
     /// The registry: (provider, providerSandboxId) of every sandbox a record
     /// named → epoch milliseconds its record was last written or deleted.
     registry: HashMap<(String, String), u64>,
+    /// (provider, providerSandboxId) → epoch milliseconds its leak entry was
+    /// last resolved (see [`FleetStore::sandbox_references`]).
+    resolved: HashMap<(String, String), u64>,
 }
 
 /// A ledger entry with its fleet bookkeeping.
@@ -273,7 +276,10 @@ impl LeakLedger for InMemorySandboxInstanceStore {
         if !state.leaks[index].fenced_for(entry) {
             return Ok(false);
         }
-        state.leaks.remove(index);
+        // Noted as resolved now: a sweep spares what was resolved within its
+        // grace (a lagging listing cannot get it destroyed again).
+        let gone = state.leaks.remove(index).entry;
+        state.resolved.insert((gone.provider, gone.provider_sandbox_id), now_millis());
         Ok(true)
     }
 
@@ -311,10 +317,12 @@ impl FleetStore for InMemorySandboxInstanceStore {
             .audit
             .iter()
             .filter(|row| row.provider == provider && row.result == AUDIT_DESTROYED && row.at >= destroyed_since);
+        let resolved = state.resolved.iter().filter(|((name, _), at)| name == provider && **at >= destroyed_since);
         let ids = records
             .map(|record| &record.provider_sandbox_id)
             .chain(leaks.map(|entry| &entry.provider_sandbox_id))
-            .chain(destroyed.map(|row| &row.provider_sandbox_id));
+            .chain(destroyed.map(|row| &row.provider_sandbox_id))
+            .chain(resolved.map(|((_, id), _)| id));
         let mut ids: Vec<String> = ids.cloned().collect();
         ids.sort();
         ids.dedup();

@@ -218,6 +218,28 @@ async fn references_cover_recent_destroys_in_the_audit_log(fresh: &Fresh) {
     assert_eq!(store.sandbox_references("docker", 501).await.unwrap(), ["c1"]);
 }
 
+/// What a leak retry just destroyed is referenced too (its entry resolved
+/// within the window), so a sweep within its grace does not destroy it again
+/// from a lagging listing; a resolve refused under a lost claim notes nothing.
+async fn references_cover_leaks_just_resolved(fresh: &Fresh) {
+    let store = &fresh.store;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    store.record_leak(leak("k2", "docker", "retried", 1), LeakReason::Orphan, 0).await.unwrap();
+    store.record_leak(leak("k3", "docker", "lost", 1), LeakReason::Orphan, 0).await.unwrap();
+    let claimed = store.claim_leaks("docker", 10, std::time::Duration::from_secs(60)).await.unwrap();
+    assert!(store.resolve_leak(&claimed[0]).await.unwrap());
+    let superseded = LeakEntry { claim: claimed[1].claim.map(|claim| claim + 1), ..claimed[1].clone() };
+    assert!(!store.resolve_leak(&superseded).await.unwrap());
+    assert!(store.registered_sandboxes("docker", 1).await.unwrap().is_empty(), "a resolve registers nothing");
+
+    let mut recent = store.sandbox_references("docker", now.saturating_sub(60_000)).await.unwrap();
+    recent.sort();
+    assert_eq!(recent, ["lost", "retried"], "resolved within the window; the other still in the ledger");
+    let later = store.sandbox_references("docker", now + 3_600_000).await.unwrap();
+    assert_eq!(later, ["lost"], "past the window a resolved one is fair game");
+    assert!(store.sandbox_references("daytona", 0).await.unwrap().is_empty(), "of this provider only");
+}
+
 /// The registry: every sandbox a record named, kept after its record is
 /// gone (last seen at the deletion), on every write path.
 async fn the_registry_names_what_records_named_after_they_are_gone(fresh: &Fresh) {
@@ -467,6 +489,7 @@ async fn fleet_contract(backend: Backend) {
         idle_expiry_only_takes_an_untouched_record,
         references_cover_records_and_leaks_of_one_provider,
         references_cover_recent_destroys_in_the_audit_log,
+        references_cover_leaks_just_resolved,
         the_registry_names_what_records_named_after_they_are_gone,
         due_leaks_respect_backoff_and_claims,
         a_deferred_leak_waits_for_its_next_attempt,

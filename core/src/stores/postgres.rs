@@ -264,7 +264,21 @@ impl Queries {
                  WHERE leak.id = picked.id RETURNING {}",
                 qualified(LEAK_COLUMNS).join(", ")
             ),
-            resolve_leak: format!("DELETE FROM {leaks} WHERE sandbox_hash = {leak_hash} AND {}", fence("$3")),
+            // The entry goes, and the registry notes the sandbox resolved
+            // now, in one statement: a sweep spares what was resolved within
+            // its grace, so a lagging listing cannot get a sandbox this
+            // resolve just confirmed destroyed destroyed again (retryLeaks
+            // writes no audit row). A row it creates counts as seen at 0:
+            // never within a registry retention.
+            resolve_leak: format!(
+                "WITH gone AS (DELETE FROM {leaks} WHERE sandbox_hash = {leak_hash} AND {} \
+                 RETURNING sandbox_hash, provider, provider_sandbox_id, sandbox_key) \
+                 INSERT INTO {registry} AS r \
+                 (sandbox_hash, provider, provider_sandbox_id, sandbox_key, first_seen, last_seen, resolved_at) \
+                 SELECT sandbox_hash, provider, provider_sandbox_id, sandbox_key, 0, 0, {DB_NOW_MILLIS} FROM gone \
+                 ON CONFLICT (sandbox_hash) DO UPDATE SET resolved_at = excluded.resolved_at",
+                fence("$3")
+            ),
             record_retry_failure: format!(
                 "UPDATE {leaks} SET attempts = attempts + 1, last_error = $3, failed_at = $4, claimed_until = NULL \
                  WHERE sandbox_hash = {leak_hash} AND {}",
@@ -290,6 +304,7 @@ impl Queries {
                 "SELECT provider_sandbox_id FROM {instances} WHERE provider = $1::text \
                  UNION SELECT provider_sandbox_id FROM {leaks} WHERE provider = $1::text \
                  UNION SELECT provider_sandbox_id FROM {audit} WHERE at >= $2 AND provider = $1::text AND result = $3 \
+                 UNION SELECT provider_sandbox_id FROM {registry} WHERE provider = $1::text AND resolved_at >= $2 \
                  ORDER BY 1"
             ),
             registered_sandboxes: format!(

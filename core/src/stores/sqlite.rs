@@ -52,6 +52,8 @@ const MIGRATIONS: &[Migration] = &[
 
 const RECORD_COLUMNS: &str =
     "sandbox_key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, latest_run_id, updated_at";
+/// Epoch milliseconds on SQLite's clock, as the registry's triggers take it.
+const SQLITE_NOW_MILLIS: &str = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
 /// A claimed entry's write lands only under its own claim (`?3`: its
 /// generation; NULL for an entry that was only listed: unfenced).
 const FENCE: &str = "(?3 IS NULL OR (claim = ?3 AND claimed_until IS NOT NULL))";
@@ -504,15 +506,34 @@ impl LeakLedger for SqliteSandboxInstanceStore {
     }
 
     async fn resolve_leak(&self, entry: &LeakEntry) -> Result<Held, StoreError> {
-        let sql = format!("DELETE FROM {LEAKS_TABLE} WHERE provider = ?1 AND provider_sandbox_id = ?2 AND {FENCE}");
-        let done = sqlx::query(&sql)
+        let delete = format!(
+            "DELETE FROM {LEAKS_TABLE} WHERE provider = ?1 AND provider_sandbox_id = ?2 AND {FENCE} RETURNING sandbox_key"
+        );
+        // The entry goes, and the registry notes the sandbox resolved now,
+        // in one transaction: a sweep spares what was resolved within its
+        // grace, so a lagging listing cannot get a sandbox this resolve just
+        // confirmed destroyed destroyed again (retryLeaks writes no audit
+        // row). A row it creates counts as seen at 0: never within a registry
+        // retention.
+        let register = format!(
+            "INSERT INTO {REGISTRY_TABLE} (provider, provider_sandbox_id, sandbox_key, first_seen, last_seen, resolved_at) \
+             VALUES (?1, ?2, ?3, 0, 0, {SQLITE_NOW_MILLIS}) ON CONFLICT (provider, provider_sandbox_id) \
+             DO UPDATE SET resolved_at = excluded.resolved_at"
+        );
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
+        let gone: Vec<String> = sqlx::query_scalar(&delete)
             .bind(&entry.provider)
             .bind(&entry.provider_sandbox_id)
             .bind(entry.claim.map(sql_int))
-            .execute(&self.pool)
+            .fetch_all(&mut *tx)
             .await
             .map_err(backend)?;
-        Ok(held(entry, done.rows_affected()))
+        for key in &gone {
+            let query = sqlx::query(&register).bind(&entry.provider).bind(&entry.provider_sandbox_id).bind(key);
+            query.execute(&mut *tx).await.map_err(backend)?;
+        }
+        tx.commit().await.map_err(backend)?;
+        Ok(held(entry, gone.len() as u64))
     }
 
     async fn record_retry_failure(&self, entry: &LeakEntry, message: &str, failed_at: u64) -> Result<Held, StoreError> {
@@ -583,6 +604,7 @@ impl FleetStore for SqliteSandboxInstanceStore {
             "SELECT provider_sandbox_id FROM {INSTANCES_TABLE} WHERE provider = ?1 \
              UNION SELECT provider_sandbox_id FROM {LEAKS_TABLE} WHERE provider = ?1 \
              UNION SELECT provider_sandbox_id FROM {AUDIT_TABLE} WHERE at >= ?2 AND provider = ?1 AND result = ?3 \
+             UNION SELECT provider_sandbox_id FROM {REGISTRY_TABLE} WHERE provider = ?1 AND resolved_at >= ?2 \
              ORDER BY 1"
         );
         sqlx::query_scalar(&sql)
