@@ -21,6 +21,7 @@ const MAX_LIMIT = 100;
 
 const NO_FAULTS = {
   failDeleteEvery: 0, // every Nth DELETE answers 500
+  failAliveOnly: false, // ...only when that sandbox is still alive
   rateLimitDeletes: 0, // the next N DELETEs answer 429 with Retry-After
   retryAfterSeconds: 1,
   hangDeletes: false, // DELETEs never answer
@@ -143,7 +144,11 @@ export async function startFakeE2b({ key = DEFAULT_KEY, acceptKey = (apiKey) => 
       res.setHeader('retry-after', String(faults.retryAfterSeconds));
       return e2bError(res, 429, 'Rate limit exceeded');
     }
-    if (faults.failDeleteEvery > 0 && deletes % faults.failDeleteEvery === 0) {
+    const failing = faults.failDeleteEvery > 0 && deletes % faults.failDeleteEvery === 0;
+    // `failAliveOnly`: a fault only where a real vendor could fail; a gone
+    // sandbox answers 404, as E2B does, so a retried destroy cannot leave a
+    // ledger entry behind for a sandbox already destroyed.
+    if (failing && (!faults.failAliveOnly || sandboxes.has(id))) {
       report(500);
       return e2bError(res, 500, 'internal server error');
     }

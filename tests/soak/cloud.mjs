@@ -34,6 +34,7 @@ const fake = await startFakeE2b({
 });
 fake.setFaults({
   failDeleteEvery: Number(option('--fail-delete-every', '0')),
+  failAliveOnly: true,
   deletedStayListedMs: Number(option('--list-lag-ms', '0')),
 });
 process.stdout.write(`${JSON.stringify({ url: fake.url })}\n`);
