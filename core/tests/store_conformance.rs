@@ -100,6 +100,15 @@ async fn run_step(store: &dyn SandboxInstanceStore, step: &Value) -> Result<(), 
             }
         }
         "upsert" => upsert_step(store, step).await?,
+        // Issued in order, none awaited before the next is issued (join_all
+        // polls each once, in order, before waiting on any).
+        "together" => {
+            let steps = step["steps"].as_array().expect("together: steps");
+            let runs = steps.iter().map(|inner| Box::pin(run_step(store, inner)));
+            for outcome in futures_util::future::join_all(runs).await {
+                outcome?;
+            }
+        }
         "delete" => store.delete(text(&step["key"])).await.map_err(fail)?,
         "deleteRecordingLeak" => {
             let leak = &step["leak"];

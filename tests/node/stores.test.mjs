@@ -71,6 +71,10 @@ const namedEntry = (entry) => ({ key: '', runId: '', lastError: '', failedAt: 0,
 
 async function runStep(store, step) {
   switch (step.op) {
+    case 'together':
+      // Issued in order, none awaited before the next is issued.
+      await Promise.all(step.steps.map((inner) => runStep(store, inner)));
+      return;
     case 'get':
       assert.deepStrictEqual(await store.get(step.key), step.expect);
       return;

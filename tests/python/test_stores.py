@@ -106,7 +106,10 @@ async def upsert_step(store: Any, step: dict[str, Any]) -> None:
 
 async def run_step(store: Any, step: dict[str, Any]) -> None:
     op = step["op"]
-    if op == "get":
+    if op == "together":
+        # Issued in order (tasks start in creation order), none awaited before the next is issued.
+        await asyncio.gather(*(run_step(store, inner) for inner in step["steps"]))
+    elif op == "get":
         found = await settle(store.get(step["key"]))
         assert found is None or type(found) is sr.SandboxInstanceRecord
         assert (None if found is None else found.to_dict()) == step["expect"]
