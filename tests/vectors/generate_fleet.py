@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from generate import thrown_twins
+
 HERE = Path(__file__).parent
 WARN_DESTROY = "reclaim: provider destroy failed; deleting the record anyway"
 MISMATCH = "reclaim: instance record belongs to a different provider; refusing to destroy"
@@ -1217,4 +1219,4 @@ def write(name: str, comment: str, cases: list[dict[str, Any]]) -> None:
 
 if __name__ == "__main__":
     write("reclaim-all.json", "reclaimAll: written by generate_fleet.py; see README.md (Fleet passes).", reclaim_all_cases())
-    write("reconcile.json", "reconcile: written by generate_fleet.py; see README.md (Fleet passes).", reconcile_cases())
+    write("reconcile.json", "reconcile: written by generate_fleet.py; see README.md (Fleet passes).", thrown_twins(reconcile_cases()))
