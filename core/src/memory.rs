@@ -400,6 +400,13 @@ impl FleetStore for InMemorySandboxInstanceStore {
         Ok(())
     }
 
+    async fn prune(&self, provider: &str, registry_before: u64, audit_before: u64) -> Result<(), StoreError> {
+        let mut state = self.lock();
+        state.registry.retain(|(name, _), seen| name != provider || *seen >= registry_before);
+        state.audit.retain(|row| row.provider != provider || row.at >= audit_before);
+        Ok(())
+    }
+
     async fn list_audit(&self, since: Option<u64>, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
         let state = self.lock();
         let since = since.unwrap_or(0);
