@@ -123,7 +123,8 @@ test('a dry run, and a pass whose sweep another host holds, never prune', async 
 test('a failing or synchronous prune fails nothing; prune that is not a function, and a bad auditRetentionMs, are TypeErrors before any call', async () => {
   const native = new InMemorySandboxInstanceStore({ ledger: true });
   for (const prune of [() => Promise.reject(new Error('disk full')), () => { throw new Error('sync failure'); }, () => undefined]) {
-    const { store } = userStore(native, { withPrune: false });
+    // A fresh store each time: the audit log of a pass that destroyed o1 spares it for the next.
+    const { store } = userStore(new InMemorySandboxInstanceStore({ ledger: true }), { withPrune: false });
     store.prune = prune;
     const orphan = { id: 'o1', createdAt: Date.now() - 3_600_000, owner: 'sandbox-reclaim' };
     const destroyed = [];
