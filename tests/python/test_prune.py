@@ -91,7 +91,7 @@ async def test_the_sweeps_holder_prunes_audit_rows_past_the_audit_retention(back
 
 
 async def test_a_store_without_prune_is_never_asked() -> None:
-    store = UserStore(sr.InMemorySandboxInstanceStore.with_ledger())
+    store: Any = UserStore(sr.InMemorySandboxInstanceStore.with_ledger())
     assert not hasattr(store, "prune")
     report = await sr.reconcile(provider=Listing(), instances=store)
     assert report.providers[0].orphans.status is sr.SweepStatus.SWEPT
