@@ -275,7 +275,7 @@ async fn prune_deletes_one_providers_rows_before_the_bounds(fresh: &Fresh) {
     let rows =
         [audit(100, "a", "destroyed", None), audit(200, "b", "destroyed", None), audit(300, "c", "failed", Some("x"))];
     store.append_audit(&rows).await.unwrap();
-    store.append_audit(&[elsewhere.clone()]).await.unwrap();
+    store.append_audit(std::slice::from_ref(&elsewhere)).await.unwrap();
 
     store.prune("docker", 200, 200).await.unwrap();
     assert_eq!(sorted(store.registered_sandboxes("docker", 0).await.unwrap()), ["c1x", "c2", "c2x"], "c1 (100) goes");
