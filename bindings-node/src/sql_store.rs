@@ -372,10 +372,9 @@ impl SqlStore {
         let registry_before = whole("registryBefore", registry_before, MILLIS)?;
         let audit_before = whole("auditBefore", audit_before, MILLIS)?;
         let backend = self.backend.clone();
-        spawn_coded(
-            env,
-            async move { backend.fleet().prune(&provider, registry_before, audit_before).await.map_err(store_error) },
-        )
+        spawn_coded(env, async move {
+            backend.fleet().prune(&provider, registry_before, audit_before).await.map_err(store_error)
+        })
     }
 
     /// Records a leak without touching any instance record.
