@@ -215,6 +215,8 @@ export declare class InMemorySandboxInstanceStore implements SandboxInstanceStor
   sandboxReferences?: FleetStore['sandboxReferences'];
   /** Present when constructed with `{ ledger: true }` (see {@link FleetStore.registeredSandboxes}). */
   registeredSandboxes?: (provider: string, since: number) => Promise<string[]>;
+  /** Present when constructed with `{ ledger: true }` (see {@link FleetStore.prune}). */
+  prune?: (provider: string, registryBefore: number, auditBefore: number) => Promise<void>;
   /** Present when constructed with `{ ledger: true }`. */
   recordLeak?: FleetStore['recordLeak'];
   /** Present when constructed with `{ ledger: true }`. */
@@ -282,6 +284,8 @@ declare abstract class SqlSandboxInstanceStore implements LeakLedgerStore, Fleet
   sandboxReferences(provider: string, destroyedSince?: number): Promise<string[]>;
   /** The registry (schema version 3): see {@link FleetStore.registeredSandboxes}. */
   registeredSandboxes(provider: string, since: number): Promise<string[]>;
+  /** Bounded growth: see {@link FleetStore.prune}. */
+  prune(provider: string, registryBefore: number, auditBefore: number): Promise<void>;
   recordLeak(leak: SandboxLeak, reason: LeakReason, nextAttemptAt: number): Promise<void>;
   dueLeaks(provider: string, limit: number, leaseMs: number | undefined | null, now: number): Promise<DueLeakEntry[]>;
   resolveLeak(entry: SandboxLeakEntry): Promise<boolean>;
@@ -700,6 +704,15 @@ export interface FleetStore {
    * store without it names none (an unlabelled sandbox is never destroyed).
    */
   registeredSandboxes?(provider: string, since: number): Promise<string[]> | string[];
+  /**
+   * Optional, bounded growth: deletes `provider`'s registry rows last seen
+   * before `registryBefore` and its audit rows from before `auditBefore`
+   * (epoch ms). Reconcile calls it once per provider from the pass that took
+   * that provider's sweep (never in a dry run), with `now −
+   * registryRetentionMs` and `now − auditRetentionMs`; a failure is ignored
+   * (the next holder prunes). A store without it keeps every row.
+   */
+  prune?(provider: string, registryBefore: number, auditBefore: number): Promise<void> | void;
   /** Records a leak without touching any record; a known sandbox's attempts are bumped. */
   recordLeak(leak: SandboxLeak, reason: LeakReason, nextAttemptAt: number): Promise<void> | void;
   /**
@@ -847,6 +860,13 @@ export interface ReconcileOptions extends FleetPassOptions<FleetProvider> {
    * `registeredSandboxes`.
    */
   registryRetentionMs?: number;
+  /**
+   * How long, in ms, the audit log keeps a row: the pass that takes a
+   * provider's sweep prunes that provider's audit rows older than this, and
+   * its registry rows past `registryRetentionMs`: a whole number >= 0.
+   * Default 7 776 000 000 (90 days). Ignored by a store without `prune`.
+   */
+  auditRetentionMs?: number;
   /** The owner namespace of providers that name none. Default `'sandbox-reclaim'`. */
   owner?: string;
   /** Who runs the pass: the audit rows' `host`. Default `os.hostname()`. */

@@ -274,6 +274,13 @@ async function reconcile(options) {
   }
   const registry = typeof registered === 'function';
   if (registry) store.registeredSandboxes = registered;
+  // So is pruning (bounded growth): a store without it keeps every row.
+  const pruner = instances.prune;
+  if (pruner !== undefined && pruner !== null && typeof pruner !== 'function') {
+    throw new TypeError('options.instances.prune must be a function when present');
+  }
+  const prune = typeof pruner === 'function';
+  if (prune) store.prune = pruner;
   const pass = readPassHost(options);
   const values = plainOptions(options, RECONCILE_OPTIONS);
   const host = {
@@ -289,7 +296,7 @@ async function reconcile(options) {
   const stopped = pass.signal?.aborted === true;
   const hostName = os.hostname();
   const sent = [...plans.flatMap((plan) => (plan.owner === undefined ? [plan.name] : [plan.name, plan.owner])), hostName];
-  return drive((now) => checkedByCore(() => native.startReconcile(values, plans, hostName, progress, stopped, registry, now)), host, sent);
+  return drive((now) => checkedByCore(() => native.startReconcile(values, plans, hostName, progress, stopped, registry, prune, now)), host, sent);
 }
 
 module.exports = { reclaimSandbox, sandboxReclaimer, retryLeaks, reclaimAll, reconcile };

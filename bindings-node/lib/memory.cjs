@@ -63,6 +63,10 @@ class InMemorySandboxInstanceStore {
         checkString(provider, 'provider');
         return refused(() => store.registeredSandboxes(provider, since));
       };
+      this.prune = async (provider, registryBefore, auditBefore) => {
+        checkString(provider, 'provider');
+        return refused(() => store.prune(provider, registryBefore, auditBefore));
+      };
       this.recordLeak = async (leak, reason, nextAttemptAt) => {
         checkLeak(leak);
         checkReason(reason);

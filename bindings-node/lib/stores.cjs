@@ -126,6 +126,16 @@ class SqlSandboxInstanceStore {
     return nativeCall(() => this.#native.registeredSandboxes(provider, since));
   }
 
+  /**
+   * Bounded growth: deletes `provider`'s registry rows last seen before
+   * `registryBefore` and its audit rows from before `auditBefore` (epoch ms).
+   * Reconcile calls it from the pass that holds the provider's sweep.
+   */
+  async prune(provider, registryBefore, auditBefore) {
+    checkString(provider, 'provider');
+    await nativeCall(() => this.#native.prune(provider, registryBefore, auditBefore));
+  }
+
   /** Records a leak (`reason`: 'destroy-failed', 'orphan' or 'idle') due at `nextAttemptAt`. */
   async recordLeak(leak, reason, nextAttemptAt) {
     checkLeak(leak);

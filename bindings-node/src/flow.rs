@@ -175,7 +175,7 @@ pub fn start_reclaim_all(
     sent.extend(sandbox_keys.iter().flatten().cloned());
     sent.extend(providers.iter().cloned());
     let records = run_ids.into_iter().zip(sandbox_keys).collect();
-    let pass = PassStart { progress, stopped, host_name: None, registry: false };
+    let pass = PassStart { progress, stopped, host_name: None, registry: false, prune: false };
     let input = start::reclaim_all(&host_options(&options_json)?, records, providers, store_has_ledger, pass)
         .map_err(invalid)?;
     Ok(started(sent, |runs| runs.start(Box::new(ReclaimAll::new(input, millis(now))))))
@@ -191,7 +191,8 @@ pub struct ReconcileProvider {
     pub owner: Option<String>,
 }
 
-/// Starts `reconcile`. `registry`: the store has `registeredSandboxes`.
+/// Starts `reconcile`. `registry`: the store has `registeredSandboxes`;
+/// `prune`: it has `prune`.
 #[napi]
 #[allow(clippy::too_many_arguments)]
 pub fn start_reconcile(
@@ -201,6 +202,7 @@ pub fn start_reconcile(
     progress: bool,
     stopped: bool,
     registry: bool,
+    prune: bool,
     now: f64,
 ) -> Result<Packed> {
     let mut sent = Vec::new();
@@ -214,7 +216,7 @@ pub fn start_reconcile(
         .map(|provider| HostProvider { name: provider.name, can_list: provider.can_list, owner: provider.owner })
         .collect();
     let now = millis(now);
-    let pass = PassStart { progress, stopped, host_name: Some(host_name), registry };
+    let pass = PassStart { progress, stopped, host_name: Some(host_name), registry, prune };
     let input = start::reconcile(&host_options(&options_json)?, providers, pass, now).map_err(invalid)?;
     Ok(started(sent, |runs| runs.start(Box::new(Reconcile::new(input, now)))))
 }

@@ -488,6 +488,15 @@ impl MemoryStore {
         ready(self.fleet()?.registered_sandboxes(&provider, since))
     }
 
+    /// Bounded growth: deletes `provider`'s registry rows last seen before
+    /// `registryBefore` and its audit rows from before `auditBefore`.
+    #[napi]
+    pub fn prune(&self, provider: String, registry_before: JsNumber, audit_before: JsNumber) -> Result<()> {
+        let registry_before = whole("registryBefore", registry_before, MILLIS)?;
+        let audit_before = whole("auditBefore", audit_before, MILLIS)?;
+        ready(self.fleet()?.prune(&provider, registry_before, audit_before))
+    }
+
     /// Records a leak without touching any instance record.
     #[napi]
     pub fn record_leak(&self, leak: LeakInput, reason: String, next_attempt_at: JsNumber) -> Result<()> {

@@ -359,6 +359,24 @@ impl SqlStore {
         )
     }
 
+    /// Bounded growth: deletes `provider`'s registry rows last seen before
+    /// `registryBefore` and its audit rows from before `auditBefore`.
+    #[napi]
+    pub fn prune<'env>(
+        &self,
+        env: &'env Env,
+        provider: String,
+        registry_before: JsNumber,
+        audit_before: JsNumber,
+    ) -> Result<PromiseRaw<'env, ()>> {
+        let registry_before = whole("registryBefore", registry_before, MILLIS)?;
+        let audit_before = whole("auditBefore", audit_before, MILLIS)?;
+        let backend = self.backend.clone();
+        spawn_coded(env, async move {
+            backend.fleet().prune(&provider, registry_before, audit_before).await.map_err(store_error)
+        })
+    }
+
     /// Records a leak without touching any instance record.
     #[napi]
     pub fn record_leak<'env>(

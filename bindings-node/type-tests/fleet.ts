@@ -58,6 +58,13 @@ export async function fleet(): Promise<void> {
   const registry = store.registeredSandboxes;
   void [registered, memoryRegistered, withRegistry, registry];
   await reconcile({ ...reconcileOptions, registryRetentionMs: 0 });
+
+  // Pruning (bounded growth): on the native stores; optional on a user's fleet store.
+  await sqlite.prune('local', Date.now() - 86_400_000, Date.now() - 7 * 86_400_000);
+  await memory.prune?.('local', 0, 0);
+  const withPrune: FleetStore = { ...store, prune: (provider: string, registryBefore: number, auditBefore: number) => void [provider, registryBefore, auditBefore] };
+  void withPrune;
+  await reconcile({ ...reconcileOptions, auditRetentionMs: 0 });
   const unlabelled: ListedSandbox = { id: 'u1', createdAt: 1, owner: '' };
   void unlabelled;
 
@@ -71,6 +78,11 @@ export async function fleet(): Promise<void> {
   void reconcile({ ...reconcileOptions, dryRun: 'yes' });
   // @ts-expect-error registryRetentionMs is a number
   void reconcile({ ...reconcileOptions, registryRetentionMs: '30d' });
+  // @ts-expect-error auditRetentionMs is a number
+  void reconcile({ ...reconcileOptions, auditRetentionMs: '90d' });
+  // @ts-expect-error prune's bounds are numbers
+  const badPrune: FleetStore = { ...store, prune: (provider: string, registryBefore: string) => void [provider, registryBefore] };
+  void badPrune;
   // @ts-expect-error the registry answers ids
   const badRegistry: FleetStore = { ...store, registeredSandboxes: () => [1] };
   void badRegistry;

@@ -126,16 +126,16 @@ pub fn start_reclaim_all<'py>(
     stopped: bool,
     now: u64,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let pass = PassStart { progress, stopped, host_name: None, registry: false };
+    let pass = PassStart { progress, stopped, host_name: None, registry: false, prune: false };
     let input = start::reclaim_all(&host_options(options_json)?, records, providers, store_has_ledger, pass)
         .map_err(invalid)?;
     start(py, Box::new(ReclaimAll::new(input, now)))
 }
 
 /// Starts `reconcile`: `providers` are `(name, can_list, owner or None)` triples, in order;
-/// `registry`: the store has `registered_sandboxes`.
+/// `registry`: the store has `registered_sandboxes`; `prune`: it has `prune`.
 #[pyfunction]
-#[pyo3(signature = (options_json, providers, host_name, progress, stopped, registry, now))]
+#[pyo3(signature = (options_json, providers, host_name, progress, stopped, registry, prune, now))]
 #[allow(clippy::too_many_arguments)]
 pub fn start_reconcile<'py>(
     py: Python<'py>,
@@ -145,11 +145,12 @@ pub fn start_reconcile<'py>(
     progress: bool,
     stopped: bool,
     registry: bool,
+    prune: bool,
     now: u64,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let providers =
         providers.into_iter().map(|(name, can_list, owner)| HostProvider { name, can_list, owner }).collect();
-    let pass = PassStart { progress, stopped, host_name: Some(host_name), registry };
+    let pass = PassStart { progress, stopped, host_name: Some(host_name), registry, prune };
     let input = start::reconcile(&host_options(options_json)?, providers, pass, now).map_err(invalid)?;
     start(py, Box::new(Reconcile::new(input, now)))
 }

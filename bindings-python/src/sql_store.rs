@@ -488,6 +488,22 @@ impl SqlStore {
         awaitable(py, async move { backend.fleet().release_sweep(&provider, &holder).await }, unit)
     }
 
+    /// Awaitable of bounded growth: deletes `provider`'s registry rows last
+    /// seen before `registry_before` and its audit rows from before
+    /// `audit_before` (epoch ms).
+    fn prune<'py>(
+        &self,
+        py: Python<'py>,
+        provider: String,
+        registry_before: &Bound<'py, PyAny>,
+        audit_before: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let registry_before = millis("registry_before", registry_before)?;
+        let audit_before = millis("audit_before", audit_before)?;
+        let backend = self.backend.clone();
+        awaitable(py, async move { backend.fleet().prune(&provider, registry_before, audit_before).await }, unit)
+    }
+
     /// Awaitable appending audit rows (`AuditEntry`s), in order.
     fn append_audit<'py>(&self, py: Python<'py>, entries: Vec<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
         let entries = entries.iter().map(audit_entry_from_py).collect::<PyResult<Vec<AuditEntry>>>()?;

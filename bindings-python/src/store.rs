@@ -249,6 +249,19 @@ impl MemoryLedgerStore {
         ready(slf.as_super().inner.release_sweep(provider, holder))?.map_err(store_error)
     }
 
+    /// Bounded growth: deletes `provider`'s registry rows last seen before
+    /// `registry_before` and its audit rows from before `audit_before` (epoch ms).
+    fn prune(
+        slf: PyRef<'_, Self>,
+        provider: &str,
+        registry_before: &Bound<'_, PyAny>,
+        audit_before: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let registry_before = millis("registry_before", registry_before)?;
+        let audit_before = millis("audit_before", audit_before)?;
+        ready(slf.as_super().inner.prune(provider, registry_before, audit_before))?.map_err(store_error)
+    }
+
     /// Appends audit rows (`AuditEntry`s), in order.
     fn append_audit(slf: PyRef<'_, Self>, entries: Vec<Bound<'_, PyAny>>) -> PyResult<()> {
         let entries = entries.iter().map(audit_entry_from_py).collect::<PyResult<Vec<_>>>()?;

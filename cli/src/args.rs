@@ -142,6 +142,10 @@ pub struct PassArgs {
     /// it: its record written or deleted within this long [default: 30d]
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_duration)]
     pub registry_retention: Option<Duration>,
+    /// The pass holding a provider's sweep prunes its audit rows older than
+    /// this, and its registry rows past --registry-retention [default: 90d]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_duration)]
+    pub audit_retention: Option<Duration>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -253,6 +257,21 @@ mod tests {
             assert!(error.to_string().contains("--registry-retention"), "{error}");
         }
         assert!(Cli::try_parse_from(["x", "status", "--registry-retention=1d"]).is_err(), "a pass flag only");
+
+        let audit = |cli: Cli| match cli.command {
+            Command::Reconcile(args) => args.pass.audit_retention,
+            Command::Orphans(args) => args.pass.audit_retention,
+            _ => unreachable!(),
+        };
+        assert_eq!(audit(parse(&["x", "reconcile", "--audit-retention=7d"])), Some(Duration::from_secs(604_800)));
+        assert_eq!(audit(parse(&["x", "orphans", "--audit-retention", "0s"])), Some(Duration::ZERO));
+        assert_eq!(audit(parse(&["x", "reconcile"])), None);
+        for bad in ["soon", "-1d", ""] {
+            let error = Cli::try_parse_from(["x", "reconcile", "--audit-retention", bad]).unwrap_err();
+            assert_eq!(error.exit_code(), 2);
+            assert!(error.to_string().contains("--audit-retention"), "{error}");
+        }
+        assert!(Cli::try_parse_from(["x", "status", "--audit-retention=1d"]).is_err(), "a pass flag only");
 
         assert!(parse(&["x", "--sweep-unlabelled", "reconcile"]).global.sweep_unlabelled);
         assert!(parse(&["x", "orphans", "--daytona", "--sweep-unlabelled"]).global.sweep_unlabelled);

@@ -119,6 +119,7 @@ pub struct ReconcileSection {
     pub destroy_timeout: Option<String>,
     pub orphan_grace: Option<String>,
     pub registry_retention: Option<String>,
+    pub audit_retention: Option<String>,
     pub max_idle: Option<String>,
     pub budget: Option<String>,
 }
@@ -195,6 +196,7 @@ pub struct PassSettings {
     pub destroy_timeout: Option<Duration>,
     pub orphan_grace: Option<Duration>,
     pub registry_retention: Option<Duration>,
+    pub audit_retention: Option<Duration>,
     pub max_idle: Option<Duration>,
     pub budget: Option<Duration>,
 }
@@ -413,6 +415,7 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
             section.registry_retention.as_ref(),
             false,
         )?,
+        audit_retention: config_duration("reconcile.audit-retention", section.audit_retention.as_ref(), false)?,
         max_idle: config_duration("reconcile.max-idle", section.max_idle.as_ref(), true)?,
         budget: config_duration("reconcile.budget", section.budget.as_ref(), true)?,
     };
@@ -451,6 +454,7 @@ impl PassSettings {
             destroy_timeout: args.destroy_timeout.or(self.destroy_timeout),
             orphan_grace: args.orphan_grace.or(self.orphan_grace),
             registry_retention: args.registry_retention.or(self.registry_retention),
+            audit_retention: args.audit_retention.or(self.audit_retention),
             ..self.clone()
         }
     }
@@ -581,6 +585,20 @@ mod tests {
         }
         let file: Result<ConfigFile, _> = toml::from_str("[reconcile]\nregistry-retention = 30\n");
         assert!(file.unwrap_err().to_string().contains("registry-retention"));
+    }
+
+    #[test]
+    fn audit_retention_from_the_config_and_the_flags() {
+        let settings = resolved(&sqlite(), "[reconcile]\naudit-retention = \"7d\"\n").unwrap();
+        assert_eq!(settings.pass.audit_retention, Some(Duration::from_secs(7 * 86_400)));
+        assert_eq!(resolved(&sqlite(), "").unwrap().pass.audit_retention, None, "the core's default");
+        let flag = PassArgs { audit_retention: Some(Duration::from_secs(3600)), ..PassArgs::default() };
+        assert_eq!(settings.pass.with_pass(&flag).audit_retention, Some(Duration::from_secs(3600)));
+        assert_eq!(settings.pass.with_pass(&PassArgs::default()).audit_retention, settings.pass.audit_retention);
+        for bad in ["\"forever\"", "\"-1d\""] {
+            let error = resolved(&sqlite(), &format!("[reconcile]\naudit-retention = {bad}\n")).unwrap_err();
+            assert!(error.to_string().starts_with("reconcile.audit-retention: "), "{bad}: {error}");
+        }
     }
 
     #[test]

@@ -105,6 +105,7 @@ pub fn flag_of_option(field: &str) -> String {
         "budgetMs" => "--budget",
         "maxIdleMs" => "--max-idle",
         "registryRetentionMs" => "--registry-retention",
+        "auditRetentionMs" => "--audit-retention",
         "limit" => "--limit",
         "providers" => "--docker/--local/--e2b/--daytona/--vercel",
         "owner" => "--owner",

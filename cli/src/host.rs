@@ -163,6 +163,7 @@ pub fn host_plan(args: Vec<String>) -> Result<String, Refused> {
         "destroyTimeoutMs": millis(pass.destroy_timeout),
         "orphanGraceMs": millis(pass.orphan_grace),
         "registryRetentionMs": millis(pass.registry_retention),
+        "auditRetentionMs": millis(pass.audit_retention),
         "maxIdleMs": millis(max_idle),
         "budgetMs": millis(budget),
     })
@@ -254,5 +255,18 @@ mod tests {
         let refused = host_plan(args.into_iter().map(String::from).collect()).unwrap_err();
         assert_eq!(refused.exit_code, EXIT_USAGE);
         assert!(refused.message.contains("--registry-retention"), "{refused:?}");
+    }
+
+    #[test]
+    fn the_plan_carries_the_audit_retention() {
+        let base = ["--providers=./p.mjs", "--store=sqlite:/nonexistent/s.db", "--local=/nonexistent/l"];
+        let with = |extra: &[&str]| plan(&[&base[..], extra].concat());
+        assert_eq!(with(&["reconcile", "--audit-retention=1d"])["auditRetentionMs"], 86_400_000_u64);
+        assert_eq!(with(&["orphans", "--audit-retention=0s"])["auditRetentionMs"], 0);
+        assert_eq!(with(&["reconcile"])["auditRetentionMs"], Value::Null, "absent: the core's default");
+        let args = [&base[..], &["reconcile", "--audit-retention=soon"]].concat();
+        let refused = host_plan(args.into_iter().map(String::from).collect()).unwrap_err();
+        assert_eq!(refused.exit_code, EXIT_USAGE);
+        assert!(refused.message.contains("--audit-retention"), "{refused:?}");
     }
 }

@@ -62,10 +62,12 @@ impl Rejection {
 }
 
 /// The pass options a host hands `reconcile` from the plan, and their flags.
-const OPTION_FLAGS: [(Name, &str); 8] = [
+const OPTION_FLAGS: [(Name, &str); 10] = [
     (options::CONCURRENCY, "--concurrency"),
     (options::DESTROY_TIMEOUT, "--destroy-timeout"),
     (options::ORPHAN_GRACE, "--orphan-grace"),
+    (options::REGISTRY_RETENTION, "--registry-retention"),
+    (options::AUDIT_RETENTION, "--audit-retention"),
     (options::MAX_IDLE, "--max-idle"),
     (options::BUDGET, "--budget"),
     (options::OWNER, "--owner"),
@@ -247,6 +249,14 @@ mod tests {
         assert_eq!(hosted.failed(Rejection::Option, "options.concurrency must be ≥ 1", 1), Step::Exit { code: 2 });
         let failure = pass_failure(Dialect::Python, Rejection::Option, "`destroy_timeout` must be > 0");
         assert_eq!(failure, Failure::usage("--destroy-timeout", "`destroy_timeout` must be > 0"));
+        for (dialect, message, flag) in [
+            (Dialect::Node, "options.registryRetentionMs must be a whole number", "--registry-retention"),
+            (Dialect::Python, "`registry_retention` must be ≥ 0", "--registry-retention"),
+            (Dialect::Node, "options.auditRetentionMs must be a whole number", "--audit-retention"),
+            (Dialect::Python, "`audit_retention` must be ≥ 0", "--audit-retention"),
+        ] {
+            assert_eq!(pass_failure(dialect, Rejection::Option, message), Failure::usage(flag, message));
+        }
         let failure = pass_failure(Dialect::Node, Rejection::Option, "provider [0] has no destroy");
         assert_eq!(failure, Failure::usage("--providers", "provider [0] has no destroy"));
     }

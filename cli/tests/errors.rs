@@ -24,6 +24,9 @@ fn bad_flags_exit_2_naming_the_flag() {
     let bad_retention_config = world.dir.path().join("retention.toml");
     std::fs::write(&bad_retention_config, "[reconcile]\nregistry-retention = \"forever\"\n").unwrap();
     let bad_retention_config = format!("--config={}", bad_retention_config.display());
+    let bad_audit_config = world.dir.path().join("audit.toml");
+    std::fs::write(&bad_audit_config, "[reconcile]\naudit-retention = \"forever\"\n").unwrap();
+    let bad_audit_config = format!("--config={}", bad_audit_config.display());
     let bad_sweep_config = world.dir.path().join("sweep.toml");
     std::fs::write(&bad_sweep_config, "[daytona]\nsweep-unlabelled = \"yes\"\n").unwrap();
     let bad_sweep_config = format!("--config={}", bad_sweep_config.display());
@@ -50,6 +53,9 @@ fn bad_flags_exit_2_naming_the_flag() {
         (args(&["reconcile", "--registry-retention", "a month", &store, &local]), "--registry-retention"),
         (args(&["orphans", "--registry-retention=-1d", &store, &local]), "--registry-retention"),
         (args(&["reconcile", &bad_retention_config, &store, &local]), "reconcile.registry-retention"),
+        (args(&["reconcile", "--audit-retention", "a quarter", &store, &local]), "--audit-retention"),
+        (args(&["orphans", "--audit-retention=-1d", &store, &local]), "--audit-retention"),
+        (args(&["reconcile", &bad_audit_config, &store, &local]), "reconcile.audit-retention"),
         (args(&["reconcile", &bad_sweep_config, &store, &local]), "sweep-unlabelled"),
         (args(&["reconcile", "--sweep-unlabelled", &store, &local]), "--sweep-unlabelled"),
         (args(&["reconcile", "--sweep-unlabelled=true", &store, &local]), "--sweep-unlabelled"),

@@ -59,6 +59,7 @@ fn word() -> impl Strategy<Value = String> {
         "--connect-timeout",
         "--orphan-grace",
         "--registry-retention",
+        "--audit-retention",
         "--owner",
         "--host",
         "--pg-schema",
@@ -131,7 +132,7 @@ proptest! {
         "store", "pg-schema", "connect-timeout", "owner", "host", "metrics-addr", "log-format",
         "docker.url", "docker.name", "local.base-dir", "e2b.api-key", "daytona.api-url", "vercel.project-id",
         "reconcile.budget", "reconcile.max-idle", "reconcile.orphan-grace", "reconcile.registry-retention",
-        "reconcile.destroy-timeout",
+        "reconcile.audit-retention", "reconcile.destroy-timeout",
     ])) {
         let path = Path::new("/nonexistent/sandbox-reclaim.toml");
         let _ = config::parse(&raw, path);

@@ -157,6 +157,13 @@ fn scenario(backend: Backend) {
     assert_eq!(document["leaks"]["total"], 0);
     assert!(document["lastPass"]["at"].as_u64().unwrap() > 0, "{status}");
 
+    // --audit-retention: the pass holding the sweep prunes the audit log
+    // (0s: every row written before it).
+    let pruned = world.run(&["orphans", "--audit-retention=0s", "--orphan-grace=0s"]);
+    pruned.expect_code(0);
+    let audit = world.run(&["audit", "--since=0", "--json"]);
+    assert_eq!(audit.expect_code(0).json()["total"], 0, "{audit}");
+
     // A leak whose destroy is refused (another owner's sandbox): exit 1.
     runtime.block_on(async {
         let store = world.store().await;

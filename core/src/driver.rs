@@ -467,6 +467,10 @@ fn start<'a>(
             let fleet = fleet()?;
             Box::pin(async move { store_result(fleet.append_audit(&entries).await) })
         }
+        Effect::Prune { provider, registry_before, audit_before } => {
+            let fleet = fleet()?;
+            Box::pin(async move { store_result(fleet.prune(&provider, registry_before, audit_before).await) })
+        }
         Effect::ClaimLeaks { provider, limit, lease_ms } => {
             let ledger = ledger()?;
             let lease = Duration::from_millis(lease_ms);

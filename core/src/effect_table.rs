@@ -53,9 +53,11 @@ pub mod op {
     pub const PROGRESS: u32 = 19;
     /// provider, since; answered with JSON
     pub const REGISTERED_SANDBOXES: u32 = 20;
+    /// provider, registryBefore, auditBefore
+    pub const PRUNE: u32 = 21;
 
     /// Every op, in number order.
-    pub const ALL: [u32; 21] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20];
+    pub const ALL: [u32; 22] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21];
 }
 
 /// Whom an effect calls.
@@ -163,7 +165,7 @@ const fn field(wire: &'static str, python: &'static str, kind: &'static str, req
 const FLAG: Option<Shape> = Some(Shape { kind: "flag", noun: "", fields: &[] });
 
 /// Every op's row, in op number order.
-pub const EFFECTS: [EffectSpec; 21] = {
+pub const EFFECTS: [EffectSpec; 22] = {
     use self::{answer as a, operand as o, target as t};
     const fn spec(
         op: u32,
@@ -269,6 +271,7 @@ pub const EFFECTS: [EffectSpec; 21] = {
             IDS,
             false,
         ),
+        spec(op::PRUNE, "prune", "prune", t::STORE, &[o::VALUE, o::VALUE, o::VALUE], a::OK),
     ]
 };
 

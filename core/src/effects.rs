@@ -79,6 +79,11 @@ pub enum Effect {
     ReleaseSweep { provider: String, holder: String },
     /// The store's `appendAudit(entries)`.
     AppendAudit(Vec<AuditEntry>),
+    /// The store's optional `prune(provider, registryBefore, auditBefore)`:
+    /// delete `provider`'s registry rows last seen before `registry_before`
+    /// and its audit rows from before `audit_before`; complete with
+    /// [`Completion::Ok`] (a failure is ignored: the next holder prunes).
+    Prune { provider: String, registry_before: Millis, audit_before: Millis },
     /// Call the progress callback now with this JSON event; never completed
     /// (a throwing callback is ignored: progress never changes a pass).
     Progress(String),

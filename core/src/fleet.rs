@@ -157,6 +157,17 @@ pub trait FleetStore: LeakLedger {
     /// Appends audit rows (one per destroy attempt), in order.
     async fn append_audit(&self, entries: &[AuditEntry]) -> Result<(), StoreError>;
 
+    /// Bounded growth: deletes `provider`'s registry rows last seen before
+    /// `registry_before` (a row whose record still exists may go too: the
+    /// registry reads live records, and their next write registers them
+    /// again) and its audit rows with `at < audit_before`. The pass holding
+    /// `provider`'s sweep calls it. A store that keeps neither does nothing
+    /// (the default).
+    async fn prune(&self, provider: &str, registry_before: u64, audit_before: u64) -> Result<(), StoreError> {
+        let _ = (provider, registry_before, audit_before);
+        Ok(())
+    }
+
     /// Audit rows with `at >= since`, oldest first, at most `limit`.
     async fn list_audit(&self, since: Option<u64>, limit: usize) -> Result<Vec<AuditEntry>, StoreError>;
 

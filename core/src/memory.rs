@@ -408,6 +408,15 @@ impl FleetStore for InMemorySandboxInstanceStore {
         Ok(())
     }
 
+    async fn prune(&self, provider: &str, registry_before: u64, audit_before: u64) -> Result<(), StoreError> {
+        let mut state = self.lock();
+        state.registry.retain(|(name, _), seen| name != provider || *seen >= registry_before);
+        state.audit.retain(|row| row.provider != provider || row.at >= audit_before);
+        // A resolve counts like an audit row of its destroy (the sweep spares both).
+        state.resolved.retain(|(name, _), at| name != provider || *at >= audit_before);
+        Ok(())
+    }
+
     async fn list_audit(&self, since: Option<u64>, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
         let state = self.lock();
         let since = since.unwrap_or(0);

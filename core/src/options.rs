@@ -36,6 +36,9 @@ pub mod defaults {
     /// How long the registry keeps naming a sandbox as ours after its
     /// record was last written or deleted (30 days).
     pub const REGISTRY_RETENTION_MS: u64 = 30 * 24 * 3_600_000;
+    /// How long the audit log keeps a row before the sweep's holder prunes
+    /// it (90 days).
+    pub const AUDIT_RETENTION_MS: u64 = 90 * 24 * 3_600_000;
     /// The owner namespace sandboxes are swept under unless a provider or the
     /// pass names another (the managed providers' default too).
     pub const OWNER: &str = "sandbox-reclaim";
@@ -111,6 +114,7 @@ pub const LEASE: Name = duration("leaseMs", "lease");
 pub const BACKOFF: Name = duration("backoffMs", "backoff");
 pub const MAX_BACKOFF: Name = duration("maxBackoffMs", "max_backoff");
 pub const REGISTRY_RETENTION: Name = duration("registryRetentionMs", "registry_retention");
+pub const AUDIT_RETENTION: Name = duration("auditRetentionMs", "audit_retention");
 pub const OWNER: Name = name("owner", "owner");
 pub const HOST: Name = name("host", "host");
 pub const PROVIDERS: Name = name("providers", "providers");
@@ -140,7 +144,7 @@ impl FlowOptions {
     /// The plain-valued options the flow takes, in the order they are checked.
     pub fn names(self) -> &'static [Name] {
         const FLEET: [Name; 4] = [CONCURRENCY, PER_PROVIDER_CONCURRENCY, DESTROY_TIMEOUT, BUDGET];
-        const RECONCILE: [Name; 15] = [
+        const RECONCILE: [Name; 16] = [
             DRY_RUN,
             RETRY_LEAKS,
             CONCURRENCY,
@@ -154,6 +158,7 @@ impl FlowOptions {
             BACKOFF,
             MAX_BACKOFF,
             REGISTRY_RETENTION,
+            AUDIT_RETENTION,
             OWNER,
             HOST,
         ];

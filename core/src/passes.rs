@@ -89,6 +89,10 @@ pub struct ReconcileOptions<'a> {
     /// How long after its record was last written or deleted an unlabelled
     /// sandbox the store's registry names still counts as ours (default 30 days).
     pub registry_retention: Duration,
+    /// How long the audit log keeps a row: the pass that holds a
+    /// provider's sweep prunes older ones, and registry rows past
+    /// `registry_retention` (default 90 days).
+    pub audit_retention: Duration,
     /// The owner namespace of providers that do not name theirs (default [`DEFAULT_OWNER`]).
     pub owner: Option<String>,
     /// The audit log's host (default: this machine's host name).
@@ -116,6 +120,7 @@ impl<'a> ReconcileOptions<'a> {
             backoff: Duration::from_millis(defaults::BACKOFF_MS),
             max_backoff: Duration::from_millis(defaults::MAX_BACKOFF_MS),
             registry_retention: Duration::from_millis(defaults::REGISTRY_RETENTION_MS),
+            audit_retention: Duration::from_millis(defaults::AUDIT_RETENTION_MS),
             owner: None,
             host: None,
             on_progress: None,
@@ -217,7 +222,9 @@ pub async fn reconcile(options: ReconcileOptions<'_>) -> Result<ReconcileReport,
     input.backoff_ms = duration_millis(options.backoff);
     input.max_backoff_ms = duration_millis(options.max_backoff);
     input.registry_retention_ms = duration_millis(options.registry_retention);
+    input.audit_retention_ms = duration_millis(options.audit_retention);
     input.registry = true;
+    input.prune = true;
     input.progress = options.on_progress.is_some();
     input.stopped = options.stop.is_some_and(StopSignal::is_stopped);
     let mut flow = Reconcile::new(input, now_millis());

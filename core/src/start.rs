@@ -33,6 +33,9 @@ pub struct PassStart {
     /// The store offers `registeredSandboxes` (the registry of sandboxes its
     /// records named): the sweep also takes unlabelled sandboxes it names.
     pub registry: bool,
+    /// The store offers `prune` (bounded growth): the sweep's holder prunes
+    /// the registry and the audit log past their retention.
+    pub prune: bool,
 }
 
 /// `reclaimAll`'s input: `records` are `(runId, sandboxKey)`, `providers` the names in order.
@@ -80,6 +83,7 @@ pub fn reconcile(
     let max_backoff_ms = options.millis(options::MAX_BACKOFF, 0, No)?.unwrap_or(defaults::MAX_BACKOFF_MS);
     let registry_retention_ms =
         options.millis(options::REGISTRY_RETENTION, 0, No)?.unwrap_or(defaults::REGISTRY_RETENTION_MS);
+    let audit_retention_ms = options.millis(options::AUDIT_RETENTION, 0, No)?.unwrap_or(defaults::AUDIT_RETENTION_MS);
     let owner = options.text(options::OWNER, Yes)?.unwrap_or_else(|| defaults::OWNER.to_owned());
     let host = match options.text(options::HOST, Yes)? {
         Some(host) => host,
@@ -108,7 +112,9 @@ pub fn reconcile(
     input.backoff_ms = backoff_ms;
     input.max_backoff_ms = max_backoff_ms;
     input.registry_retention_ms = registry_retention_ms;
+    input.audit_retention_ms = audit_retention_ms;
     input.registry = start.registry;
+    input.prune = start.prune;
     input.progress = start.progress;
     input.stopped = start.stopped;
     Ok(input)

@@ -93,7 +93,7 @@ pub struct Protocol {
     pub endings: [u32; 6],
     /// Operands after each ending kind (indexed by kind).
     pub ending_operands: [u32; 6],
-    pub ops: [u32; 21],
+    pub ops: [u32; 22],
     pub meta_kinds: [u32; 3],
     pub completions: [u32; 5],
     /// The logger methods a flow may call.
@@ -385,6 +385,9 @@ fn encode_effect(slots: &mut Vec<Slot>, id: EffectId, effect: Effect) -> u32 {
             push(slots, op::APPEND_AUDIT, id, [text(serde_json::to_string(&entries).unwrap_or_else(|_| "[]".into()))])
         }
         Effect::Progress(event) => push(slots, op::PROGRESS, id, [text(event)]),
+        Effect::Prune { provider, registry_before, audit_before } => {
+            push(slots, op::PRUNE, id, [text(provider), int(registry_before), int(audit_before)])
+        }
         Effect::ClaimLeaks { provider, limit, lease_ms } => {
             push(slots, op::CLAIM_LEAKS, id, [text(provider), int(limit), int(lease_ms)])
         }
@@ -588,6 +591,7 @@ mod tests {
             Effect::AppendAudit(vec![]),
             Effect::Progress("{}".into()),
             Effect::RegisteredSandboxes { provider: "p".into(), since: 0 },
+            Effect::Prune { provider: "p".into(), registry_before: 0, audit_before: 0 },
         ];
         assert_eq!(effects.len(), EFFECTS.len(), "one sample per op");
         for (index, effect) in effects.into_iter().enumerate() {

@@ -237,6 +237,13 @@ async fn references_cover_leaks_just_resolved(fresh: &Fresh) {
     assert_eq!(recent, ["lost", "retried"], "resolved within the window; the other still in the ledger");
     let later = store.sandbox_references("docker", now + 3_600_000).await.unwrap();
     assert_eq!(later, ["lost"], "past the window a resolved one is fair game");
+    // Pruning keeps the mark as long as the audit log keeps destroys.
+    let window = now.saturating_sub(60_000);
+    store.prune("docker", u64::MAX >> 12, window).await.unwrap();
+    assert!(store.sandbox_references("docker", window).await.unwrap().contains(&"retried".to_owned()), "kept");
+    store.prune("docker", u64::MAX >> 12, now + 3_600_000).await.unwrap();
+    let pruned = store.sandbox_references("docker", 0).await.unwrap();
+    assert_eq!(pruned, ["lost"], "gone with the audit rows of its time");
     assert!(store.sandbox_references("daytona", 0).await.unwrap().is_empty(), "of this provider only");
 }
 
@@ -274,6 +281,53 @@ async fn the_registry_names_what_records_named_after_they_are_gone(fresh: &Fresh
     // A live record is always registered, however old its last write.
     store.upsert(&record("k4", "docker", "c4", 1)).await.unwrap();
     assert_eq!(store.registered_sandboxes("docker", u64::MAX >> 12).await.unwrap(), ["c4"]);
+}
+
+/// Bounded growth: `prune` deletes one provider's registry rows last seen
+/// before its bound and audit rows from before its bound; rows at or after
+/// a bound, and other providers' rows, stay.
+async fn prune_deletes_one_providers_rows_before_the_bounds(fresh: &Fresh) {
+    let store = &fresh.store;
+    let sorted = |mut ids: Vec<String>| {
+        ids.sort();
+        ids
+    };
+    // Records moved to another sandbox: the first sandbox stays registered,
+    // last seen at its record's last write naming it.
+    for (key, provider, first, at) in
+        [("k1", "docker", "c1", 100), ("k2", "docker", "c2", 200), ("k3", "daytona", "d1", 100)]
+    {
+        store.upsert(&record(key, provider, first, at)).await.unwrap();
+        store.upsert(&record(key, provider, &format!("{first}x"), 1000)).await.unwrap();
+    }
+    let elsewhere = AuditEntry { provider: "daytona".to_owned(), ..audit(100, "d1", "destroyed", None) };
+    let rows =
+        [audit(100, "a", "destroyed", None), audit(200, "b", "destroyed", None), audit(300, "c", "failed", Some("x"))];
+    store.append_audit(&rows).await.unwrap();
+    store.append_audit(std::slice::from_ref(&elsewhere)).await.unwrap();
+
+    store.prune("docker", 200, 200).await.unwrap();
+    assert_eq!(sorted(store.registered_sandboxes("docker", 0).await.unwrap()), ["c1x", "c2", "c2x"], "c1 (100) goes");
+    assert_eq!(
+        sorted(store.registered_sandboxes("daytona", 0).await.unwrap()),
+        ["d1", "d1x"],
+        "another provider's stay"
+    );
+    let kept: Vec<_> = store.list_audit(None, 10).await.unwrap().into_iter().map(|row| row.at).collect();
+    assert_eq!(kept, [200, 300, 100], "docker's row at 100 goes; the one at the bound and daytona's stay");
+    assert_eq!(store.list_audit(None, 10).await.unwrap().last(), Some(&elsewhere));
+
+    // A live record's registry row may go: the registry still reads the
+    // record, and its next write (here, its deletion) registers it again.
+    store.prune("docker", u64::MAX >> 12, 0).await.unwrap();
+    assert_eq!(sorted(store.registered_sandboxes("docker", 0).await.unwrap()), ["c1x", "c2x"], "live records count");
+    store.delete("k1").await.unwrap();
+    assert_eq!(sorted(store.registered_sandboxes("docker", 0).await.unwrap()), ["c1x", "c2x"], "c1x registered again");
+    assert_eq!(store.list_audit(None, 10).await.unwrap().len(), 3, "an audit bound of 0 deletes nothing");
+    store.prune("docker", 0, u64::MAX >> 12).await.unwrap();
+    assert_eq!(store.list_audit(None, 10).await.unwrap(), [elsewhere]);
+    store.prune("nobody", u64::MAX >> 12, u64::MAX >> 12).await.unwrap();
+    assert_eq!(sorted(store.registered_sandboxes("daytona", 0).await.unwrap()), ["d1", "d1x"]);
 }
 
 async fn due_leaks_respect_backoff_and_claims(fresh: &Fresh) {
@@ -491,6 +545,7 @@ async fn fleet_contract(backend: Backend) {
         references_cover_recent_destroys_in_the_audit_log,
         references_cover_leaks_just_resolved,
         the_registry_names_what_records_named_after_they_are_gone,
+        prune_deletes_one_providers_rows_before_the_bounds,
         due_leaks_respect_backoff_and_claims,
         a_deferred_leak_waits_for_its_next_attempt,
         a_late_write_under_a_superseded_claim_is_refused,

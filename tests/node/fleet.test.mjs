@@ -133,6 +133,7 @@ test('reconcile: every bad option is a TypeError naming it, before any call', as
     backoffMs: [-1, 0.25],
     maxBackoffMs: [-1, NaN],
     registryRetentionMs: [-1, 'x', 1.5, null],
+    auditRetentionMs: [-1, 'x', 1.5, null],
   };
   for (const [name, values] of Object.entries(numbers)) {
     for (const value of values) cases.push([(w) => reconcile({ ...base(w), [name]: value }), new RegExp(`options\\.${name}`)]);

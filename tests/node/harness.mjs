@@ -409,6 +409,7 @@ function storeRecorders(rel) {
     recordLeak: (leak, reason, nextAttemptAt) => [leakOf(leak), reason, rel(nextAttemptAt)],
     appendAudit: (entries) => [entries.length],
     releaseSweep: (provider, holder) => [provider, '$holder'],
+    prune: (provider, registryBefore, auditBefore) => [provider, rel(registryBefore), rel(auditBefore)],
   };
 }
 

@@ -146,6 +146,9 @@ for (const [kind, skip, open] of STORES) {
       const none = await reconcile({ provider: zero.provider, instances: store, registryRetentionMs: 0 });
       assert.deepStrictEqual(zero.destroyed, [], 'retention 0: the deleted record\'s sandbox is no longer registered');
       assert.deepStrictEqual([none.providers[0].orphans.foreign, none.providers[0].orphans.found], [3, 0]);
+      // That pass held the sweep, so it pruned the registry rows past the retention too.
+      assert.deepStrictEqual(await store.registeredSandboxes('js', 0), [], 'pruned: past a retention of 0');
+      await registerGone(store, 'js', ['u1']);
 
       const minute = listing('js', world());
       const some = await reconcile({ provider: minute.provider, instances: store, registryRetentionMs: 60_000 });

@@ -609,6 +609,11 @@ class FleetStoreProxy:
         assert all(isinstance(entry, sr.AuditEntry) for entry in entries)
         return self._call("appendAudit", "", [len(entries)], lambda: self._native.append_audit(entries))
 
+    def prune(self, provider: str, registry_before: int, audit_before: int) -> Any:
+        fixture = self._fixture
+        args = [provider, fixture.relative(registry_before), fixture.relative(audit_before)]
+        return self._call("prune", provider, args, lambda: self._native.prune(provider, registry_before, audit_before))
+
 
 class FleetLedgerStoreProxy(FleetStoreProxy):
     """The proxy of a store with a leak ledger."""

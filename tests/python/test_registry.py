@@ -152,6 +152,9 @@ async def test_a_registry_retention_of_zero_forgets_a_deleted_records_sandbox(ba
         report = await sr.reconcile(provider=provider, instances=store, registry_retention=0)
         assert provider.destroyed == ["o1"], "u1 is no longer registered"
         assert report.providers[0].orphans.foreign == 3
+        # That pass held the sweep, so it pruned the registry rows past the retention too.
+        assert await store.registered_sandboxes("py", 0) == [], "pruned: past a retention of 0"
+        await written_then_deleted(store, "k-u1", "u1")
         # The default retention (30 days) still names it.
         provider = fleet()
         report = await sr.reconcile(provider=provider, instances=store)

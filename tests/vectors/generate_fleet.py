@@ -23,6 +23,7 @@ OWNER = "sandbox-reclaim"
 MINUTE = 60_000
 HOUR = 3_600_000
 REGISTRY_RETENTION = 30 * 24 * HOUR  # the default registry retention
+AUDIT_RETENTION = 90 * 24 * HOUR  # the default audit retention
 LEASE_END = 270_000  # the default lease (300 s) less its last tenth
 
 
@@ -675,6 +676,11 @@ def registered(at: int, provider: str = "local", retention: int = REGISTRY_RETEN
     return store("registeredSandboxes", [provider, at - retention], at)
 
 
+def prune(at: int, provider: str = "local", registry: int = REGISTRY_RETENTION, audit: int = AUDIT_RETENTION) -> dict[str, Any]:
+    """The sweep holder's bounded growth, alongside its listing: registry rows last seen before, and audit rows from before, the bounds go."""
+    return store("prune", [provider, at - registry, at - audit], at)
+
+
 def release_sweep(at: int, provider: str = "local") -> dict[str, Any]:
     return store("releaseSweep", [provider, "$holder"], at)
 
@@ -797,7 +803,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
                     "counts": action_counts(destroyed=1),
                     "actions": [action("orphan", "local", "o1", "ko1", "destroyed")],
                 },
-                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), destroy("o1", 0, "local"), store("appendAudit", [1], 10), release_sweep(10)],
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), prune(0), destroy("o1", 0, "local"), store("appendAudit", [1], 10), release_sweep(10)],
                 "instancesAfter": [instance("k2", "local", "o2")],
                 "leaksAfter": [after(l5)],
                 "auditAfter": [audit(10, "local", "o1", "ko1", "orphan", "destroyed")],
@@ -811,7 +817,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             "A provider that names its owner has its sandboxes swept under that owner, not the pass's default.",
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept", listed=2, foreign=1, found=1, destroyed=1)}]},
-                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), destroy("t1", 0, "local"), store("appendAudit", [1], 0), release_sweep(0)],
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), prune(0), destroy("t1", 0, "local"), store("appendAudit", [1], 0), release_sweep(0)],
                 "auditAfter": [audit(0, "local", "t1", None, "orphan", "destroyed")],
             },
             providers=[local([sandbox("t1", old, owner="team-a"), sandbox("s1", old)], owner="team-a")],
@@ -822,7 +828,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept", listed=1, found=1, failed=1)}], "actions": [action("orphan", "local", "o1", None, "failed", "busy")]},
                 "calls": [
-                    due("local"), claim_sweep(), references(0), registered(0), listing(0), destroy("o1", 0, "local"),
+                    due("local"), claim_sweep(), references(0), registered(0), listing(0), prune(0), destroy("o1", 0, "local"),
                     store("recordLeak", [{"key": "o1", "provider": "local", "providerSandboxId": "o1", "runId": "", "errorMessage": "busy"}, "orphan", 1005], 5),
                     store("appendAudit", [1], 5), release_sweep(5),
                 ],
@@ -837,7 +843,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             "A listed sandbox marked deleting (Daytona's destroying) is counted as deleting, not swept, and spares nothing else; its unknown creation time does not fail the sweep closed.",
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept", listed=3, deleting=2, found=1, destroyed=1)}]},
-                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), destroy("o1", 0, "local"), store("appendAudit", [1], 0), release_sweep(0)],
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), prune(0), destroy("o1", 0, "local"), store("appendAudit", [1], 0), release_sweep(0)],
                 "auditAfter": [audit(0, "local", "o1", None, "orphan", "destroyed")],
             },
             providers=[local([sandbox("o1", old), sandbox("d1", old, deleting=True), sandbox("d2", None, deleting=True)])],
@@ -847,7 +853,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             "One listed sandbox without a creation time spares every sandbox of that provider.",
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("unavailable", error='listed sandbox "o2" has no known creation time; the sweep destroys nothing of this provider', listed=2)}], "counts": action_counts()},
-                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), release_sweep(0)],
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), prune(0), release_sweep(0)],
             },
             providers=[local([sandbox("o1", old), sandbox("o2", None)])],
         ),
@@ -856,7 +862,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             "A listed sandbox without an owner spares every sandbox of that provider.",
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("unavailable", error='listed sandbox "o1" has no known owner; the sweep destroys nothing of this provider', listed=2)}]},
-                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), release_sweep(0)],
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), prune(0), release_sweep(0)],
             },
             providers=[local([sandbox("o1", old, owner=None), sandbox("o2", old)])],
         ),
@@ -865,7 +871,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             "A list() that rejects makes the provider's sweep unavailable, with the provider's message.",
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("unavailable", error="api down")}]},
-                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), release_sweep(0)],
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), prune(0), release_sweep(0)],
             },
             providers=[{"name": "local", "destroy": {}, "list": {"mode": "reject", "message": "api down"}}],
         ),
@@ -874,7 +880,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             "A list() still running at destroyTimeoutMs is cancelled; the sweep is unavailable.",
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("unavailable", error='listing the sandboxes of provider "local" did not settle within 50 ms; it was cancelled')}]},
-                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), release_sweep(50)],
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), prune(0), release_sweep(50)],
                 "aborted": ["list:local"],
                 "elapsedMs": 50,
             },
@@ -886,7 +892,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
             "Without destroyTimeoutMs a list() that never settles is still cancelled, at the default 120 s: the pass ends and the sweep is unavailable.",
             {
                 "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("unavailable", error='listing the sandboxes of provider "local" did not settle within 120000 ms; it was cancelled')}]},
-                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), release_sweep(120_000)],
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), prune(0), release_sweep(120_000)],
                 "aborted": ["list:local"],
                 "elapsedMs": 120_000,
             },
@@ -1070,7 +1076,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
                     "counts": action_counts(destroyed=2),
                     "actions": [action("orphan", "local", "o1", None, "destroyed"), action("orphan", "local", "o2", None, "destroyed")],
                 },
-                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), destroy("o1", 0, "local"), destroy("o2", 0, "local"), store("appendAudit", [2], 10), release_sweep(10)],
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), prune(0), destroy("o1", 0, "local"), destroy("o2", 0, "local"), store("appendAudit", [2], 10), release_sweep(10)],
                 "auditAfter": [audit(10, "local", "o1", None, "orphan", "destroyed"), audit(10, "local", "o2", None, "orphan", "destroyed")],
             },
             providers=[local([sandbox("o1", old), sandbox("o1", old), sandbox("o2", old)], {"o1": {"latencyMs": 10}, "o2": {"latencyMs": 10}})],
@@ -1084,7 +1090,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
                     "counts": action_counts(destroyed=1),
                     "actions": [action("leak-retry", "local", "l1", "k1", "destroyed")],
                 },
-                "calls": [due("local"), claim_sweep(), destroy("l1", 0, "local"), store("resolveLeak", ["l1"], 5), store("appendAudit", [1], 5), references(20), registered(20), listing(20), release_sweep(20)],
+                "calls": [due("local"), claim_sweep(), destroy("l1", 0, "local"), store("resolveLeak", ["l1"], 5), store("appendAudit", [1], 5), references(20), registered(20), listing(20), prune(20), release_sweep(20)],
             },
             providers=[local([sandbox("l1", old, key="k1")], {"l1": {"latencyMs": 5}})],
             leaks=[leak("k1", "local", "l1")],
@@ -1099,7 +1105,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
                     "counts": action_counts(destroyed=2),
                     "actions": [action("leak-retry", "local", "l1", "k1", "destroyed"), action("orphan", "local", "o1", None, "destroyed")],
                 },
-                "calls": [due("local"), claim_sweep(), destroy("l1", 0, "local"), store("resolveLeak", ["l1"], 5), store("appendAudit", [1], 5), references(20), registered(20), listing(20), destroy("o1", 20, "local"), store("appendAudit", [1], 20), release_sweep(20)],
+                "calls": [due("local"), claim_sweep(), destroy("l1", 0, "local"), store("resolveLeak", ["l1"], 5), store("appendAudit", [1], 5), references(20), registered(20), listing(20), prune(20), destroy("o1", 20, "local"), store("appendAudit", [1], 20), release_sweep(20)],
                 "auditAfter": [audit(5, "local", "l1", "k1", "leak-retry", "destroyed"), audit(20, "local", "o1", None, "orphan", "destroyed")],
             },
             providers=[local([sandbox("l1", None, owner=None), sandbox("o1", old)], {"l1": {"latencyMs": 5}})],
@@ -1115,7 +1121,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
                     "counts": action_counts(destroyed=2),
                     "actions": [action("orphan", "local", "o2", None, "destroyed"), action("orphan", "local", "o3", None, "destroyed")],
                 },
-                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), destroy("o2", 0, "local"), destroy("o3", 0, "local"), store("appendAudit", [2], 0), release_sweep(0)],
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), prune(0), destroy("o2", 0, "local"), destroy("o3", 0, "local"), store("appendAudit", [2], 0), release_sweep(0)],
                 "auditAfter": [
                     {**audit(-2 * MINUTE, "local", "o1", None, "orphan", "destroyed"), "host": "host-b"},
                     {**audit(-15 * MINUTE, "local", "o2", None, "orphan", "destroyed"), "host": "host-b"},
@@ -1149,7 +1155,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
                     "providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept", listed=2, referenced=1, found=1, destroyed=1)}],
                     "actions": [action("orphan", "local", "o1", None, "destroyed")],
                 },
-                "calls": [claim_sweep(), references(0), registered(0), listing(0), destroy("o1", 0, "local"), store("appendAudit", [1], 0), release_sweep(0)],
+                "calls": [claim_sweep(), references(0), registered(0), listing(0), prune(0), destroy("o1", 0, "local"), store("appendAudit", [1], 0), release_sweep(0)],
                 "leaksAfter": [after(leak("k1", "local", "l1"))],
                 "auditAfter": [audit(0, "local", "o1", None, "orphan", "destroyed")],
             },
@@ -1166,7 +1172,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
                     "actions": [action("orphan", "local", "u1", None, "destroyed")],
                     "stillLeaking": False,
                 },
-                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), destroy("u1", 0, "local"), store("appendAudit", [1], 0), release_sweep(0)],
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), prune(0), destroy("u1", 0, "local"), store("appendAudit", [1], 0), release_sweep(0)],
                 "auditAfter": [audit(0, "local", "u1", None, "orphan", "destroyed")],
             },
             providers=[local([sandbox("u1", old, owner=""), sandbox("u2", old, owner="")])],
@@ -1180,7 +1186,7 @@ def reconcile_cases() -> list[dict[str, Any]]:
                     "providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept", listed=3, foreign=1, referenced=1, young=1)}],
                     "actions": [],
                 },
-                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), release_sweep(0)],
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), prune(0), release_sweep(0)],
                 "instancesAfter": [instance("live", "local", "r1")],
             },
             providers=[local([sandbox("x1", old, owner="someone-else"), sandbox("r1", old, owner=""), sandbox("y1", -MINUTE, owner="")])],
@@ -1207,6 +1213,68 @@ def reconcile_cases() -> list[dict[str, Any]]:
             },
             options={"dryRun": True},
             providers=[local([sandbox("o1", -MINUTE)])],
+        ),
+        case(
+            "reconcile: the sweep's holder prunes the registry and the audit log past their retention",
+            "Bounded growth: the pass that took a provider's sweep calls the store's prune once, alongside the listing (after the sweep's reads, so no destroy waits and a short audit retention never hides a recent destroy from this sweep), with registryBefore = now - registryRetentionMs and auditBefore = now - auditRetentionMs. The audit row from before the bound goes; the one at the bound and another provider's stay.",
+            {
+                "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept")}], "actions": []},
+                "calls": [due("local"), claim_sweep(), references(0), registered(0, retention=HOUR), listing(0), prune(0, registry=HOUR, audit=24 * HOUR), release_sweep(0)],
+                "auditAfter": [
+                    {**audit(-24 * HOUR, "local", "o2", None, "orphan", "destroyed"), "host": "host-b"},
+                    {**audit(-48 * HOUR, "docker", "c1", None, "orphan", "destroyed"), "host": "host-b"},
+                ],
+            },
+            options={"registryRetentionMs": HOUR, "auditRetentionMs": 24 * HOUR},
+            providers=[local([])],
+            store={"audit": [
+                {**audit(-48 * HOUR, "local", "o1", None, "orphan", "destroyed"), "host": "host-b"},
+                {**audit(-24 * HOUR, "local", "o2", None, "orphan", "destroyed"), "host": "host-b"},
+                {**audit(-48 * HOUR, "docker", "c1", None, "orphan", "destroyed"), "host": "host-b"},
+            ]},
+        ),
+        case(
+            "reconcile: a failed prune fails nothing",
+            "A prune the store rejects is ignored, like a failed release: the sweep still destroys its orphan, audits it and releases the sweep; the next holder prunes.",
+            {
+                "report": {
+                    "providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept", listed=1, found=1, destroyed=1)}],
+                    "counts": action_counts(destroyed=1),
+                    "actions": [action("orphan", "local", "o1", None, "destroyed")],
+                    "stillLeaking": False,
+                },
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), prune(0), destroy("o1", 0, "local"), store("appendAudit", [1], 0), release_sweep(0)],
+                "auditAfter": [audit(0, "local", "o1", None, "orphan", "destroyed")],
+            },
+            providers=[local([sandbox("o1", old)])],
+            store={"scripts": {"prune": {"mode": "reject", "message": "disk full"}}},
+        ),
+        case(
+            "reconcile: a pass that does not hold the sweep prunes nothing",
+            "Only the sweep's holder prunes: while another host holds it, this pass neither sweeps nor prunes, and an audit row far past auditRetentionMs stays.",
+            {
+                "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("held-elsewhere")}]},
+                "calls": [due("local"), claim_sweep()],
+                "auditAfter": [{**audit(-48 * HOUR, "local", "o1", None, "orphan", "destroyed"), "host": "host-b"}],
+            },
+            options={"auditRetentionMs": HOUR},
+            providers=[local([])],
+            store={
+                "sweeps": [{"provider": "local", "holder": "host-b/1/0/0", "leaseMs": 600_000}],
+                "audit": [{**audit(-48 * HOUR, "local", "o1", None, "orphan", "destroyed"), "host": "host-b"}],
+            },
+        ),
+        case(
+            "reconcile: a dry run prunes nothing",
+            "A dry run takes no sweep and makes only reads: no prune, and an audit row far past auditRetentionMs stays.",
+            {
+                "report": {"dryRun": True, "providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept")}], "actions": [], "stillLeaking": False},
+                "calls": [due("local", lease=None), references(0), registered(0), listing(0)],
+                "auditAfter": [{**audit(-48 * HOUR, "local", "o1", None, "orphan", "destroyed"), "host": "host-b"}],
+            },
+            options={"dryRun": True, "auditRetentionMs": HOUR},
+            providers=[local([])],
+            store={"audit": [{**audit(-48 * HOUR, "local", "o1", None, "orphan", "destroyed"), "host": "host-b"}]},
         ),
     ]
 

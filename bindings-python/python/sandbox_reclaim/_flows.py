@@ -370,6 +370,7 @@ async def reconcile(
     backoff: float = DEFAULT,
     max_backoff: float = DEFAULT,
     registry_retention: float = DEFAULT,
+    audit_retention: float = DEFAULT,
     owner: str | None = None,
     host: str | None = None,
     on_progress: ProgressCallback | None = None,
@@ -400,11 +401,20 @@ async def reconcile(
     counted ``foreign`` and left alone. ``registered_sandboxes`` is optional:
     a store without it names nothing (only labelled sandboxes are swept).
 
+    **Bounded growth.** The pass that takes a provider's sweep (never a dry
+    run) calls the store's ``prune(provider, registry_before, audit_before)``
+    once, with the pass's time less ``registry_retention`` and less
+    ``audit_retention`` (epoch ms): registry rows last seen before the first
+    and audit rows from before the second are deleted. ``prune`` is optional
+    (a store without it keeps every row; the native stores have it), and a
+    failing one fails nothing.
+
     Providers list through ``list_sandboxes()`` or ``list()`` (sync or async;
     items with ``id``, ``created_at`` (epoch ms or an aware datetime),
     ``owner``, ``key``, or wire-form dicts); without either they get no
     sweep. ``instances`` is a store with every fleet method
-    (:data:`FLEET_STORE_METHODS`, and optionally ``registered_sandboxes``):
+    (:data:`FLEET_STORE_METHODS`, and optionally ``registered_sandboxes`` and
+    ``prune``):
     the native stores have them all. Every
     destroy attempt is written to its audit log (``host``: this machine's
     name unless given). ``dry_run`` only reads and answers the plan;
@@ -412,7 +422,8 @@ async def reconcile(
 
     Defaults (the core's): ``concurrency`` 16, ``orphan_grace`` 600 s,
     ``limit`` 1000, ``lease`` 300 s, ``backoff`` 30 s, ``max_backoff`` 3600 s,
-    ``registry_retention`` 30 days (2 592 000 s), ``owner``
+    ``registry_retention`` 30 days (2 592 000 s), ``audit_retention`` 90 days
+    (7 776 000 s), ``owner``
     ``"sandbox-reclaim"``, ``host`` this machine's host name.
 
     ``budget``, ``stop`` and task cancellation stop it as in
@@ -429,6 +440,9 @@ async def reconcile(
     registered = _optional_method("instances", instances, "registered_sandboxes")
     if registered is not None:
         fleet["registered_sandboxes"] = registered
+    pruner = _optional_method("instances", instances, "prune")
+    if pruner is not None:
+        fleet["prune"] = pruner
     progress = _progress(on_progress)
     event = _stop_event(stop)
     labels = ["provider"] if provider is not None else [f"providers[{index}]" for index in range(len(chosen))]
@@ -436,6 +450,14 @@ async def reconcile(
     plans = [(name, lister is not None, owner) for name, lister, owner in zip(names, lists, owners)]
     bound = Host(provided={"destroy": destroys, "list": lists}, store=fleet, progress=progress)
     stopped = event is not None and event.is_set()
-    arguments = (options, plans, socket.gethostname(), progress is not None, stopped, registered is not None)
+    arguments = (
+        options,
+        plans,
+        socket.gethostname(),
+        progress is not None,
+        stopped,
+        registered is not None,
+        pruner is not None,
+    )
     report = await drive(_native.start_reconcile, arguments, bound, stoppable=True, stop=event)
     return ReconcileReport.from_dict(report)

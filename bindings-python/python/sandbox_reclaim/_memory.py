@@ -128,6 +128,13 @@ class InMemoryLeakLedgerStore(InMemorySandboxInstanceStore):
         (owner ``""``) for ours only when this names it."""
         return self._native.registered_sandboxes(_text(provider, "provider"), since)
 
+    async def prune(self, provider: str, registry_before: int, audit_before: int) -> None:
+        """Bounded growth: deletes ``provider``'s registry rows last seen before
+        ``registry_before`` and its audit rows from before ``audit_before``
+        (epoch ms). :func:`reconcile` calls it from the pass that holds the
+        provider's sweep."""
+        self._native.prune(_text(provider, "provider"), registry_before, audit_before)
+
     async def record_leak(self, leak: NewLeak, reason: LeakReason | str, next_attempt_at: int) -> None:
         """Records ``leak`` with ``reason``, due at ``next_attempt_at`` (a known sandbox: attempts + 1)."""
         self._native.record_leak(leak, leak_reason(reason).value, next_attempt_at)

@@ -77,6 +77,12 @@ class FleetStore(Protocol):
       owner label (owner ``""``) that the registry names; a store without
       it names nothing, so only labelled sandboxes are swept (the native
       stores have it);
+    * ``prune(provider, registry_before, audit_before)`` (optional, so not a
+      member of this protocol): bounded growth, deletes ``provider``'s
+      registry rows last seen before ``registry_before`` and its audit rows
+      from before ``audit_before`` (epoch ms); :func:`reconcile` calls it
+      from the pass that takes the provider's sweep, and ignores a failure
+      (the native stores have it);
     * ``record_leak(leak, reason, next_attempt_at)``: records a leak (again:
       attempts + 1);
     * ``due_leaks(provider, limit, lease_ms, now)``: entries due at ``now``

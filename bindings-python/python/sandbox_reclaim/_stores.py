@@ -129,6 +129,13 @@ class _SqlStore:
         for ours only when this names it."""
         return await self._native.registered_sandboxes(_check_str("provider", provider), since)
 
+    async def prune(self, provider: str, registry_before: int, audit_before: int) -> None:
+        """Bounded growth: deletes ``provider``'s registry rows last seen before
+        ``registry_before`` and its audit rows from before ``audit_before``
+        (epoch ms). :func:`reconcile` calls it from the pass that holds the
+        provider's sweep."""
+        await self._native.prune(_check_str("provider", provider), registry_before, audit_before)
+
     async def record_leak(self, leak: NewLeak, reason: LeakReason | str, next_attempt_at: int) -> None:
         """Records ``leak`` with ``reason``, due at ``next_attempt_at`` (a known sandbox: attempts + 1)."""
         await self._native.record_leak(leak, leak_reason(reason).value, next_attempt_at)

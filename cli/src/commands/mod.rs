@@ -93,6 +93,9 @@ pub async fn run_pass(
     if let Some(retention) = plan.settings.registry_retention {
         options.registry_retention = retention;
     }
+    if let Some(retention) = plan.settings.audit_retention {
+        options.audit_retention = retention;
+    }
     options.max_idle = if plan.orphans_only { None } else { plan.settings.max_idle };
     options.retry_leaks = !plan.orphans_only;
     options.owner = context.settings.owner.clone();

@@ -20,6 +20,10 @@
 //!      the ledger. **Fail closed**: if the listing fails, names a sandbox of
 //!      unknown creation time or owner, or the store's references cannot be
 //!      read, nothing of that provider is destroyed (`unavailable`).
+//!    * **Bounded growth**: the sweep's holder also prunes that provider's
+//!      registry rows past `registry_retention_ms` and audit rows past
+//!      `audit_retention_ms` (with a store that offers it; see
+//!      [`Reconcile::prune`]).
 //!
 //! Destroys share `concurrency` (and `per_provider_concurrency`) slots and
 //! the destroy deadline. After `budget_ms`, on `stop`, or once a store write
@@ -92,6 +96,12 @@ pub struct ReconcileInput {
     pub registry: bool,
     /// How far back (after its record was last written or deleted) the registry counts.
     pub registry_retention_ms: u64,
+    /// The store offers [`Effect::Prune`]: the pass that takes a provider's
+    /// sweep prunes its registry rows past `registry_retention_ms` and its
+    /// audit rows past `audit_retention_ms`.
+    pub prune: bool,
+    /// How long the audit log keeps a row.
+    pub audit_retention_ms: u64,
     /// Emit a [`Effect::Progress`] event per settled destroy.
     pub progress: bool,
     /// Stopped before it started (an already-aborted signal): start nothing.
@@ -119,6 +129,8 @@ impl ReconcileInput {
             max_backoff_ms: 3_600_000,
             registry: false,
             registry_retention_ms: crate::options::defaults::REGISTRY_RETENTION_MS,
+            prune: false,
+            audit_retention_ms: crate::options::defaults::AUDIT_RETENTION_MS,
             progress: false,
             stopped: false,
         }
@@ -181,6 +193,7 @@ enum Pending {
     },
     Audit,
     Release,
+    Prune,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -470,12 +483,37 @@ impl Reconcile {
             self.ask(effect, Pending::Registered { provider });
         } else {
             self.list(provider, now);
+            self.prune(provider, now);
         }
     }
 
     fn registered_read(&mut self, provider: usize, registered: Vec<String>, now: Millis) {
         self.registered[provider] = registered.into_iter().collect();
         self.list(provider, now);
+        self.prune(provider, now);
+    }
+
+    /// Bounded growth: the pass that took a provider's sweep prunes its
+    /// registry rows and audit rows past their retention, once, alongside
+    /// the listing. Only after the sweep's store reads: the references
+    /// include audit rows of recent destroys (within the orphan grace),
+    /// which a short audit retention must not take from this pass's sweep;
+    /// the registry read is bounded by the same retention anyway. Alongside
+    /// the listing, so no destroy waits for it (the sweep's destroys start
+    /// after the listing, the leaks' independently). A failed prune is
+    /// ignored, like a failed release: the next holder prunes. Never in a
+    /// dry run (it takes no sweep), nor once nothing new may start.
+    fn prune(&mut self, provider: usize, now: Millis) {
+        if !self.input.prune || self.input.dry_run || self.sweep_lease_ends[provider].is_none() || !self.may_start(now)
+        {
+            return;
+        }
+        let effect = Effect::Prune {
+            provider: self.input.providers[provider].name.clone(),
+            registry_before: now.saturating_sub(self.input.registry_retention_ms),
+            audit_before: now.saturating_sub(self.input.audit_retention_ms),
+        };
+        self.ask(effect, Pending::Prune);
     }
 
     /// Ours: listed under our owner label, or listed without a label
@@ -835,11 +873,12 @@ impl Flow for Reconcile {
                 self.destroy_ended(job);
                 self.destroy_failed(job, message, false, now);
             }
-            (Pending::Write { .. } | Pending::Audit | Pending::Release, Completion::Ok) => {}
+            (Pending::Write { .. } | Pending::Audit | Pending::Release | Pending::Prune, Completion::Ok) => {}
             (Pending::Write { .. }, Completion::Flag(true)) => {}
             (Pending::Write { job }, Completion::Flag(false)) => self.lease_lost(job, now),
-            // A lapsed sweep lease expires by itself.
-            (Pending::Release, Completion::Failed { .. }) => {}
+            // A lapsed sweep lease expires by itself; what a failed prune
+            // left, the next sweep's holder prunes.
+            (Pending::Release | Pending::Prune, Completion::Failed { .. }) => {}
             (
                 Pending::Stale | Pending::Expire { .. } | Pending::Due { .. } | Pending::Write { .. } | Pending::Audit,
                 Completion::Failed { .. },

@@ -217,6 +217,7 @@ struct Queries {
     claim_sweep: String,
     release_sweep: String,
     append_audit: String,
+    prune: String,
     list_audit: String,
     facts: String,
     scheduled: String,
@@ -342,6 +343,15 @@ impl Queries {
                 "DELETE FROM {sweeps} WHERE provider_hash = {PROVIDER_HASH} AND provider = $1 AND holder = $2"
             ),
             append_audit: format!("INSERT INTO {audit} ({AUDIT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"),
+            // One statement, so one transaction; served by the registry's
+            // (provider, last_seen) index and the audit's (at) index. A
+            // row's `resolved_at` counts like an audit row of its destroy
+            // (the sweep spares both): kept as long as the audit keeps those.
+            prune: format!(
+                "WITH registry AS (DELETE FROM {registry} WHERE provider = $1::text AND last_seen < $2 \
+                 AND (resolved_at IS NULL OR resolved_at < $3)) \
+                 DELETE FROM {audit} WHERE at < $3 AND provider = $1::text"
+            ),
             list_audit: format!("SELECT {AUDIT_COLUMNS} FROM {audit} WHERE at >= $1 ORDER BY id LIMIT $2"),
             scheduled: format!("SELECT {DUE_COLUMNS} FROM {leaks} ORDER BY id"),
             facts: format!(
@@ -776,6 +786,20 @@ impl FleetStore for PostgresSandboxInstanceStore {
         sqlx::query(&self.queries.release_sweep)
             .bind(provider)
             .bind(holder)
+            .execute(&self.pool)
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn prune(&self, provider: &str, registry_before: u64, audit_before: u64) -> Result<(), StoreError> {
+        if !storable_name(provider) {
+            return Ok(());
+        }
+        sqlx::query(&self.queries.prune)
+            .bind(provider)
+            .bind(sql_int(registry_before))
+            .bind(sql_int(audit_before))
             .execute(&self.pool)
             .await
             .map_err(backend)?;

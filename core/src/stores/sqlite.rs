@@ -725,6 +725,31 @@ impl FleetStore for SqliteSandboxInstanceStore {
         Ok(())
     }
 
+    async fn prune(&self, provider: &str, registry_before: u64, audit_before: u64) -> Result<(), StoreError> {
+        if !storable_name(provider) {
+            return Ok(());
+        }
+        // Served by the registry's (provider, last_seen) index and the
+        // audit's (at) index; one write transaction for both.
+        // A row's `resolved_at` counts like an audit row of its destroy (the
+        // sweep spares both): kept as long as the audit keeps those.
+        let registry = format!(
+            "DELETE FROM {REGISTRY_TABLE} WHERE provider = ?1 AND last_seen < ?2 \
+             AND (resolved_at IS NULL OR resolved_at < ?3)"
+        );
+        let audit = format!("DELETE FROM {AUDIT_TABLE} WHERE at < ?2 AND provider = ?1");
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
+        sqlx::query(&registry)
+            .bind(provider)
+            .bind(sql_int(registry_before))
+            .bind(sql_int(audit_before))
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        sqlx::query(&audit).bind(provider).bind(sql_int(audit_before)).execute(&mut *tx).await.map_err(backend)?;
+        tx.commit().await.map_err(backend)
+    }
+
     async fn append_audit(&self, entries: &[AuditEntry]) -> Result<(), StoreError> {
         if entries.is_empty() {
             return Ok(());

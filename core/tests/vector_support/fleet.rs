@@ -101,8 +101,9 @@ fn machine(vector: &Value, start: Millis, has_ledger: bool) -> Box<dyn Flow> {
         progress: vector["progress"] == json!(true),
         stopped: vector["stopAtMs"] == json!(0),
         host_name: None,
-        // The in-memory store keeps a registry.
+        // The in-memory store keeps a registry, and prunes it and its audit log.
         registry: true,
+        prune: true,
     };
     if vector["api"] == "reclaimAll" {
         let records = vector["records"].as_array().unwrap();
@@ -289,6 +290,11 @@ pub fn run_fleet(vector: &Value) -> FleetObserved {
                 Effect::AppendAudit(rows) => {
                     ("appendAudit", store_call("appendAudit", json!([rows.len()])), script_for("appendAudit", ""))
                 }
+                Effect::Prune { provider, registry_before, audit_before } => (
+                    "prune",
+                    store_call("prune", json!([provider, rel(*registry_before), rel(*audit_before)])),
+                    script_for("prune", provider),
+                ),
                 other => panic!("fleet vectors do not use {other:?}"),
             };
             calls.push(call);
@@ -504,6 +510,9 @@ fn settle(
                 .map_or_else(|error| failed(error, thrown), Completion::Flag),
         },
         Effect::ReleaseSweep { provider, holder } => store_done(ready(store.release_sweep(provider, holder)), thrown),
+        Effect::Prune { provider, registry_before, audit_before } => {
+            store_done(ready(store.prune(provider, *registry_before, *audit_before)), thrown)
+        }
         // A scripted `return` answers without writing (a lost audit write).
         Effect::AppendAudit(rows) => match returned {
             Some(_) => Completion::Ok,
