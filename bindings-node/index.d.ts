@@ -489,6 +489,14 @@ export interface HostedProviderOptions {
    * never touched. Default `false` (the listing is filtered by owner).
    */
   sweepUnlabelled?: boolean;
+  /**
+   * Most pages one listing follows (1 to 1 000 000): past it the listing
+   * fails closed (the sweep is `unavailable`, naming the ceiling), whatever
+   * cursors the vendor offers. Default 10 000.
+   */
+  maxListingPages?: number;
+  /** Most sandboxes one listing reads, duplicates included (1 to 100 000 000); past it the listing fails closed. Default 1 000 000. */
+  maxListingItems?: number;
 }
 
 export type E2bProviderOptions = HostedProviderOptions;

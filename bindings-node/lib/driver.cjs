@@ -123,6 +123,10 @@ class Run {
     } catch (error) {
       value = error;
       failed = true;
+      // A method that threw before returning settles after the rest of its
+      // batch has started, in start order, as one that returned does (and as
+      // the Python and Rust drivers feed them): a microtask later.
+      await null;
     }
     if (this.done || this.cancelled?.has(id)) return; // a late settle changes nothing
     try {

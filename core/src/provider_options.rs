@@ -25,6 +25,8 @@ pub const PROJECT_ID: Name = name("projectId", "project_id");
 pub const PAGE_SIZE: Name = name("pageSize", "page_size");
 pub const REQUEST_TIMEOUT: Name = duration("requestTimeoutMs", "request_timeout");
 pub const SWEEP_UNLABELLED: Name = name("sweepUnlabelled", "sweep_unlabelled");
+pub const MAX_LISTING_PAGES_NAME: Name = name("maxListingPages", "max_listing_pages");
+pub const MAX_LISTING_ITEMS_NAME: Name = name("maxListingItems", "max_listing_items");
 
 /// How long one HTTP request may take unless told.
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 30_000;
@@ -40,10 +42,15 @@ pub const MAX_LISTING_PAGES: u32 = 10_000;
 /// listing fails closed, naming the ceiling, so its memory stays bounded.
 pub const MAX_LISTING_ITEMS: u64 = 1_000_000;
 
-/// How far one hosted listing may go before it fails closed. Not a host
-/// option: Node, Python and the command take [`MAX_LISTING_PAGES`] and
-/// [`MAX_LISTING_ITEMS`]; the Rust API may lower them (a vendor config's
-/// `listing_ceilings`).
+/// The most a host may raise the page ceiling to.
+pub const HIGHEST_LISTING_PAGES: u32 = 1_000_000;
+/// The most a host may raise the sandbox ceiling to.
+pub const HIGHEST_LISTING_ITEMS: u32 = 100_000_000;
+
+/// How far one hosted listing may go before it fails closed: the options
+/// `maxListingPages` / `max_listing_pages` and `maxListingItems` /
+/// `max_listing_items` (defaults [`MAX_LISTING_PAGES`] and
+/// [`MAX_LISTING_ITEMS`]), a vendor config's `listing_ceilings` in Rust.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ListingCeilings {
     /// Pages per listing, at least 1.
@@ -79,9 +86,30 @@ impl HostedVendor {
 
     /// The options the vendor's provider takes, in the order they are checked.
     pub fn names(self) -> &'static [Name] {
-        const SHARED: [Name; 7] = [NAME, OWNER, API_KEY, API_URL, PAGE_SIZE, REQUEST_TIMEOUT, SWEEP_UNLABELLED];
-        const VERCEL: [Name; 9] =
-            [NAME, OWNER, API_KEY, TEAM_ID, PROJECT_ID, API_URL, PAGE_SIZE, REQUEST_TIMEOUT, SWEEP_UNLABELLED];
+        const SHARED: [Name; 9] = [
+            NAME,
+            OWNER,
+            API_KEY,
+            API_URL,
+            PAGE_SIZE,
+            REQUEST_TIMEOUT,
+            SWEEP_UNLABELLED,
+            MAX_LISTING_PAGES_NAME,
+            MAX_LISTING_ITEMS_NAME,
+        ];
+        const VERCEL: [Name; 11] = [
+            NAME,
+            OWNER,
+            API_KEY,
+            TEAM_ID,
+            PROJECT_ID,
+            API_URL,
+            PAGE_SIZE,
+            REQUEST_TIMEOUT,
+            SWEEP_UNLABELLED,
+            MAX_LISTING_PAGES_NAME,
+            MAX_LISTING_ITEMS_NAME,
+        ];
         match self {
             Self::E2b | Self::Daytona => &SHARED,
             Self::Vercel => &VERCEL,
@@ -131,6 +159,7 @@ pub struct HostedSettings {
     pub page_size: u32,
     pub request_timeout: Duration,
     pub sweep_unlabelled: bool,
+    pub listing_ceilings: ListingCeilings,
 }
 
 impl HostedSettings {
@@ -146,6 +175,7 @@ impl HostedSettings {
             page_size: vendor.default_page_size(),
             request_timeout: Duration::from_millis(DEFAULT_REQUEST_TIMEOUT_MS),
             sweep_unlabelled: false,
+            listing_ceilings: ListingCeilings::default(),
         }
     }
 
@@ -177,6 +207,12 @@ impl HostedSettings {
         if let Some(sweep) = options.flag(SWEEP_UNLABELLED, no)? {
             settings.sweep_unlabelled = sweep;
         }
+        if let Some(pages) = options.count_up_to(MAX_LISTING_PAGES_NAME, 1, HIGHEST_LISTING_PAGES, no)? {
+            settings.listing_ceilings.pages = pages;
+        }
+        if let Some(items) = options.count_up_to(MAX_LISTING_ITEMS_NAME, 1, HIGHEST_LISTING_ITEMS, no)? {
+            settings.listing_ceilings.items = u64::from(items);
+        }
         Ok(settings)
     }
 }
@@ -194,6 +230,7 @@ impl std::fmt::Debug for HostedSettings {
             .field("page_size", &self.page_size)
             .field("request_timeout", &self.request_timeout)
             .field("sweep_unlabelled", &self.sweep_unlabelled)
+            .field("listing_ceilings", &self.listing_ceilings)
             .finish()
     }
 }
@@ -220,6 +257,18 @@ mod tests {
         let vercel = HostedSettings::defaults(HostedVendor::Vercel);
         assert_eq!((vercel.name.as_str(), vercel.page_size), ("vercel", 50));
         assert_eq!(HostedSettings::defaults(HostedVendor::Daytona).request_timeout, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn listing_ceilings_are_options_with_the_defaults_of_the_constants() {
+        let given = node(HostedVendor::E2b, r#"{"maxListingPages": 3, "maxListingItems": 250}"#).unwrap();
+        assert_eq!(given.listing_ceilings, ListingCeilings { pages: 3, items: 250 });
+        let given = python(HostedVendor::Vercel, r#"{"max_listing_pages": 7}"#).unwrap();
+        assert_eq!(given.listing_ceilings, ListingCeilings { pages: 7, items: MAX_LISTING_ITEMS });
+        let zero = node(HostedVendor::Daytona, r#"{"maxListingPages": 0}"#).unwrap_err();
+        assert_eq!(zero.message, "options.maxListingPages must be a whole number between 1 and 1000000");
+        let huge = python(HostedVendor::E2b, r#"{"max_listing_items": 100000001}"#).unwrap_err();
+        assert_eq!(huge.problem, Problem::Range);
     }
 
     #[test]

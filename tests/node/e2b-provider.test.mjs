@@ -133,3 +133,21 @@ test('reconcile sweeps every page of the owner once, spares strangers, and a mal
     assert.equal(deletes.length, 9, 'each sandbox destroyed once');
   });
 });
+
+test('maxListingPages and maxListingItems bound a listing: past either the sweep fails closed, naming the ceiling', async () => {
+  await withFake(async (fake, make) => {
+    seed(fake, 'ours', 5, { [OWNER_LABEL]: 'sandbox-reclaim' });
+    const store = await storeWith([]);
+    for (const [options, ceiling] of [[{ pageSize: 2, maxListingPages: 2 }, /ceiling of 2 pages per listing/], [{ pageSize: 2, maxListingItems: 3 }, /ceiling of 3 sandboxes per listing/]]) {
+      const report = await reconcile({ providers: [make(options)], instances: store, orphanGraceMs: 60_000 });
+      const { orphans } = report.providers[0];
+      assert.equal(orphans.status, 'unavailable');
+      assert.match(orphans.error, ceiling);
+      assert.equal(fake.state().alive.length, 5, 'nothing swept');
+    }
+    const report = await reconcile({ providers: [make({ pageSize: 2, maxListingPages: 3, maxListingItems: 5 })], instances: store, orphanGraceMs: 60_000 });
+    assert.equal(report.providers[0].orphans.destroyed, 5, 'at the ceilings, every page is read and swept');
+    assert.throws(() => make({ maxListingPages: 0 }), { name: 'TypeError', message: /^options\.maxListingPages must be a whole number between 1 and 1000000$/ });
+    assert.throws(() => make({ maxListingItems: 100_000_001 }), { name: 'TypeError', message: /options\.maxListingItems/ });
+  });
+});

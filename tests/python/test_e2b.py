@@ -261,3 +261,24 @@ def test_the_hosted_command_sweeps_e2b_beside_the_modules_providers_and_the_key_
     clashed = run_command([str(console_script())], [*args, "--providers", "named_e2b:providers"], cwd=tmp_path)
     assert clashed.code == 2, clashed
     assert "--e2b" in clashed.stdout + clashed.stderr
+
+
+async def test_listing_ceilings_are_options_past_which_the_sweep_fails_closed(fake: Fake) -> None:
+    fake.seed("ours", 5, {OWNER_LABEL: "sandbox-reclaim"})
+    store = await store_with()
+    for options, ceiling in (
+        ({"page_size": 2, "max_listing_pages": 2}, "ceiling of 2 pages per listing"),
+        ({"page_size": 2, "max_listing_items": 3}, "ceiling of 3 sandboxes per listing"),
+    ):
+        report = await reconcile(providers=[fake.provider(**options)], instances=store, orphan_grace=60)
+        orphans = report.providers[0].orphans
+        assert orphans.status is SweepStatus.UNAVAILABLE
+        assert ceiling in (orphans.error or "")
+        assert len(fake.state()["alive"]) == 5, "nothing swept"
+    provider = fake.provider(page_size=2, max_listing_pages=3, max_listing_items=5)
+    report = await reconcile(providers=[provider], instances=store, orphan_grace=60)
+    assert report.providers[0].orphans.destroyed == 5, "at the ceilings, every page is read and swept"
+    with pytest.raises(ValueError, match="max_listing_pages"):
+        fake.provider(max_listing_pages=0)
+    with pytest.raises(TypeError, match="max_listing_items"):
+        fake.provider(max_listing_items="many")

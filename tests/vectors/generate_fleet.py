@@ -453,6 +453,38 @@ def reclaim_all_cases() -> list[dict[str, Any]]:
             store={"scripts": {"get:k1": {"mode": "throw", "message": "get threw"}}},
         ),
         case(
+            "reclaimAll: a host call that throws synchronously at concurrency 3 settles after its batch has started",
+            "The same throws with all three records started in one batch: every get is issued before any throw is heard "
+            "(a throw settles after the rest of its batch started, in start order, in every driver), and each record "
+            "ends as at concurrency 1.",
+            [record("r1", "k1"), record("r2", "k2"), record("r3", "k3")],
+            {
+                "report": {
+                    "counts": counts(destroyed=1, destroy_failed=1, error=1),
+                    "records": [
+                        line("r1", "error", "k1", 0, "get threw"),
+                        line("r2", "destroy-failed", "k2", 0, "destroy threw"),
+                        line("r3", "destroyed", "k3", 0),
+                    ],
+                },
+                "calls": [
+                    store("get", ["k1"], 0),
+                    store("get", ["k2"], 0),
+                    store("get", ["k3"], 0),
+                    destroy("c2", 0),
+                    destroy("c3", 0),
+                    store("delete", ["k2"], 0),
+                    store("delete", ["k3"], 0),
+                ],
+                "logs": [warn_destroy("r2", "k2", "c2", {"$hostError": "destroy"})],
+                "instancesAfter": [instance("k1", "docker", "c1")],
+            },
+            options={"concurrency": 3},
+            instances=[instance("k1", "docker", "c1"), instance("k2", "docker", "c2"), instance("k3", "docker", "c3")],
+            destroy={"c2": {"mode": "throw", "message": "destroy threw"}},
+            store={"scripts": {"get:k1": {"mode": "throw", "message": "get threw"}}},
+        ),
+        case(
             "reclaimAll: a record writing its outcome frees its slot",
             "Once its destroy settled, a record only writes its outcome: it gives its slot to the next record meanwhile "
             "(r2 starts at 10 ms while k1's delete runs until 35), but at most `concurrency` (here 1) writes run, so r2's "

@@ -227,7 +227,11 @@ class _HostedProvider:
     not name, or one labelled for another owner, is never touched.
 
     ``owner`` defaults to :data:`DEFAULT_OWNER`; ``request_timeout``, the
-    longest one HTTP request may take, to 30 seconds (at most a day). The
+    longest one HTTP request may take, to 30 seconds (at most a day);
+    ``max_listing_pages`` (default 10,000; at most 1,000,000) and
+    ``max_listing_items`` (default 1,000,000; at most 100,000,000) bound one
+    listing: past either it fails closed (the sweep is ``unavailable``,
+    naming the ceiling), whatever cursors the vendor offers. The
     core checks and defaults every option (a wrong type is a ``TypeError``,
     a value out of range a ``ValueError``, naming the argument)."""
 
@@ -287,6 +291,8 @@ class E2bProvider(_HostedProvider):
         page_size: int = DEFAULT,
         sweep_unlabelled: bool = DEFAULT,
         request_timeout: float = DEFAULT,
+        max_listing_pages: int = DEFAULT,
+        max_listing_items: int = DEFAULT,
     ) -> None:
         self._native = _hosted(
             "e2b",
@@ -298,6 +304,8 @@ class E2bProvider(_HostedProvider):
                 "page_size": page_size,
                 "sweep_unlabelled": sweep_unlabelled,
                 "request_timeout": request_timeout,
+                "max_listing_pages": max_listing_pages,
+                "max_listing_items": max_listing_items,
             },
         )
 
@@ -323,6 +331,8 @@ class DaytonaProvider(_HostedProvider):
         page_size: int = DEFAULT,
         sweep_unlabelled: bool = DEFAULT,
         request_timeout: float = DEFAULT,
+        max_listing_pages: int = DEFAULT,
+        max_listing_items: int = DEFAULT,
     ) -> None:
         self._native = _hosted(
             "daytona",
@@ -334,6 +344,8 @@ class DaytonaProvider(_HostedProvider):
                 "page_size": page_size,
                 "sweep_unlabelled": sweep_unlabelled,
                 "request_timeout": request_timeout,
+                "max_listing_pages": max_listing_pages,
+                "max_listing_items": max_listing_items,
             },
         )
 
@@ -361,6 +373,8 @@ class VercelProvider(_HostedProvider):
         page_size: int = DEFAULT,
         sweep_unlabelled: bool = DEFAULT,
         request_timeout: float = DEFAULT,
+        max_listing_pages: int = DEFAULT,
+        max_listing_items: int = DEFAULT,
     ) -> None:
         self._native = _hosted(
             "vercel",
@@ -374,6 +388,8 @@ class VercelProvider(_HostedProvider):
                 "page_size": page_size,
                 "sweep_unlabelled": sweep_unlabelled,
                 "request_timeout": request_timeout,
+                "max_listing_pages": max_listing_pages,
+                "max_listing_items": max_listing_items,
             },
         )
 

@@ -90,7 +90,8 @@ pub struct DaytonaConfig {
     /// How long one HTTP request may take. Default 30 s.
     pub request_timeout: Duration,
     /// How far one listing goes before it fails closed (pages followed,
-    /// sandboxes read). Default [`ListingCeilings::default`]; not a host option.
+    /// sandboxes read). Default [`ListingCeilings::default`]; hosts set it
+    /// with `maxListingPages` / `maxListingItems`.
     pub listing_ceilings: ListingCeilings,
 }
 
@@ -111,7 +112,7 @@ impl From<HostedSettings> for DaytonaConfig {
             page_size: settings.page_size,
             sweep_unlabelled: settings.sweep_unlabelled,
             request_timeout: settings.request_timeout,
-            listing_ceilings: ListingCeilings::default(),
+            listing_ceilings: settings.listing_ceilings,
         }
     }
 }

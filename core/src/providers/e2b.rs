@@ -57,7 +57,8 @@ pub struct E2bConfig {
     /// deadline cuts it sooner.
     pub request_timeout: Duration,
     /// How far one listing goes before it fails closed (pages followed,
-    /// sandboxes read). Default [`ListingCeilings::default`]; not a host option.
+    /// sandboxes read). Default [`ListingCeilings::default`]; hosts set it
+    /// with `maxListingPages` / `maxListingItems`.
     pub listing_ceilings: ListingCeilings,
 }
 
@@ -78,7 +79,7 @@ impl From<HostedSettings> for E2bConfig {
             page_size: settings.page_size,
             sweep_unlabelled: settings.sweep_unlabelled,
             request_timeout: settings.request_timeout,
-            listing_ceilings: ListingCeilings::default(),
+            listing_ceilings: settings.listing_ceilings,
         }
     }
 }
