@@ -15,6 +15,8 @@
 //! Keys that no store can hold (empty, or containing NUL) are never stored, so
 //! `get` of one is `None` and `delete` of one a no-op, as in memory.
 
+#[cfg(feature = "postgres")]
+mod coalesce;
 #[cfg(feature = "sqlite")]
 mod group_commit;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
