@@ -77,3 +77,20 @@ async fn an_unreadable_row_fails_only_its_own_get() {
     }
     drop_schema(&schema).await;
 }
+
+#[tokio::test]
+async fn a_connection_the_server_dropped_while_idle_is_replaced_before_use() {
+    // Only this test's connections carry this name, so only they are dropped.
+    let name = unique("stale");
+    let schema = unique("batched_stale");
+    let separator = if store_support::pg_url().contains('?') { '&' } else { '?' };
+    let url = format!("{}{separator}application_name={name}", store_support::pg_url());
+    let options = sandbox_reclaim::PostgresOptions { max_connections: 1, ..store_support::pg_options(&schema) };
+    let store = sandbox_reclaim::PostgresSandboxInstanceStore::connect(&url, options).await.unwrap();
+    store.upsert(&record(&key(0), 0)).await.unwrap();
+    // A restarted server, or an idle timeout: the pooled connection is gone.
+    pg_exec(&format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '{name}'")).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1_200)).await;
+    assert_eq!(store.get(&key(0)).await.unwrap(), Some(record(&key(0), 0)), "answered on a fresh connection");
+    drop_schema(&schema).await;
+}

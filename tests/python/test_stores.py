@@ -604,3 +604,45 @@ class _Destroys:
 
     async def destroy(self, sandbox_id: str) -> None:
         self.destroyed.append(sandbox_id)
+
+
+class CountingSqliteStore(sr.SqliteSandboxInstanceStore):
+    """A subclass overriding the methods a fleet pass calls on the native fast path."""
+
+    calls: list[str]
+
+    async def get(self, key: str) -> sr.SandboxInstanceRecord | None:
+        self.calls.append(f"get {key}")
+        return await super().get(key)
+
+    async def delete(self, key: str) -> None:
+        self.calls.append(f"delete {key}")
+        await super().delete(key)
+
+
+async def test_flows_call_a_sql_store_natively_but_keep_a_subclass_override(tmp_path: Path) -> None:
+    from sandbox_reclaim._stores import native_method
+
+    provider = FlakyProvider()
+    provider.healed = True
+    async with await sr.SqliteSandboxInstanceStore.open(str(tmp_path / "plain.sqlite")) as store:
+        # A store's own pass-through method: the flow calls the native one.
+        assert native_method(store.get) is not store.get
+        assert native_method(store.expire_idle) == store.expire_idle, "a method that checks first stays Python"
+        for index in range(3):
+            await store.upsert(instance(key=f"k-{index}", sandbox_id=f"ctr-{index}"))
+        report = await sr.reclaim_all([run_record(f"k-{index}", f"run-{index}") for index in range(3)], provider=provider, instances=store)
+        assert [line.outcome for line in report.records] == ["destroyed"] * 3
+        assert [await store.get(f"k-{index}") for index in range(3)] == [None] * 3
+
+    counting = await CountingSqliteStore.open(str(tmp_path / "counting.sqlite"))
+    counting.calls = []
+    try:
+        assert native_method(counting.get) == counting.get, "an override is the subclass's own"
+        await counting.upsert(instance(key="k-9", sandbox_id="ctr-9"))
+        assert await sr.reclaim_sandbox(run_record("k-9", "run-9"), provider=provider, instances=counting) is sr.ReclaimOutcome.DESTROYED
+        report = await sr.reclaim_all([run_record("k-9", "run-10")], provider=provider, instances=counting)
+        assert counting.calls == ["get k-9", "delete k-9", "get k-9"], "every call went through the override"
+        assert report.records[0].outcome == "not-found"
+    finally:
+        await counting.close()

@@ -20,6 +20,7 @@ from ._options import DEFAULT, options_json
 from ._protocols import FleetStore, ReclaimLogger, SandboxInstanceStore, SandboxProvider
 from ._records import LeakEntry, ReclaimOutcome, RetrySummary, RunRecord
 from ._reports import FleetReclaimReport, ReconcileReport
+from ._stores import native_method
 
 Logger: TypeAlias = "ReclaimLogger | logging.Logger | logging.LoggerAdapter[Any]"
 """A reclaim logger: stdlib loggers map ``warn``/``errors``/``sandbox`` to WARNING/ERROR/DEBUG."""
@@ -90,9 +91,10 @@ def _reclaim_host(provider: object, instances: object, logger: object, read_name
         get = _method("instances", instances, "get")
         delete = _method("instances", instances, "delete")
     ledger = getattr(instances, "delete_recording_leak", None)
-    ledger = ledger if callable(ledger) else None
+    ledger = native_method(ledger) if callable(ledger) else None
     log = None if logger is None else _log_methods(logger)
-    host = Host({"destroy": (destroy,)}, {"get": get, "delete": delete, "delete_recording_leak": ledger}, log)
+    store = {"get": native_method(get), "delete": native_method(delete), "delete_recording_leak": ledger}
+    host = Host({"destroy": (destroy,)}, store, log)
     return host, ledger is not None, name
 
 
@@ -188,6 +190,7 @@ async def retry_leaks(
     resolve = _method(ledger, instances, "resolve_leak")
     record_failure = _method(ledger, instances, "record_retry_failure")
     store = {"claim_leaks": claim, "resolve_leak": resolve, "record_retry_failure": record_failure}
+    store = {name: native_method(method) for name, method in store.items()}
     host = Host(provided={"destroy": (destroy,)}, store=store)
     options = options_json(_RETRY_OPTIONS, locals())
     summary = await drive(_native.start_retry, (options, name), host)
@@ -334,11 +337,11 @@ async def reclaim_all(
     get = _method("instances", instances, "get")
     delete = _method("instances", instances, "delete")
     ledger = getattr(instances, "delete_recording_leak", None)
-    ledger = ledger if callable(ledger) else None
+    ledger = native_method(ledger) if callable(ledger) else None
     progress = _progress(on_progress)
     event = _stop_event(stop)
     log = None if logger is None else _log_methods(logger)
-    store = {"get": get, "delete": delete, "delete_recording_leak": ledger}
+    store = {"get": native_method(get), "delete": native_method(delete), "delete_recording_leak": ledger}
     host = Host(provided={"destroy": destroys}, store=store, log=log, progress=progress)
     stopped = event is not None and event.is_set()
     arguments = (options, rows, names, ledger is not None, progress is not None, stopped)
@@ -435,7 +438,7 @@ async def reconcile(
     names = [_provider_name(one) for one in chosen]
     destroys = [_method("provider", one, "destroy") for one in chosen]
     lists = [_lister(one) for one in chosen]
-    fleet = {name: _method("instances (a fleet store)", instances, name) for name in FLEET_STORE_METHODS}
+    fleet = {name: native_method(_method("instances (a fleet store)", instances, name)) for name in FLEET_STORE_METHODS}
     fleet["sandbox_references"] = _references(fleet["sandbox_references"])
     registered = _optional_method("instances", instances, "registered_sandboxes")
     if registered is not None:

@@ -185,6 +185,28 @@ class _SqlStore:
         await self.close()
 
 
+# The SQL stores' methods that only await their native call, unchanged.
+_PASS_THROUGH: Final = frozenset(
+    {"get", "upsert", "delete", "delete_recording_leak", "list_leaks", "count_leaks", "claim_leaks",
+     "resolve_leak", "record_retry_failure", "list_stale", "list_audit"}
+)
+
+
+def native_method(method: Any) -> Any:
+    """What a flow calls for a store method it read (once): for a SQL store's
+    own pass-through method, the native call itself, whose awaitable is an
+    asyncio future, so the driver steps no coroutine and runs no task per
+    store call (most of a fleet pass's Python time on a SQL store); for
+    anything else (a subclass overriding it, a user store), ``method``."""
+    function, owner = getattr(method, "__func__", None), getattr(method, "__self__", None)
+    if function is None or not isinstance(owner, _SqlStore):
+        return method
+    name = getattr(function, "__name__", None)
+    if name in _PASS_THROUGH and function is _SqlStore.__dict__[name]:
+        return getattr(owner._native, name)
+    return method
+
+
 class SqliteSandboxInstanceStore(_SqlStore):
     """An instance store with a leak ledger in one SQLite file (WAL mode),
     safe to share between processes (Python, Node, Rust) on one machine.

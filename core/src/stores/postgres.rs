@@ -393,6 +393,10 @@ fn batch_limit(max_connections: u32) -> usize {
     usize::try_from(max_connections).unwrap_or(2).clamp(1, 2)
 }
 
+/// How long a pooled connection may sit idle before it is checked (pinged)
+/// again before use.
+const PING_AFTER_IDLE: Duration = Duration::from_secs(1);
+
 /// Most keys one shared statement carries.
 const MAX_BATCH: usize = 256;
 
@@ -406,6 +410,19 @@ impl PostgresSandboxInstanceStore {
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections)
             .acquire_timeout(options.acquire_timeout)
+            // sqlx pings every connection it hands out: a round trip before
+            // each statement, half of a busy pass's latency. A connection idle
+            // long enough to have gone stale (a restarted server) is still
+            // pinged first, and replaced if the ping fails.
+            .test_before_acquire(false)
+            .before_acquire(|connection, meta| {
+                Box::pin(async move {
+                    if meta.idle_for >= PING_AFTER_IDLE {
+                        sqlx::Connection::ping(connection).await?;
+                    }
+                    Ok(true)
+                })
+            })
             .connect_with(connect)
             .await
             .map_err(StoreOpenError::Connect)?;
