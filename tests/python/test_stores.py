@@ -636,6 +636,7 @@ async def test_flows_call_a_sql_store_natively_but_keep_a_subclass_override(tmp_
         assert [await store.get(f"k-{index}") for index in range(3)] == [None] * 3
 
     counting = await CountingSqliteStore.open(str(tmp_path / "counting.sqlite"))
+    assert isinstance(counting, CountingSqliteStore), "open() builds the subclass"
     counting.calls = []
     try:
         assert native_method(counting.get) == counting.get, "an override is the subclass's own"
