@@ -11,6 +11,7 @@ import { join } from 'node:path';
 
 import * as binding from '../../bindings-node/index.mjs';
 import { service, tempDir, uniqueSchema } from './services.mjs';
+import { userStore } from './user-store.mjs';
 
 const { reconcile, InMemorySandboxInstanceStore, SqliteSandboxInstanceStore, PostgresSandboxInstanceStore } = binding;
 
@@ -64,30 +65,16 @@ for (const [kind, skip, open] of STORES) {
   });
 }
 
-/** A user's fleet store over the native in-memory one, every call recorded; `prune` only when `withPrune`. */
-function userStore(native, { withPrune }) {
-  const calls = [];
-  const methods = ['get', 'upsert', 'delete', 'deleteRecordingLeak', 'listStale', 'expireIdle', 'sandboxReferences', 'recordLeak', 'dueLeaks', 'deferLeak', 'claimSweep', 'releaseSweep', 'appendAudit', 'resolveLeak'];
-  if (withPrune) methods.push('prune');
-  const store = {};
-  for (const method of methods) {
-    store[method] = (...args) => {
-      calls.push({ method, args });
-      return native[method](...args);
-    };
-  }
-  return { store, calls };
-}
 
 test('a user store without prune still reconciles and is never asked to prune', async () => {
-  const { store, calls } = userStore(new InMemorySandboxInstanceStore({ ledger: true }), { withPrune: false });
+  const { store, calls } = userStore(new InMemorySandboxInstanceStore({ ledger: true }), []);
   const report = await reconcile({ provider: emptyListing('js'), instances: store });
   assert.equal(report.providers[0].orphans.status, 'swept');
   assert.ok(!calls.some((call) => call.method === 'prune'));
 });
 
 test('a user store with prune is asked once per sweep, after the sweep\'s reads, with now − 30 days and now − 90 days by default', async () => {
-  const { store, calls } = userStore(new InMemorySandboxInstanceStore({ ledger: true }), { withPrune: true });
+  const { store, calls } = userStore(new InMemorySandboxInstanceStore({ ledger: true }), ['prune']);
   const before = Date.now();
   await reconcile({ provider: emptyListing('js'), instances: store });
   const after = Date.now();
@@ -111,7 +98,7 @@ test('a user store with prune is asked once per sweep, after the sweep\'s reads,
 
 test('a dry run, and a pass whose sweep another host holds, never prune', async () => {
   const native = new InMemorySandboxInstanceStore({ ledger: true });
-  const { store, calls } = userStore(native, { withPrune: true });
+  const { store, calls } = userStore(native, ['prune']);
   await reconcile({ provider: emptyListing('js'), instances: store, dryRun: true });
   assert.ok(!calls.some((call) => call.method === 'prune'), 'dry run');
   assert.equal(await native.claimSweep('js', 'host-b/1', 600_000, Date.now()), true);
@@ -124,7 +111,7 @@ test('a failing or synchronous prune fails nothing; prune that is not a function
   const native = new InMemorySandboxInstanceStore({ ledger: true });
   for (const prune of [() => Promise.reject(new Error('disk full')), () => { throw new Error('sync failure'); }, () => undefined]) {
     // A fresh store each time: the audit log of a pass that destroyed o1 spares it for the next.
-    const { store } = userStore(new InMemorySandboxInstanceStore({ ledger: true }), { withPrune: false });
+    const { store } = userStore(new InMemorySandboxInstanceStore({ ledger: true }), []);
     store.prune = prune;
     const orphan = { id: 'o1', createdAt: Date.now() - 3_600_000, owner: 'sandbox-reclaim' };
     const destroyed = [];
@@ -136,7 +123,7 @@ test('a failing or synchronous prune fails nothing; prune that is not a function
   const cases = [[{ prune: 5 }, {}, /options\.instances\.prune/], [{ prune: 'yes' }, {}, /options\.instances\.prune/]];
   for (const value of [-1, 'x', 1.5, Number.NaN, 2 ** 53, null]) cases.push([{}, { auditRetentionMs: value }, /options\.auditRetentionMs/]);
   for (const [extra, options, message] of cases) {
-    const { store, calls } = userStore(native, { withPrune: false });
+    const { store, calls } = userStore(native, []);
     Object.assign(store, extra);
     await assert.rejects(reconcile({ provider: emptyListing('js'), instances: store, ...options }), (error) => {
       assert.ok(error instanceof TypeError, `${message}: got ${error}`);
@@ -146,7 +133,7 @@ test('a failing or synchronous prune fails nothing; prune that is not a function
     assert.deepStrictEqual(calls, [], `${message}: nothing was called`);
   }
   for (const prune of [null, undefined]) {
-    const { store } = userStore(native, { withPrune: false });
+    const { store } = userStore(native, []);
     store.prune = prune;
     assert.equal((await reconcile({ provider: emptyListing('js'), instances: store })).providers[0].orphans.status, 'swept');
   }

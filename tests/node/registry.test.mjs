@@ -12,6 +12,7 @@ import { join } from 'node:path';
 
 import * as binding from '../../bindings-node/index.mjs';
 import { service, tempDir, uniqueSchema } from './services.mjs';
+import { userStore } from './user-store.mjs';
 import { startFakeE2b } from '../fakes/e2b.mjs';
 import { startFakeDaytona } from '../fakes/daytona.mjs';
 import { startFakeVercel } from '../fakes/vercel.mjs';
@@ -162,28 +163,11 @@ for (const [kind, skip, open] of STORES) {
 
 // ------------------------------------------------------------ user stores
 
-/**
- * A user's fleet store over the native in-memory one: every call recorded
- * (`store.<method>`); `registeredSandboxes` only when `withRegistry`.
- */
-function userStore(native, { withRegistry }) {
-  const calls = [];
-  const methods = ['get', 'upsert', 'delete', 'deleteRecordingLeak', 'listStale', 'expireIdle', 'sandboxReferences', 'recordLeak', 'dueLeaks', 'deferLeak', 'claimSweep', 'releaseSweep', 'appendAudit', 'resolveLeak'];
-  if (withRegistry) methods.push('registeredSandboxes');
-  const store = {};
-  for (const method of methods) {
-    store[method] = (...args) => {
-      calls.push({ method, args });
-      return native[method](...args);
-    };
-  }
-  return { store, calls };
-}
 
 test('a user store without registeredSandboxes still reconciles, never asks for it, and never destroys an unlabelled sandbox', async () => {
   const native = new InMemorySandboxInstanceStore({ ledger: true });
   await registerGone(native, 'js', ['u1', 'x1']);
-  const { store, calls } = userStore(native, { withRegistry: false });
+  const { store, calls } = userStore(native, []);
   const { provider, destroyed } = listing('js', world());
   const report = await reconcile({ provider, instances: store });
   assert.deepStrictEqual(destroyed, [], 'u1 is registered in the native store, but this store offers no registry');
@@ -196,7 +180,7 @@ test('a user store without registeredSandboxes still reconciles, never asks for 
 test('a user store with registeredSandboxes is asked once per sweep, between sandboxReferences and list, since now − 30 days by default', async () => {
   const native = new InMemorySandboxInstanceStore({ ledger: true });
   await registerGone(native, 'js', ['u1']);
-  const { store, calls } = userStore(native, { withRegistry: true });
+  const { store, calls } = userStore(native, ['registeredSandboxes']);
   const { provider, destroyed, listed } = listing('js', world());
   const order = [];
   const list = provider.list;
@@ -229,14 +213,14 @@ test('a user store with registeredSandboxes is asked once per sweep, between san
 
 test('a synchronous registeredSandboxes works; a failing one leaves that sweep unavailable and destroys nothing', async () => {
   const native = new InMemorySandboxInstanceStore({ ledger: true });
-  const sync = userStore(native, { withRegistry: false });
+  const sync = userStore(native, []);
   sync.store.registeredSandboxes = () => ['u1'];
   const ok = listing('js', world());
   await reconcile({ provider: ok.provider, instances: sync.store });
   assert.deepStrictEqual(ok.destroyed, ['u1']);
 
   for (const registeredSandboxes of [() => Promise.reject(new Error('registry down')), () => 'not an array', () => [5]]) {
-    const broken = userStore(native, { withRegistry: false });
+    const broken = userStore(native, []);
     broken.store.registeredSandboxes = registeredSandboxes;
     const labelled = [...world(), { id: 'o1', createdAt: old(), owner: 'sandbox-reclaim' }];
     const failing = listing('js', labelled);
@@ -245,7 +229,7 @@ test('a synchronous registeredSandboxes works; a failing one leaves that sweep u
     assert.deepStrictEqual(failing.destroyed, [], 'fails closed: not even the labelled orphan');
     assert.deepStrictEqual(failing.listed, [], 'the listing is never read');
   }
-  const report = await reconcile({ provider: listing('js', []).provider, instances: Object.assign(userStore(native, { withRegistry: false }).store, { registeredSandboxes: () => Promise.reject(new Error('registry down')) }) });
+  const report = await reconcile({ provider: listing('js', []).provider, instances: Object.assign(userStore(native, []).store, { registeredSandboxes: () => Promise.reject(new Error('registry down')) }) });
   assert.equal(report.providers[0].orphans.error, 'registry down', 'the store\'s own message');
 });
 
@@ -257,7 +241,7 @@ test('registeredSandboxes that is not a function, and a bad registryRetentionMs,
   ];
   for (const value of [-1, 'x', 1.5, Number.NaN, 2 ** 53, null]) cases.push([{}, { registryRetentionMs: value }, /options\.registryRetentionMs/]);
   for (const [extra, options, message] of cases) {
-    const { store, calls } = userStore(native, { withRegistry: false });
+    const { store, calls } = userStore(native, []);
     Object.assign(store, extra);
     const { provider, listed, destroyed } = listing('js', world());
     await assert.rejects(reconcile({ provider, instances: store, ...options }), (error) => {
@@ -269,7 +253,7 @@ test('registeredSandboxes that is not a function, and a bad registryRetentionMs,
   }
   // null and undefined are "no registry", like a missing method.
   for (const registeredSandboxes of [null, undefined]) {
-    const { store } = userStore(native, { withRegistry: false });
+    const { store } = userStore(native, []);
     store.registeredSandboxes = registeredSandboxes;
     assert.equal((await reconcile({ provider: listing('js', []).provider, instances: store })).providers[0].orphans.status, 'swept');
   }

@@ -99,6 +99,32 @@ def reclaim_all_cases() -> list[dict[str, Any]]:
         built.update(extra)
         return built
 
+    def thrown_synchronously(concurrency: int, name: str, description: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
+        """get('k1') and c2's destroy throw before returning a promise; only
+        the call order depends on the concurrency."""
+        return case(
+            name,
+            description,
+            [record("r1", "k1"), record("r2", "k2"), record("r3", "k3")],
+            {
+                "report": {
+                    "counts": counts(destroyed=1, destroy_failed=1, error=1),
+                    "records": [
+                        line("r1", "error", "k1", 0, "get threw"),
+                        line("r2", "destroy-failed", "k2", 0, "destroy threw"),
+                        line("r3", "destroyed", "k3", 0),
+                    ],
+                },
+                "calls": calls,
+                "logs": [warn_destroy("r2", "k2", "c2", {"$hostError": "destroy"})],
+                "instancesAfter": [instance("k1", "docker", "c1")],
+            },
+            options={"concurrency": concurrency},
+            instances=[instance("k1", "docker", "c1"), instance("k2", "docker", "c2"), instance("k3", "docker", "c3")],
+            destroy={"c2": {"mode": "throw", "message": "destroy threw"}},
+            store={"scripts": {"get:k1": {"mode": "throw", "message": "get threw"}}},
+        )
+
     timed_out = {"$timeoutError": {"providerSandboxId": "c2", "timeoutMs": 50, "message": timeout_message("c2", 50)}}
     return [
         case(
@@ -421,68 +447,22 @@ def reclaim_all_cases() -> list[dict[str, Any]]:
             progress=True,
             progressThrows=True,
         ),
-        case(
+        thrown_synchronously(
+            1,
             "reclaimAll: a store call or a destroy that throws synchronously fails only its own record",
             "get('k1') throws before returning a promise: r1 is an error with its message; c2's destroy throws synchronously: "
             "r2 is destroy-failed, its record deleted; r3 is untouched by either.",
-            [record("r1", "k1"), record("r2", "k2"), record("r3", "k3")],
-            {
-                "report": {
-                    "counts": counts(destroyed=1, destroy_failed=1, error=1),
-                    "records": [
-                        line("r1", "error", "k1", 0, "get threw"),
-                        line("r2", "destroy-failed", "k2", 0, "destroy threw"),
-                        line("r3", "destroyed", "k3", 0),
-                    ],
-                },
-                "calls": [
-                    store("get", ["k1"], 0),
-                    store("get", ["k2"], 0),
-                    destroy("c2", 0),
-                    store("delete", ["k2"], 0),
-                    store("get", ["k3"], 0),
-                    destroy("c3", 0),
-                    store("delete", ["k3"], 0),
-                ],
-                "logs": [warn_destroy("r2", "k2", "c2", {"$hostError": "destroy"})],
-                "instancesAfter": [instance("k1", "docker", "c1")],
-            },
-            options={"concurrency": 1},
-            instances=[instance("k1", "docker", "c1"), instance("k2", "docker", "c2"), instance("k3", "docker", "c3")],
-            destroy={"c2": {"mode": "throw", "message": "destroy threw"}},
-            store={"scripts": {"get:k1": {"mode": "throw", "message": "get threw"}}},
+            [store("get", ["k1"], 0), store("get", ["k2"], 0), destroy("c2", 0), store("delete", ["k2"], 0),
+             store("get", ["k3"], 0), destroy("c3", 0), store("delete", ["k3"], 0)],
         ),
-        case(
+        thrown_synchronously(
+            3,
             "reclaimAll: a host call that throws synchronously at concurrency 3 settles after its batch has started",
             "The same throws with all three records started in one batch: every get is issued before any throw is heard "
             "(a throw settles after the rest of its batch started, in start order, in every driver), and each record "
             "ends as at concurrency 1.",
-            [record("r1", "k1"), record("r2", "k2"), record("r3", "k3")],
-            {
-                "report": {
-                    "counts": counts(destroyed=1, destroy_failed=1, error=1),
-                    "records": [
-                        line("r1", "error", "k1", 0, "get threw"),
-                        line("r2", "destroy-failed", "k2", 0, "destroy threw"),
-                        line("r3", "destroyed", "k3", 0),
-                    ],
-                },
-                "calls": [
-                    store("get", ["k1"], 0),
-                    store("get", ["k2"], 0),
-                    store("get", ["k3"], 0),
-                    destroy("c2", 0),
-                    destroy("c3", 0),
-                    store("delete", ["k2"], 0),
-                    store("delete", ["k3"], 0),
-                ],
-                "logs": [warn_destroy("r2", "k2", "c2", {"$hostError": "destroy"})],
-                "instancesAfter": [instance("k1", "docker", "c1")],
-            },
-            options={"concurrency": 3},
-            instances=[instance("k1", "docker", "c1"), instance("k2", "docker", "c2"), instance("k3", "docker", "c3")],
-            destroy={"c2": {"mode": "throw", "message": "destroy threw"}},
-            store={"scripts": {"get:k1": {"mode": "throw", "message": "get threw"}}},
+            [store("get", ["k1"], 0), store("get", ["k2"], 0), store("get", ["k3"], 0), destroy("c2", 0),
+             destroy("c3", 0), store("delete", ["k2"], 0), store("delete", ["k3"], 0)],
         ),
         case(
             "reclaimAll: a record writing its outcome frees its slot",
