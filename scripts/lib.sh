@@ -4,6 +4,9 @@
 # installs itself (npm packages, the venv, Debian packages).
 ensure_toolchain() {
   rustup component add rustfmt clippy >/dev/null 2>&1 || true
+  # A CI run builds once from a fresh clone: incremental caches (about half
+  # of a debug target/) would only cost disk and time there.
+  if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
 }
 
 # Starts PostgreSQL and podman's Docker-API service under "$1" and exports
