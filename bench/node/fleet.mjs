@@ -1,8 +1,10 @@
 // Fleet wall time, side by side in one process: reclaimAll of N records
 // (default 2,000) at concurrency 64 against a provider whose destroy takes
-// 20 ms, with the native in-memory store and with SQLite, against the ideal
-// (N × 20 ms / 64) and against the reference's sequential loop over the same
-// records (reclaimSandbox one by one, as a sweep does today).
+// 20 ms, with the native in-memory store, SQLite and PostgreSQL, against the
+// ideal (⌈N / 64⌉ waves of 20 ms; N × 20 ms / 64 when destroys take 15–25 ms)
+// and against the reference's sequential loop over the same records
+// (reclaimSandbox one by one, as a sweep does today). Each reclaimAll pass
+// runs FLEET_PASSES times (default 5): the median and the range are printed.
 //
 //   node bench/node/fleet.mjs [records]      (after `npm run build` in bindings-node/)
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -20,7 +22,10 @@ const binding = await import(pathToFileURL(resolve(root, 'bindings-node', 'index
 const count = Number(process.argv[2] ?? process.env.BENCH_RECORDS ?? 2000);
 const LATENCY = 20;
 const CONCURRENCY = 64;
-const ideal = (count * LATENCY) / CONCURRENCY;
+const PASSES = Math.max(1, Number(process.env.FLEET_PASSES ?? 5) || 5);
+/** The best a perfect scheduler does: whole waves of LATENCY, or the work bound when destroys vary. */
+const ideal = Math.ceil(count / CONCURRENCY) * LATENCY;
+const variedIdeal = (count * LATENCY) / CONCURRENCY;
 
 /** 15–25 ms for `sbx-N`, spread evenly over N (mean 20 ms): a real provider's destroys never end in lockstep. */
 const variedLatency = (id) => 15 + ((Number(id.split('-').pop()) * 7919) % 11);
@@ -64,40 +69,34 @@ async function timed(label, run) {
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'sandbox-reclaim-fleet-bench-'));
+/** `store` reclaimed PASSES times (refilled before each): the sorted wall times. */
+async function passes(label, store) {
+  const times = [];
+  for (let pass = 0; pass < PASSES; pass++) {
+    await fill(store);
+    times.push(await timed(`reclaimAll ${label}`, async () => {
+      const report = await binding.reclaimAll(runs, { provider, instances: store, concurrency: CONCURRENCY });
+      assert.equal(report.counts.destroyed, count);
+    }));
+  }
+  return times.sort((a, b) => a - b);
+}
+
 try {
-  const memory = new binding.InMemorySandboxInstanceStore();
-  await fill(memory);
-  const memoryMs = await timed('reclaimAll in-memory', async () => {
-    const report = await binding.reclaimAll(runs, { provider, instances: memory, concurrency: CONCURRENCY });
-    assert.equal(report.counts.destroyed, count);
-  });
+  const results = [];
+  results.push(['in-memory', await passes('in-memory', new binding.InMemorySandboxInstanceStore()), ideal]);
   const sqlite = await binding.SqliteSandboxInstanceStore.open(join(dir, 'fleet.sqlite'));
-  await fill(sqlite);
-  const sqliteMs = await timed('reclaimAll SQLite', async () => {
-    const report = await binding.reclaimAll(runs, { provider, instances: sqlite, concurrency: CONCURRENCY });
-    assert.equal(report.counts.destroyed, count);
-  });
+  results.push(['SQLite', await passes('SQLite', sqlite), ideal]);
   await sqlite.close?.();
   // PostgreSQL, in a schema of its own (make bench starts a server).
-  let postgresMs;
-  const varied = [];
   if (process.env.SANDBOX_RECLAIM_PG_URL) {
     const schema = `fleet_bench_node_${process.pid}`;
     const postgres = await binding.PostgresSandboxInstanceStore.connect(process.env.SANDBOX_RECLAIM_PG_URL, { schema, maxConnections: 16 });
-    await fill(postgres);
-    postgresMs = await timed('reclaimAll PostgreSQL', async () => {
-      const report = await binding.reclaimAll(runs, { provider, instances: postgres, concurrency: CONCURRENCY });
-      assert.equal(report.counts.destroyed, count);
-    });
-    // The same passes with destroys that do not end in lockstep (same mean, same ideal).
+    results.push(['PostgreSQL', await passes('PostgreSQL', postgres), ideal]);
+    // The same passes with destroys that do not end in lockstep (same mean).
     provider.varied = true;
-    const again = new binding.InMemorySandboxInstanceStore();
-    for (const [label, store] of [['in-memory', again], ['PostgreSQL', postgres]]) {
-      await fill(store);
-      varied.push([`${label}, destroy 15–25 ms`, await timed(`reclaimAll ${label}, varied`, async () => {
-        const report = await binding.reclaimAll(runs, { provider, instances: store, concurrency: CONCURRENCY });
-        assert.equal(report.counts.destroyed, count);
-      })]);
+    for (const [label, store] of [['in-memory', new binding.InMemorySandboxInstanceStore()], ['PostgreSQL', postgres]]) {
+      results.push([`${label}, destroy 15–25 ms`, await passes(`${label}, varied`, store), variedIdeal]);
     }
     provider.varied = false;
     await postgres.close?.();
@@ -107,10 +106,11 @@ try {
   const sequentialMs = await timed('reference loop', async () => {
     for (const run of runs) assert.equal(await reference.reclaimSandbox(run, { provider, instances: js }), 'destroyed');
   });
-  console.log(`reclaimAll of ${count} records, destroy ${LATENCY} ms, concurrency ${CONCURRENCY}; ideal ${ideal.toFixed(1)} ms; node ${process.version}`);
-  const passes = [['in-memory', memoryMs], ['SQLite', sqliteMs], ...(postgresMs === undefined ? [] : [['PostgreSQL', postgresMs]]), ...varied];
-  for (const [label, ms] of passes) {
-    console.log(`  reclaimAll ${label.padEnd(10)} ${ms.toFixed(1).padStart(8)} ms   ${(ms / ideal).toFixed(3)}× ideal   ${(sequentialMs / ms).toFixed(1)}× faster than the reference loop`);
+  console.log(`reclaimAll of ${count} records, destroy ${LATENCY} ms, concurrency ${CONCURRENCY}; ideal ${ideal.toFixed(1)} ms (15–25 ms destroys: ${variedIdeal.toFixed(1)} ms); median of ${PASSES} passes; node ${process.version}`);
+  for (const [label, times, best] of results) {
+    const ms = times[Math.floor(times.length / 2)];
+    const range = `${(times[0] / best).toFixed(3)}–${(times[times.length - 1] / best).toFixed(3)}×`;
+    console.log(`  reclaimAll ${label.padEnd(10)} ${ms.toFixed(1).padStart(8)} ms   ${(ms / best).toFixed(3)}× ideal (${range})   ${(sequentialMs / ms).toFixed(1)}× faster than the reference loop`);
   }
   console.log(`  reference sequential loop ${sequentialMs.toFixed(1).padStart(8)} ms   ${(sequentialMs / ideal).toFixed(1)}× ideal`);
 } finally {
