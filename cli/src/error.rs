@@ -7,6 +7,15 @@ pub const EXIT_OK: i32 = 0;
 /// The pass ran, but something may still be billing (a failed or deferred
 /// destroy, a provider whose orphan sweep could not run).
 pub const EXIT_LEAKING: i32 = 1;
+
+/// The exit code of a pass whose report (the core's verdict) says `leaking`.
+pub fn exit_for(leaking: bool) -> i32 {
+    if leaking {
+        EXIT_LEAKING
+    } else {
+        EXIT_OK
+    }
+}
 /// A usage or configuration error; the message names the flag (or config key).
 pub const EXIT_USAGE: i32 = 2;
 /// The store or a provider could not be reached or opened.

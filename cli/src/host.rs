@@ -13,11 +13,11 @@
 use std::ffi::OsString;
 
 use clap::Parser;
-use sandbox_reclaim::ReconcileReport;
+use sandbox_reclaim::{ReconcileReport, ReportScope};
 use serde_json::{json, Value};
 
 use crate::args::{bare_docker, Cli, Command};
-use crate::commands::reconcile::{emit_to, View};
+use crate::commands::reconcile::emit_to;
 use crate::config::{self, StoreSpec};
 use crate::error::EXIT_USAGE;
 use crate::output::Mode;
@@ -180,7 +180,7 @@ pub fn host_emit(plan: &str, report: &str, pass: Option<u64>) -> Result<i32, Str
         Some("orphans") => "orphans",
         _ => "reconcile",
     };
-    let view = if command == "orphans" { View::Orphans } else { View::Full };
+    let view = if command == "orphans" { ReportScope::Orphans } else { ReportScope::Pass };
     let mode = Mode::detect(plan["json"] == json!(true));
     let described = plan["storeDescribed"].as_str().unwrap_or_default();
     Ok(emit_to(mode, command, described, &report, view, pass))

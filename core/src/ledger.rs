@@ -165,3 +165,25 @@ pub struct RetrySummary {
     #[serde(default)]
     pub lease_lost: u64,
 }
+
+impl RetrySummary {
+    /// Whether a leak may still be billing after the retry: one failed again,
+    /// or `remaining` entries are still in the ledger (due later, or held by
+    /// another retrier).
+    pub fn still_leaking(&self, remaining: u64) -> bool {
+        self.still_failing > 0 || remaining > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RetrySummary;
+
+    #[test]
+    fn a_retry_leaves_leaks_while_one_failed_again_or_any_remain() {
+        let clean = RetrySummary { retried: 2, destroyed: 2, still_failing: 0, lease_lost: 0 };
+        assert!(!clean.still_leaking(0));
+        assert!(clean.still_leaking(1), "entries due later are still billing");
+        assert!(RetrySummary { still_failing: 1, ..clean }.still_leaking(0));
+    }
+}

@@ -48,7 +48,9 @@ pub use effects::{Misuse, SandboxReclaimFailed};
 pub use errors::{BoxError, DestroyTimeout, ProviderError, ReclaimError, ReclaimerError, StoreError};
 pub use fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, ListedSandbox, ScheduledLeak, StoreFacts};
 pub use flows::reclaim_all::{FleetReclaimReport, RecordOutcome, RecordReport};
-pub use flows::reconcile::{Action, ActionReason, ActionResult, ReconcileReport, SweepStatus};
+pub use flows::reconcile::{
+    Action, ActionCounts, ActionReason, ActionResult, ReconcileReport, ReportScope, SweepStatus,
+};
 pub use ledger::{LeakEntry, LeakLedger, LeakSummary, NewLeak, RetryOptions, RetrySummary};
 pub use memory::InMemorySandboxInstanceStore;
 pub use model::{InvalidRecord, ReclaimOutcome, RunRecord, RunStatus, SandboxInstanceRecord};

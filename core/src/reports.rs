@@ -243,6 +243,32 @@ pub struct ActionCounts {
     pub touched: u64,
 }
 
+impl ActionCounts {
+    /// `actions` counted by result.
+    pub fn of<'a>(actions: impl IntoIterator<Item = &'a Action>) -> Self {
+        let mut counts = Self::default();
+        for action in actions {
+            *match action.result {
+                ActionResult::Planned => &mut counts.planned,
+                ActionResult::Destroyed => &mut counts.destroyed,
+                ActionResult::Failed => &mut counts.failed,
+                ActionResult::Deferred => &mut counts.deferred,
+                ActionResult::Touched => &mut counts.touched,
+            } += 1;
+        }
+        counts
+    }
+}
+
+/// How much of a pass a reader looks at: the whole pass (`reconcile`), or
+/// its orphan sweep only (the command's `orphans`). Every verdict and count
+/// a host shows for either comes from [`ReconcileReport`], never from the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportScope {
+    Pass,
+    Orphans,
+}
+
 /// What `reconcile` resolves with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -277,5 +303,127 @@ impl ReconcileReport {
                 provider.orphans.status == SweepStatus::Unavailable
                     && provider.orphans.error.as_deref() != Some(messages::PROVIDER_CANNOT_LIST)
             })
+    }
+
+    /// Whether an orphan may still be billing after the pass: an orphan
+    /// destroy that failed, was deferred or was only planned (a dry run), or
+    /// a provider whose sweep did not run. Unlike the whole pass's verdict, a
+    /// provider that cannot list counts here: the sweep was what was asked for.
+    pub fn orphans_still_leaking(&self) -> bool {
+        self.providers.iter().any(|provider| {
+            provider.orphans.failed > 0
+                || provider.orphans.deferred > 0
+                || (self.dry_run && provider.orphans.found > 0)
+                || provider.orphans.status == SweepStatus::Unavailable
+        })
+    }
+
+    /// [`Self::still_leaking`] or [`Self::orphans_still_leaking`], by `scope`.
+    pub fn still_leaking_in(&self, scope: ReportScope) -> bool {
+        match scope {
+            ReportScope::Pass => self.still_leaking(),
+            ReportScope::Orphans => self.orphans_still_leaking(),
+        }
+    }
+
+    /// The actions `scope` shows, in order: all of them, or the orphan sweep's.
+    pub fn actions_in(&self, scope: ReportScope) -> impl Iterator<Item = &Action> {
+        self.actions.iter().filter(move |action| scope == ReportScope::Pass || action.reason == ActionReason::Orphan)
+    }
+
+    /// The actions `scope` shows, counted by result.
+    pub fn counts_in(&self, scope: ReportScope) -> ActionCounts {
+        ActionCounts::of(self.actions_in(scope))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn action(reason: ActionReason, result: ActionResult) -> Action {
+        Action { reason, provider: "p".into(), provider_sandbox_id: "s".into(), key: None, result, error: None }
+    }
+
+    fn orphans(status: SweepStatus, error: Option<&str>) -> OrphanCounts {
+        OrphanCounts {
+            status,
+            error: error.map(str::to_owned),
+            listed: 0,
+            foreign: 0,
+            referenced: 0,
+            young: 0,
+            deleting: 0,
+            found: 0,
+            destroyed: 0,
+            failed: 0,
+            deferred: 0,
+        }
+    }
+
+    fn report(orphans: OrphanCounts, actions: Vec<Action>) -> ReconcileReport {
+        let mut report = ReconcileReport {
+            dry_run: false,
+            host: "h".into(),
+            started_at: 0,
+            elapsed_ms: 0,
+            cut_short: false,
+            idle: IdleCounts::default(),
+            providers: vec![ProviderReport { name: "p".into(), leaks: LeakCounts::default(), orphans }],
+            counts: ActionCounts::of(&actions),
+            actions,
+            still_leaking: false,
+        };
+        report.still_leaking = report.still_leaking();
+        report
+    }
+
+    #[test]
+    fn each_scope_counts_the_actions_it_shows() {
+        let report = report(
+            orphans(SweepStatus::Swept, None),
+            vec![
+                action(ActionReason::LeakRetry, ActionResult::Failed),
+                action(ActionReason::Orphan, ActionResult::Destroyed),
+                action(ActionReason::Idle, ActionResult::Touched),
+                action(ActionReason::Orphan, ActionResult::Deferred),
+            ],
+        );
+        let pass = report.counts_in(ReportScope::Pass);
+        assert_eq!(pass, report.counts);
+        assert_eq!((pass.destroyed, pass.failed, pass.deferred, pass.touched), (1, 1, 1, 1));
+        let orphans = report.counts_in(ReportScope::Orphans);
+        assert_eq!((orphans.destroyed, orphans.failed, orphans.deferred, orphans.touched), (1, 0, 1, 0));
+        assert_eq!(report.actions_in(ReportScope::Orphans).count(), 2);
+    }
+
+    #[test]
+    fn a_failed_leak_retry_leaks_the_pass_but_not_the_orphan_sweep() {
+        let report =
+            report(orphans(SweepStatus::Swept, None), vec![action(ActionReason::LeakRetry, ActionResult::Failed)]);
+        assert!(report.still_leaking_in(ReportScope::Pass));
+        assert!(!report.still_leaking_in(ReportScope::Orphans));
+    }
+
+    #[test]
+    fn a_provider_that_cannot_list_leaks_only_the_orphan_sweep_it_was_asked_for() {
+        let cannot_list = report(orphans(SweepStatus::Unavailable, Some(messages::PROVIDER_CANNOT_LIST)), Vec::new());
+        assert!(!cannot_list.still_leaking_in(ReportScope::Pass));
+        assert!(cannot_list.still_leaking_in(ReportScope::Orphans));
+        let listing_failed = report(orphans(SweepStatus::Unavailable, Some("listing failed")), Vec::new());
+        assert!(listing_failed.still_leaking_in(ReportScope::Pass));
+        assert!(listing_failed.still_leaking_in(ReportScope::Orphans));
+    }
+
+    #[test]
+    fn an_orphan_a_dry_run_planned_is_still_leaking() {
+        let mut found = orphans(SweepStatus::Swept, None);
+        found.found = 1;
+        let mut report = report(found, vec![action(ActionReason::Orphan, ActionResult::Planned)]);
+        report.dry_run = true;
+        assert!(report.still_leaking_in(ReportScope::Pass));
+        assert!(report.still_leaking_in(ReportScope::Orphans));
+        report.dry_run = false;
+        assert!(!report.still_leaking_in(ReportScope::Orphans), "found and destroyed: nothing left");
     }
 }

@@ -4,7 +4,7 @@ use sandbox_reclaim::{retry_leaks, LeakEntry, LeakReason, RetryOptions, SandboxP
 use serde_json::{json, Value};
 
 use crate::args::RetryArgs;
-use crate::error::{from_reclaim, Failure, EXIT_LEAKING, EXIT_OK};
+use crate::error::{exit_for, from_reclaim, Failure, EXIT_OK};
 use crate::output::{clip, envelope, plain_line, print_json, print_text, Mode, Table};
 use crate::providers::Providers;
 use crate::store::Store;
@@ -161,8 +161,8 @@ pub async fn retry(context: &Context, args: &RetryArgs) -> Result<i32, Failure> 
         rows.push((provider.name().to_owned(), summary, remaining));
     }
     store.close().await;
-    let leaking = rows.iter().any(|(_, summary, remaining)| summary.still_failing > 0 || *remaining > 0);
-    let code = if leaking { EXIT_LEAKING } else { EXIT_OK };
+    let leaking = rows.iter().any(|(_, summary, remaining)| summary.still_leaking(*remaining));
+    let code = exit_for(leaking);
     match context.mode {
         Mode::Json => {
             let providers: Vec<Value> = rows

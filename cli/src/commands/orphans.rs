@@ -2,12 +2,12 @@
 //! retries and no idle expiry (inputs of the core's pass), so the pass
 //! destroys orphans only; the report shows that part.
 
-use sandbox_reclaim::StopSignal;
+use sandbox_reclaim::{ReportScope, StopSignal};
 
-use super::reconcile::{emit, still_leaking, View};
+use super::reconcile::emit;
 use super::{install_signals, run_pass, PassPlan};
 use crate::args::OrphansArgs;
-use crate::error::{Failure, EXIT_LEAKING, EXIT_OK};
+use crate::error::{exit_for, Failure};
 use crate::providers::Providers;
 use crate::Context;
 
@@ -21,6 +21,6 @@ pub async fn run(context: &Context, args: &OrphansArgs) -> Result<i32, Failure> 
     let report = run_pass(context, store.fleet(), &providers, &plan, &stop).await;
     store.close().await;
     let report = report?;
-    emit(context, &store, &report, View::Orphans, None);
-    Ok(if still_leaking(&report, View::Orphans) { EXIT_LEAKING } else { EXIT_OK })
+    emit(context, &store, &report, ReportScope::Orphans, None);
+    Ok(exit_for(report.orphans_still_leaking()))
 }

@@ -1,28 +1,20 @@
 //! `reconcile`: one pass, or a pass every DURATION as a service (with
 //! Prometheus metrics), until SIGINT/SIGTERM.
 
-use sandbox_reclaim::{ActionReason, ActionResult, ReconcileReport, StopSignal, SweepStatus};
+use sandbox_reclaim::{ReconcileReport, ReportScope, StopSignal};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::{install_signals, run_pass, PassPlan};
 use crate::args::ReconcileArgs;
-use crate::error::{Failure, EXIT_LEAKING, EXIT_OK};
+use crate::error::{exit_for, Failure, EXIT_OK};
 use crate::metrics::Metrics;
 use crate::output::{clip, envelope, plain_line, print_json, print_text, Mode, Table};
 use crate::providers::Providers;
 use crate::store::Store;
 use crate::time::{format_age, now_millis};
 use crate::Context;
-
-/// Which part of a report a command shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum View {
-    Full,
-    /// `orphans`: the sweep only.
-    Orphans,
-}
 
 pub async fn run(context: &Context, args: &ReconcileArgs) -> Result<i32, Failure> {
     let settings = context.settings.pass.with_reconcile(args);
@@ -41,9 +33,8 @@ pub async fn run(context: &Context, args: &ReconcileArgs) -> Result<i32, Failure
         let report = run_pass(context, store.fleet(), &providers, &plan, &stop).await;
         store.close().await;
         let report = report?;
-        let leaking = still_leaking(&report, View::Full);
-        emit(context, &store, &report, View::Full, None);
-        return Ok(if leaking { EXIT_LEAKING } else { EXIT_OK });
+        emit(context, &store, &report, ReportScope::Pass, None);
+        return Ok(exit_for(report.still_leaking()));
     };
 
     let server = match (metrics_addr, &metrics) {
@@ -80,7 +71,7 @@ pub async fn run(context: &Context, args: &ReconcileArgs) -> Result<i32, Failure
                     metrics.observe_pass(&report, now_millis());
                     update_leak_metrics(&store, &providers, metrics).await;
                 }
-                emit(context, &store, &report, View::Full, Some(pass));
+                emit(context, &store, &report, ReportScope::Pass, Some(pass));
             }
             // Options are checked before anything runs: they will not get better.
             Err(failure @ Failure::Usage { .. }) => return Err(failure),
@@ -121,28 +112,14 @@ async fn update_leak_metrics(store: &Store, providers: &Providers, metrics: &Met
     }
 }
 
-/// Whether anything may still be billing, as far as `view` looks.
-pub fn still_leaking(report: &ReconcileReport, view: View) -> bool {
-    match view {
-        View::Full => report.still_leaking(),
-        // A planned orphan destroy (a dry run) is a sandbox still billing.
-        View::Orphans => report.providers.iter().any(|provider| {
-            provider.orphans.failed > 0
-                || provider.orphans.deferred > 0
-                || (report.dry_run && provider.orphans.found > 0)
-                || provider.orphans.status == SweepStatus::Unavailable
-        }),
-    }
-}
-
 /// The report as JSON: the core's report, or its orphan part.
-pub fn report_json(report: &ReconcileReport, view: View) -> Value {
+pub fn report_json(report: &ReconcileReport, view: ReportScope) -> Value {
     let mut value = serde_json::to_value(report).unwrap_or(Value::Null);
-    if view == View::Orphans {
+    if view == ReportScope::Orphans {
         if let Value::Object(object) = &mut value {
             object.remove("idle");
             // The view's own verdict, so the document never says two things.
-            object.insert("stillLeaking".to_owned(), Value::Bool(still_leaking(report, view)));
+            object.insert("stillLeaking".to_owned(), Value::Bool(report.still_leaking_in(view)));
             if let Some(Value::Array(providers)) = object.get_mut("providers") {
                 for provider in providers {
                     if let Value::Object(provider) = provider {
@@ -150,19 +127,8 @@ pub fn report_json(report: &ReconcileReport, view: View) -> Value {
                     }
                 }
             }
-            let actions: Vec<_> =
-                report.actions.iter().filter(|action| action.reason == ActionReason::Orphan).collect();
-            let count = |result: ActionResult| actions.iter().filter(|action| action.result == result).count();
-            object.insert(
-                "counts".into(),
-                json!({
-                    "planned": count(ActionResult::Planned),
-                    "destroyed": count(ActionResult::Destroyed),
-                    "failed": count(ActionResult::Failed),
-                    "deferred": count(ActionResult::Deferred),
-                    "touched": count(ActionResult::Touched),
-                }),
-            );
+            object.insert("counts".into(), serde_json::to_value(report.counts_in(view)).unwrap_or(Value::Null));
+            let actions: Vec<_> = report.actions_in(view).collect();
             object.insert("actions".into(), serde_json::to_value(&actions).unwrap_or(Value::Null));
         }
     }
@@ -170,19 +136,26 @@ pub fn report_json(report: &ReconcileReport, view: View) -> Value {
 }
 
 /// Prints a pass's report in the context's mode.
-pub fn emit(context: &Context, store: &Store, report: &ReconcileReport, view: View, pass: Option<u64>) {
+pub fn emit(context: &Context, store: &Store, report: &ReconcileReport, view: ReportScope, pass: Option<u64>) {
     emit_to(context.mode, context.command, &store.describe(), report, view, pass);
 }
 
 /// Prints `report` in `mode`; answers the exit code it stands for.
-pub fn emit_to(mode: Mode, command: &str, store: &str, report: &ReconcileReport, view: View, pass: Option<u64>) -> i32 {
-    let leaking = still_leaking(report, view);
+pub fn emit_to(
+    mode: Mode,
+    command: &str,
+    store: &str,
+    report: &ReconcileReport,
+    view: ReportScope,
+    pass: Option<u64>,
+) -> i32 {
+    let leaking = report.still_leaking_in(view);
     match mode {
         Mode::Json => {
             let mut fields = json!({
                 "store": store,
                 "stillLeaking": leaking,
-                "exitCode": if leaking { EXIT_LEAKING } else { EXIT_OK },
+                "exitCode": exit_for(leaking),
                 "report": report_json(report, view),
             });
             if let Some(pass) = pass {
@@ -193,15 +166,7 @@ pub fn emit_to(mode: Mode, command: &str, store: &str, report: &ReconcileReport,
         Mode::Table => print_text(&render_table(report, view, leaking)),
         Mode::Plain => print_text(&render_plain(report, view, leaking)),
     }
-    if leaking {
-        EXIT_LEAKING
-    } else {
-        EXIT_OK
-    }
-}
-
-fn actions(report: &ReconcileReport, view: View) -> impl Iterator<Item = &sandbox_reclaim::Action> {
-    report.actions.iter().filter(move |action| view == View::Full || action.reason == ActionReason::Orphan)
+    exit_for(leaking)
 }
 
 fn kebab<T: serde::Serialize>(value: T) -> String {
@@ -210,22 +175,22 @@ fn kebab<T: serde::Serialize>(value: T) -> String {
 
 const MAX_ACTION_ROWS: usize = 50;
 
-fn render_table(report: &ReconcileReport, view: View, leaking: bool) -> String {
+fn render_table(report: &ReconcileReport, view: ReportScope, leaking: bool) -> String {
     let mut text = String::new();
-    let what = if view == View::Full { "Reconcile pass" } else { "Orphan sweep" };
+    let what = if view == ReportScope::Pass { "Reconcile pass" } else { "Orphan sweep" };
     let dry = if report.dry_run { " (dry run: nothing changed)" } else { "" };
     let cut = if report.cut_short { ", cut short" } else { "" };
     text.push_str(&format!("{what} on {}{dry}: {}{cut}\n\n", report.host, format_age(report.elapsed_ms)));
 
     let mut providers = match view {
-        View::Full => Table::new(&[
+        ReportScope::Pass => Table::new(&[
             "PROVIDER",
             "LEAKS due/destroyed/failed/deferred",
             "SWEEP",
             "LISTED",
             "ORPHANS found/destroyed/failed/deferred",
         ]),
-        View::Orphans => Table::new(&[
+        ReportScope::Orphans => Table::new(&[
             "PROVIDER",
             "SWEEP",
             "LISTED",
@@ -247,14 +212,14 @@ fn render_table(report: &ReconcileReport, view: View, leaking: bool) -> String {
             errors.push(format!("  {} sweep {sweep}: {error}\n", provider.name));
         }
         let cells = match view {
-            View::Full => vec![
+            ReportScope::Pass => vec![
                 provider.name.clone(),
                 format!("{}/{}/{}/{}", leaks.due, leaks.destroyed, leaks.failed, leaks.deferred),
                 sweep,
                 orphans.listed.to_string(),
                 format!("{}/{}/{}/{}", orphans.found, orphans.destroyed, orphans.failed, orphans.deferred),
             ],
-            View::Orphans => vec![
+            ReportScope::Orphans => vec![
                 provider.name.clone(),
                 sweep,
                 orphans.listed.to_string(),
@@ -274,7 +239,7 @@ fn render_table(report: &ReconcileReport, view: View, leaking: bool) -> String {
     for error in errors {
         text.push_str(&error);
     }
-    if view == View::Full && report.idle.enabled {
+    if view == ReportScope::Pass && report.idle.enabled {
         let idle = &report.idle;
         text.push_str(&format!(
             "\nIdle records: {} stale, {} expired, {} touched since, {} of other providers\n",
@@ -282,7 +247,7 @@ fn render_table(report: &ReconcileReport, view: View, leaking: bool) -> String {
         ));
     }
 
-    let shown: Vec<_> = actions(report, view).collect();
+    let shown: Vec<_> = report.actions_in(view).collect();
     if !shown.is_empty() {
         let mut table = Table::new(&["REASON", "PROVIDER", "SANDBOX", "KEY", "RESULT", "ERROR"]);
         for action in shown.iter().take(MAX_ACTION_ROWS) {
@@ -307,17 +272,12 @@ fn render_table(report: &ReconcileReport, view: View, leaking: bool) -> String {
     text
 }
 
-fn summary(report: &ReconcileReport, view: View, leaking: bool) -> String {
-    let count = |result: ActionResult| actions(report, view).filter(|action| action.result == result).count();
+fn summary(report: &ReconcileReport, view: ReportScope, leaking: bool) -> String {
+    let counts = report.counts_in(view);
     let mut text = if report.dry_run {
-        format!("{} planned", count(ActionResult::Planned))
+        format!("{} planned", counts.planned)
     } else {
-        format!(
-            "{} destroyed, {} failed, {} deferred",
-            count(ActionResult::Destroyed),
-            count(ActionResult::Failed),
-            count(ActionResult::Deferred)
-        )
+        format!("{} destroyed, {} failed, {} deferred", counts.destroyed, counts.failed, counts.deferred)
     };
     if leaking {
         text.push_str(" — STILL LEAKING (exit 1)");
@@ -327,12 +287,12 @@ fn summary(report: &ReconcileReport, view: View, leaking: bool) -> String {
     text
 }
 
-fn render_plain(report: &ReconcileReport, view: View, leaking: bool) -> String {
+fn render_plain(report: &ReconcileReport, view: ReportScope, leaking: bool) -> String {
     let mut text = String::new();
     for provider in &report.providers {
         let (leaks, orphans) = (&provider.leaks, &provider.orphans);
         let mut pairs = vec![("name", provider.name.clone())];
-        if view == View::Full {
+        if view == ReportScope::Pass {
             pairs.extend([
                 ("leaks_due", leaks.due.to_string()),
                 ("leaks_destroyed", leaks.destroyed.to_string()),
@@ -357,7 +317,7 @@ fn render_plain(report: &ReconcileReport, view: View, leaking: bool) -> String {
         }
         text.push_str(&plain_line("provider", &pairs));
     }
-    if view == View::Full && report.idle.enabled {
+    if view == ReportScope::Pass && report.idle.enabled {
         let idle = &report.idle;
         text.push_str(&plain_line(
             "idle",
@@ -369,7 +329,7 @@ fn render_plain(report: &ReconcileReport, view: View, leaking: bool) -> String {
             ],
         ));
     }
-    for action in actions(report, view) {
+    for action in report.actions_in(view) {
         let mut pairs = vec![
             ("reason", action.reason.as_str().to_owned()),
             ("provider", action.provider.clone()),
@@ -384,18 +344,17 @@ fn render_plain(report: &ReconcileReport, view: View, leaking: bool) -> String {
         }
         text.push_str(&plain_line("action", &pairs));
     }
-    let count =
-        |result: ActionResult| actions(report, view).filter(|action| action.result == result).count().to_string();
-    let kind = if view == View::Full { "reconcile" } else { "orphans" };
+    let counts = report.counts_in(view);
+    let kind = if view == ReportScope::Pass { "reconcile" } else { "orphans" };
     text.push_str(&plain_line(
         kind,
         &[
             ("host", report.host.clone()),
             ("dry_run", report.dry_run.to_string()),
-            ("planned", count(ActionResult::Planned)),
-            ("destroyed", count(ActionResult::Destroyed)),
-            ("failed", count(ActionResult::Failed)),
-            ("deferred", count(ActionResult::Deferred)),
+            ("planned", counts.planned.to_string()),
+            ("destroyed", counts.destroyed.to_string()),
+            ("failed", counts.failed.to_string()),
+            ("deferred", counts.deferred.to_string()),
             ("cut_short", report.cut_short.to_string()),
             ("elapsed_ms", report.elapsed_ms.to_string()),
             ("still_leaking", leaking.to_string()),

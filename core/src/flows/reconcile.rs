@@ -44,7 +44,7 @@ use crate::ledger::NewLeak;
 use crate::messages;
 pub use crate::reports::{
     Action, ActionCounts, ActionReason, ActionResult, IdleCounts, LeakCounts, OrphanCounts, ProviderReport,
-    ReconcileReport, SweepStatus,
+    ReconcileReport, ReportScope, SweepStatus,
 };
 
 /// One provider of a pass, as the machine sees it.
