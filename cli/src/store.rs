@@ -98,11 +98,8 @@ impl Store {
     /// `sqlite:/path` or the PostgreSQL URL without its password.
     pub fn describe(&self) -> String {
         match self {
-            Self::Sqlite(store) => format!("sqlite:{}", store.path().display()),
-            Self::Postgres { url, options, .. } if options.schema != "public" => {
-                format!("{} (schema {})", redact(url), options.schema)
-            }
-            Self::Postgres { url, .. } => redact(url),
+            Self::Sqlite(store) => describe_sqlite(store.path()),
+            Self::Postgres { url, options, .. } => describe_postgres(url, &options.schema),
         }
     }
 
@@ -128,9 +125,20 @@ impl Store {
 /// other than `public`.
 pub fn describe(spec: &StoreSpec) -> String {
     match spec {
-        StoreSpec::Sqlite(path) => format!("sqlite:{}", path.display()),
-        StoreSpec::Postgres { url, schema } if schema != "public" => format!("{} (schema {schema})", redact(url)),
-        StoreSpec::Postgres { url, .. } => redact(url),
+        StoreSpec::Sqlite(path) => describe_sqlite(path),
+        StoreSpec::Postgres { url, schema } => describe_postgres(url, schema),
+    }
+}
+
+fn describe_sqlite(path: &std::path::Path) -> String {
+    format!("sqlite:{}", path.display())
+}
+
+fn describe_postgres(url: &str, schema: &str) -> String {
+    if schema == "public" {
+        redact(url)
+    } else {
+        format!("{} (schema {schema})", redact(url))
     }
 }
 
