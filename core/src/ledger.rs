@@ -143,7 +143,12 @@ pub struct RetryOptions {
 
 impl Default for RetryOptions {
     fn default() -> Self {
-        Self { limit: 100, lease: Duration::from_secs(300), destroy_timeout: None }
+        use crate::options::defaults;
+        Self {
+            limit: defaults::RETRY_LIMIT as usize,
+            lease: Duration::from_millis(defaults::LEASE_MS),
+            destroy_timeout: None,
+        }
     }
 }
 

@@ -110,27 +110,29 @@ pub struct ReconcileInput {
 
 impl ReconcileInput {
     /// A pass over `providers` with the documented defaults.
+    /// With every option at the core's default (`options::defaults`, the one place a default lives).
     pub fn new(providers: Vec<ProviderPlan>, host: impl Into<String>, holder: impl Into<String>) -> Self {
+        use crate::options::defaults;
         Self {
             providers,
             host: host.into(),
             holder: holder.into(),
             dry_run: false,
             retry_leaks: true,
-            concurrency: 16,
+            concurrency: defaults::CONCURRENCY,
             per_provider_concurrency: None,
             destroy_timeout_ms: None,
             budget_ms: None,
-            orphan_grace_ms: 600_000,
+            orphan_grace_ms: defaults::ORPHAN_GRACE_MS,
             max_idle_ms: None,
-            limit: 1000,
-            lease_ms: 300_000,
-            backoff_ms: 30_000,
-            max_backoff_ms: 3_600_000,
+            limit: defaults::LIMIT,
+            lease_ms: defaults::LEASE_MS,
+            backoff_ms: defaults::BACKOFF_MS,
+            max_backoff_ms: defaults::MAX_BACKOFF_MS,
             registry: false,
-            registry_retention_ms: crate::options::defaults::REGISTRY_RETENTION_MS,
+            registry_retention_ms: defaults::REGISTRY_RETENTION_MS,
             prune: false,
-            audit_retention_ms: crate::options::defaults::AUDIT_RETENTION_MS,
+            audit_retention_ms: defaults::AUDIT_RETENTION_MS,
             progress: false,
             stopped: false,
         }
