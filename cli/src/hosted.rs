@@ -12,7 +12,8 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use sandbox_reclaim::options::{self, Dialect, Name};
+use sandbox_reclaim::options::{self, Dialect, FlowOptions, HostOptions, OptionId};
+use sandbox_reclaim::start::{self, HostProvider, PassStart};
 
 use crate::error::Failure;
 pub use crate::output::print_failure;
@@ -61,31 +62,49 @@ impl Rejection {
     }
 }
 
-/// The pass options a host hands `reconcile` from the plan, and their flags.
-const OPTION_FLAGS: [(Name, &str); 10] = [
-    (options::CONCURRENCY, "--concurrency"),
-    (options::DESTROY_TIMEOUT, "--destroy-timeout"),
-    (options::ORPHAN_GRACE, "--orphan-grace"),
-    (options::REGISTRY_RETENTION, "--registry-retention"),
-    (options::AUDIT_RETENTION, "--audit-retention"),
-    (options::MAX_IDLE, "--max-idle"),
-    (options::BUDGET, "--budget"),
-    (options::OWNER, "--owner"),
-    (options::HOST, "--host"),
-    (options::PROVIDERS, "--providers"),
+/// The flag behind each pass option a plan carries, keyed by the option's id.
+const OPTION_FLAGS: [(OptionId, &str); 11] = [
+    (OptionId::DryRun, "--dry-run"),
+    (OptionId::Concurrency, "--concurrency"),
+    (OptionId::DestroyTimeout, "--destroy-timeout"),
+    (OptionId::OrphanGrace, "--orphan-grace"),
+    (OptionId::RegistryRetention, "--registry-retention"),
+    (OptionId::AuditRetention, "--audit-retention"),
+    (OptionId::MaxIdle, "--max-idle"),
+    (OptionId::Budget, "--budget"),
+    (OptionId::Owner, "--owner"),
+    (OptionId::Host, "--host"),
+    (OptionId::Providers, "--providers"),
 ];
 
-/// The command's failure for a pass's rejection: an option refusal names the
-/// flag behind the option its message names (else `--providers`).
-pub fn pass_failure(dialect: Dialect, rejection: Rejection, message: &str) -> Failure {
+/// The flag that sets `option`; `--providers` for anything else (what only
+/// the providers module decides).
+pub fn flag_of(option: Option<OptionId>) -> &'static str {
+    OPTION_FLAGS.iter().find(|(id, _)| Some(*id) == option).map_or("--providers", |(_, flag)| flag)
+}
+
+/// The plan's pass options (`host_plan`), checked by the core before any pass
+/// exactly as a `dialect` host's `reconcile` will check them (its spelling,
+/// its message): a refusal names its flag through the option's id. (A
+/// stand-in provider: the providers module is the host's, and what it holds
+/// is `--providers`'s business.)
+pub fn check_plan_options(plan: &Value, dialect: Dialect) -> Result<(), Failure> {
+    let empty = serde_json::Map::new();
+    let given = options::respell(FlowOptions::Reconcile, plan.as_object().unwrap_or(&empty), dialect);
+    let stand_in = vec![HostProvider { name: "plan".to_owned(), can_list: true, owner: None }];
+    let pass = PassStart { progress: false, stopped: false, host_name: None, registry: false, prune: false };
+    HostOptions::parse(&Value::Object(given).to_string(), dialect)
+        .and_then(|options| start::reconcile(&options, stand_in, pass, 0))
+        .map(drop)
+        .map_err(|refusal| Failure::usage(flag_of(refusal.option), refusal.message))
+}
+
+/// The command's failure for a pass's rejection. The plan's options passed
+/// the core's checks before the first pass ([`check_plan_options`]), so an
+/// option the host refuses now is its providers module's (`--providers`).
+pub fn pass_failure(rejection: Rejection, message: &str) -> Failure {
     match rejection {
-        Rejection::Option => {
-            let flag = OPTION_FLAGS
-                .iter()
-                .find(|(name, _)| message.contains(&dialect.field(*name)))
-                .map_or("--providers", |(_, flag)| flag);
-            Failure::usage(flag, message)
-        }
+        Rejection::Option => Failure::usage("--providers", message),
         // As the binary words a store failure (`error::from_reclaim`).
         Rejection::Store => Failure::unavailable("store", crate::redact::redact_text(message)),
         Rejection::Other => Failure::failed(message),
@@ -127,6 +146,10 @@ impl HostedLoop {
     /// The first step, at `now` (epoch ms).
     pub fn start(&mut self, now: u64) -> Step {
         self.next_at = now;
+        let plan: Value = serde_json::from_str(&self.plan).unwrap_or(Value::Null);
+        if let Err(failure) = check_plan_options(&plan, self.dialect) {
+            return Step::Exit { code: print_failure(&self.command, self.json, &failure, None) };
+        }
         self.pass()
     }
 
@@ -152,7 +175,7 @@ impl HostedLoop {
     /// The pass rejected with `message`: printed as the binary prints it. An
     /// option refusal ends an `--every` loop too (options do not get better).
     pub fn failed(&mut self, rejection: Rejection, message: &str, now: u64) -> Step {
-        let failure = pass_failure(self.dialect, rejection, message);
+        let failure = pass_failure(rejection, message);
         let usage = matches!(failure, Failure::Usage { .. });
         let numbered = self.every_ms.filter(|_| !usage).map(|_| self.number);
         let code = print_failure(&self.command, self.json, &failure, numbered);
@@ -216,12 +239,10 @@ mod tests {
     #[test]
     fn a_store_rejection_is_printed_without_credentials() {
         let message = "cannot reach postgres://u:HostPw1@db:5432/x?password=HostPw2 (host=db password=HostPw3)";
-        for dialect in [Dialect::Node, Dialect::Python] {
-            let failure = pass_failure(dialect, Rejection::Store, message).to_string();
-            assert!(!failure.contains("HostPw"), "{failure}");
-            assert!(failure.contains("postgres://u:***@db:5432/x?password=***"), "{failure}");
-            assert!(failure.contains("host=db password=***"), "{failure}");
-        }
+        let failure = pass_failure(Rejection::Store, message).to_string();
+        assert!(!failure.contains("HostPw"), "{failure}");
+        assert!(failure.contains("postgres://u:***@db:5432/x?password=***"), "{failure}");
+        assert!(failure.contains("host=db password=***"), "{failure}");
         // The binary's own store failures alike.
         let error = sandbox_reclaim::StoreError::backend(std::io::Error::other(message));
         let native = crate::error::from_reclaim(sandbox_reclaim::ReclaimError::Store(error)).to_string();
@@ -230,7 +251,7 @@ mod tests {
 
     #[test]
     fn every_interval_a_pass_a_long_one_skips_the_missed_ones_and_a_signal_ends_it() {
-        let mut hosted = HostedLoop::new(&plan(Some(1000)), Dialect::Python).unwrap();
+        let mut hosted = HostedLoop::new(&plan(Some(1000)), Dialect::Node).unwrap();
         assert_eq!(hosted.start(10_000), Step::Pass { number: Some(1) });
         assert_eq!(hosted.failed(Rejection::Other, "boom", 10_200), Step::Sleep { until_ms: 11_000 });
         assert_eq!(hosted.woke(10_900), Step::Sleep { until_ms: 11_000 }, "an early wake-up sleeps again");
@@ -243,21 +264,42 @@ mod tests {
     }
 
     #[test]
-    fn an_option_refusal_ends_the_loop_naming_the_flag() {
-        let mut hosted = HostedLoop::new(&plan(Some(1000)), Dialect::Node).unwrap();
-        hosted.start(0);
-        assert_eq!(hosted.failed(Rejection::Option, "options.concurrency must be ≥ 1", 1), Step::Exit { code: 2 });
-        let failure = pass_failure(Dialect::Python, Rejection::Option, "`destroy_timeout` must be > 0");
-        assert_eq!(failure, Failure::usage("--destroy-timeout", "`destroy_timeout` must be > 0"));
-        for (dialect, message, flag) in [
-            (Dialect::Node, "options.registryRetentionMs must be a whole number", "--registry-retention"),
-            (Dialect::Python, "`registry_retention` must be ≥ 0", "--registry-retention"),
-            (Dialect::Node, "options.auditRetentionMs must be a whole number", "--audit-retention"),
-            (Dialect::Python, "`audit_retention` must be ≥ 0", "--audit-retention"),
-        ] {
-            assert_eq!(pass_failure(dialect, Rejection::Option, message), Failure::usage(flag, message));
+    fn an_option_refusal_names_its_flag_by_the_options_id_before_any_pass() {
+        // The plan's options are checked when the loop starts: nothing runs.
+        let mut bad: Value = serde_json::from_str(&plan(Some(1000))).unwrap();
+        bad["concurrency"] = json!(0);
+        for dialect in [Dialect::Node, Dialect::Python] {
+            let mut hosted = HostedLoop::new(&bad.to_string(), dialect).unwrap();
+            assert_eq!(hosted.start(0), Step::Exit { code: 2 });
         }
-        let failure = pass_failure(Dialect::Node, Rejection::Option, "provider [0] has no destroy");
+        for (option, value, flag) in [
+            ("concurrency", json!(0), "--concurrency"),
+            ("destroyTimeoutMs", json!(0), "--destroy-timeout"),
+            ("budgetMs", json!(0), "--budget"),
+            ("maxIdleMs", json!(0), "--max-idle"),
+            ("orphanGraceMs", json!(-1), "--orphan-grace"),
+            // Accepted by the binary's parser, refused by the core: named, not blamed on --providers.
+            ("registryRetentionMs", json!(1e300), "--registry-retention"),
+            ("auditRetentionMs", json!(-1), "--audit-retention"),
+        ] {
+            let mut options = serde_json::Map::new();
+            options.insert(option.to_owned(), value);
+            for dialect in [Dialect::Node, Dialect::Python] {
+                match check_plan_options(&Value::Object(options.clone()), dialect) {
+                    Err(Failure::Usage { flag: named, .. }) => assert_eq!(named, flag, "{option}"),
+                    other => panic!("{option}: {other:?}"),
+                }
+            }
+        }
+        assert_eq!(
+            check_plan_options(&json!({ "concurrency": 4, "orphanGraceMs": 0, "budgetMs": null }), Dialect::Python),
+            Ok(())
+        );
+        // What a host refuses after that is its providers module's.
+        let mut hosted = HostedLoop::new(&plan(Some(1000)), Dialect::Node).unwrap();
+        assert_eq!(hosted.start(0), Step::Pass { number: Some(1) });
+        assert_eq!(hosted.failed(Rejection::Option, "provider [0] has no destroy", 1), Step::Exit { code: 2 });
+        let failure = pass_failure(Rejection::Option, "provider [0] has no destroy");
         assert_eq!(failure, Failure::usage("--providers", "provider [0] has no destroy"));
     }
 

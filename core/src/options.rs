@@ -65,13 +65,49 @@ pub enum Problem {
     Range,
 }
 
-/// An option refused before anything ran: `field` as the user spelled it.
+/// An option refused before anything ran: `field` as the user spelled it,
+/// `option` which one it is (`None`: the options object itself). A command
+/// names the flag behind `option` from a table keyed by it, never by text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct HostOptionError {
     pub field: String,
+    pub option: Option<OptionId>,
     pub problem: Problem,
     pub message: String,
+}
+
+/// Every option a host hands the core, by identity (its spellings are in its [`Name`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OptionId {
+    DryRun,
+    RetryLeaks,
+    Concurrency,
+    PerProviderConcurrency,
+    DestroyTimeout,
+    Budget,
+    OrphanGrace,
+    MaxIdle,
+    Limit,
+    Lease,
+    Backoff,
+    MaxBackoff,
+    RegistryRetention,
+    AuditRetention,
+    Owner,
+    Host,
+    Providers,
+    // A hosted provider's options (`provider_options.rs`).
+    ProviderName,
+    ApiKey,
+    ApiUrl,
+    TeamId,
+    ProjectId,
+    PageSize,
+    RequestTimeout,
+    SweepUnlabelled,
+    MaxListingPages,
+    MaxListingItems,
 }
 
 /// An option refused by the Rust API; `field` is its wire (camelCase) name.
@@ -85,6 +121,7 @@ pub struct InvalidOption {
 /// One option's name in each host's spelling.
 #[derive(Debug, Clone, Copy)]
 pub struct Name {
+    pub id: OptionId,
     pub node: &'static str,
     pub python: &'static str,
     /// A duration: milliseconds in Node, seconds in Python.
@@ -92,32 +129,33 @@ pub struct Name {
 }
 
 /// An option that is not a duration, in each host's spelling.
-pub const fn name(node: &'static str, python: &'static str) -> Name {
-    Name { node, python, duration: false }
+pub const fn name(id: OptionId, node: &'static str, python: &'static str) -> Name {
+    Name { id, node, python, duration: false }
 }
 
 /// A duration option: milliseconds in Node, seconds in Python.
-pub const fn duration(node: &'static str, python: &'static str) -> Name {
-    Name { node, python, duration: true }
+pub const fn duration(id: OptionId, node: &'static str, python: &'static str) -> Name {
+    Name { id, node, python, duration: true }
 }
 
-pub const DRY_RUN: Name = name("dryRun", "dry_run");
-pub const RETRY_LEAKS: Name = name("retryLeaks", "retry_leaks");
-pub const CONCURRENCY: Name = name("concurrency", "concurrency");
-pub const PER_PROVIDER_CONCURRENCY: Name = name("perProviderConcurrency", "per_provider_concurrency");
-pub const DESTROY_TIMEOUT: Name = duration("destroyTimeoutMs", "destroy_timeout");
-pub const BUDGET: Name = duration("budgetMs", "budget");
-pub const ORPHAN_GRACE: Name = duration("orphanGraceMs", "orphan_grace");
-pub const MAX_IDLE: Name = duration("maxIdleMs", "max_idle");
-pub const LIMIT: Name = name("limit", "limit");
-pub const LEASE: Name = duration("leaseMs", "lease");
-pub const BACKOFF: Name = duration("backoffMs", "backoff");
-pub const MAX_BACKOFF: Name = duration("maxBackoffMs", "max_backoff");
-pub const REGISTRY_RETENTION: Name = duration("registryRetentionMs", "registry_retention");
-pub const AUDIT_RETENTION: Name = duration("auditRetentionMs", "audit_retention");
-pub const OWNER: Name = name("owner", "owner");
-pub const HOST: Name = name("host", "host");
-pub const PROVIDERS: Name = name("providers", "providers");
+pub const DRY_RUN: Name = name(OptionId::DryRun, "dryRun", "dry_run");
+pub const RETRY_LEAKS: Name = name(OptionId::RetryLeaks, "retryLeaks", "retry_leaks");
+pub const CONCURRENCY: Name = name(OptionId::Concurrency, "concurrency", "concurrency");
+pub const PER_PROVIDER_CONCURRENCY: Name =
+    name(OptionId::PerProviderConcurrency, "perProviderConcurrency", "per_provider_concurrency");
+pub const DESTROY_TIMEOUT: Name = duration(OptionId::DestroyTimeout, "destroyTimeoutMs", "destroy_timeout");
+pub const BUDGET: Name = duration(OptionId::Budget, "budgetMs", "budget");
+pub const ORPHAN_GRACE: Name = duration(OptionId::OrphanGrace, "orphanGraceMs", "orphan_grace");
+pub const MAX_IDLE: Name = duration(OptionId::MaxIdle, "maxIdleMs", "max_idle");
+pub const LIMIT: Name = name(OptionId::Limit, "limit", "limit");
+pub const LEASE: Name = duration(OptionId::Lease, "leaseMs", "lease");
+pub const BACKOFF: Name = duration(OptionId::Backoff, "backoffMs", "backoff");
+pub const MAX_BACKOFF: Name = duration(OptionId::MaxBackoff, "maxBackoffMs", "max_backoff");
+pub const REGISTRY_RETENTION: Name = duration(OptionId::RegistryRetention, "registryRetentionMs", "registry_retention");
+pub const AUDIT_RETENTION: Name = duration(OptionId::AuditRetention, "auditRetentionMs", "audit_retention");
+pub const OWNER: Name = name(OptionId::Owner, "owner", "owner");
+pub const HOST: Name = name(OptionId::Host, "host", "host");
+pub const PROVIDERS: Name = name(OptionId::Providers, "providers", "providers");
 
 /// The flows whose options a host hands over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -313,6 +351,7 @@ impl HostOptions {
             Ok(Value::Object(values)) => Ok(Self { dialect, values }),
             _ => Err(HostOptionError {
                 field: "options".to_owned(),
+                option: None,
                 problem: Problem::Type,
                 message: messages::option_not_an_object(),
             }),
@@ -331,7 +370,7 @@ impl HostOptions {
     }
 
     fn refuse(&self, name: Name, problem: Problem, message: String) -> HostOptionError {
-        HostOptionError { field: self.dialect.spell(name).to_owned(), problem, message }
+        HostOptionError { field: self.dialect.spell(name).to_owned(), option: Some(name.id), problem, message }
     }
 
     /// A whole count from `minimum` below 2^32.

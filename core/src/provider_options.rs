@@ -13,20 +13,20 @@
 use std::time::Duration;
 
 use crate::options::{
-    defaults, duration, name, HostOptionError, HostOptions, Name, NoneMeansDefault, OWNER as OWNER_NAME,
+    defaults, duration, name, HostOptionError, HostOptions, Name, NoneMeansDefault, OptionId, OWNER as OWNER_NAME,
 };
 
-pub const NAME: Name = name("name", "name");
+pub const NAME: Name = name(OptionId::ProviderName, "name", "name");
 pub const OWNER: Name = OWNER_NAME;
-pub const API_KEY: Name = name("apiKey", "api_key");
-pub const API_URL: Name = name("apiUrl", "api_url");
-pub const TEAM_ID: Name = name("teamId", "team_id");
-pub const PROJECT_ID: Name = name("projectId", "project_id");
-pub const PAGE_SIZE: Name = name("pageSize", "page_size");
-pub const REQUEST_TIMEOUT: Name = duration("requestTimeoutMs", "request_timeout");
-pub const SWEEP_UNLABELLED: Name = name("sweepUnlabelled", "sweep_unlabelled");
-pub const MAX_LISTING_PAGES_NAME: Name = name("maxListingPages", "max_listing_pages");
-pub const MAX_LISTING_ITEMS_NAME: Name = name("maxListingItems", "max_listing_items");
+pub const API_KEY: Name = name(OptionId::ApiKey, "apiKey", "api_key");
+pub const API_URL: Name = name(OptionId::ApiUrl, "apiUrl", "api_url");
+pub const TEAM_ID: Name = name(OptionId::TeamId, "teamId", "team_id");
+pub const PROJECT_ID: Name = name(OptionId::ProjectId, "projectId", "project_id");
+pub const PAGE_SIZE: Name = name(OptionId::PageSize, "pageSize", "page_size");
+pub const REQUEST_TIMEOUT: Name = duration(OptionId::RequestTimeout, "requestTimeoutMs", "request_timeout");
+pub const SWEEP_UNLABELLED: Name = name(OptionId::SweepUnlabelled, "sweepUnlabelled", "sweep_unlabelled");
+pub const MAX_LISTING_PAGES_NAME: Name = name(OptionId::MaxListingPages, "maxListingPages", "max_listing_pages");
+pub const MAX_LISTING_ITEMS_NAME: Name = name(OptionId::MaxListingItems, "maxListingItems", "max_listing_items");
 
 /// How long one HTTP request may take unless told.
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 30_000;

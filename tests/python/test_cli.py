@@ -366,6 +366,18 @@ def test_bad_provider_modules_exit_2_naming_the_problem(tmp_path: Path, spec: st
         assert not store.exists(), "a bad module is refused before the store is opened"
 
 
+def test_a_pass_option_the_core_refuses_names_its_flag_not_providers(tmp_path: Path) -> None:
+    # The binary's parser takes a duration this long; the core refuses it. The
+    # refusal names the flag through the option's id, before any pass.
+    write_module(tmp_path, EMPTY_MODULE, "PROVIDERS = []\n")
+    args = ["reconcile", "--store", f"sqlite:{tmp_path / 'store.db'}", "--local", str(tmp_path / "local"), "--json"]
+    ran = python_cli([*args, "--registry-retention", "9999999999d", "--providers", f"{EMPTY_MODULE}:PROVIDERS"], cwd=tmp_path)
+    assert ran.code == 2, ran
+    error = ran.json()["error"]
+    assert (error["kind"], error["flag"]) == ("usage", "--registry-retention"), ran
+    assert "`registry_retention` must be" in error["message"], ran
+
+
 def test_unreachable_postgres_exits_3(tmp_path: Path) -> None:
     write_module(tmp_path, EMPTY_MODULE, "PROVIDERS = []\n")
     args = ["reconcile", "--store", "postgres://127.0.0.1:1/x", "--local", str(tmp_path), "--connect-timeout", "5s", "--json"]
