@@ -208,6 +208,25 @@ pub struct OrphanCounts {
     pub deferred: u64,
 }
 
+impl OrphanCounts {
+    /// A sweep in `status` that counted nothing yet.
+    pub fn with_status(status: SweepStatus) -> Self {
+        Self {
+            status,
+            error: None,
+            listed: 0,
+            foreign: 0,
+            referenced: 0,
+            young: 0,
+            deleting: 0,
+            found: 0,
+            destroyed: 0,
+            failed: 0,
+            deferred: 0,
+        }
+    }
+}
+
 /// One provider's part of a [`ReconcileReport`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -346,19 +365,7 @@ mod tests {
     }
 
     fn orphans(status: SweepStatus, error: Option<&str>) -> OrphanCounts {
-        OrphanCounts {
-            status,
-            error: error.map(str::to_owned),
-            listed: 0,
-            foreign: 0,
-            referenced: 0,
-            young: 0,
-            deleting: 0,
-            found: 0,
-            destroyed: 0,
-            failed: 0,
-            deferred: 0,
-        }
+        OrphanCounts { error: error.map(str::to_owned), ..OrphanCounts::with_status(status) }
     }
 
     fn report(orphans: OrphanCounts, actions: Vec<Action>) -> ReconcileReport {

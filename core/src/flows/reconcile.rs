@@ -253,19 +253,7 @@ impl Reconcile {
                 .map(|provider| ProviderReport {
                     name: provider.name.clone(),
                     leaks: LeakCounts::default(),
-                    orphans: OrphanCounts {
-                        status: SweepStatus::Skipped,
-                        error: None,
-                        listed: 0,
-                        foreign: 0,
-                        referenced: 0,
-                        young: 0,
-                        deleting: 0,
-                        found: 0,
-                        destroyed: 0,
-                        failed: 0,
-                        deferred: 0,
-                    },
+                    orphans: OrphanCounts::with_status(SweepStatus::Skipped),
                 })
                 .collect(),
             counts: ActionCounts::default(),
