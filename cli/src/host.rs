@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use crate::args::{bare_docker, Cli, Command};
 use crate::commands::reconcile::emit_to;
-use crate::config::{self, StoreSpec};
+use crate::config::{self, PassSettings, Settings, StoreSpec};
 use crate::error::EXIT_USAGE;
 use crate::output::Mode;
 
@@ -84,6 +84,37 @@ fn millis(duration: Option<std::time::Duration>) -> Value {
     duration.map_or(Value::Null, |duration| json!(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)))
 }
 
+/// A pass's options as the core's host path reads them (Node's spelling,
+/// milliseconds): what a `--providers` plan hands its host, and what the
+/// binary has the core check ([`crate::hosted::check_plan_options`]) before
+/// it opens anything, so both refuse the same values naming the same flag.
+pub fn pass_options(
+    settings: &Settings,
+    pass: &PassSettings,
+    dry_run: bool,
+    reconcile: bool,
+    max_idle: Option<std::time::Duration>,
+    budget: Option<std::time::Duration>,
+) -> serde_json::Map<String, Value> {
+    let options = json!({
+        "owner": settings.owner,
+        "host": settings.host,
+        "dryRun": dry_run,
+        "retryLeaks": reconcile,
+        "concurrency": pass.concurrency,
+        "destroyTimeoutMs": millis(pass.destroy_timeout),
+        "orphanGraceMs": millis(pass.orphan_grace),
+        "registryRetentionMs": millis(pass.registry_retention),
+        "auditRetentionMs": millis(pass.audit_retention),
+        "maxIdleMs": millis(max_idle),
+        "budgetMs": millis(budget),
+    });
+    match options {
+        Value::Object(options) => options,
+        _ => serde_json::Map::new(),
+    }
+}
+
 /// What a host runs for `args` (without the program name), as JSON:
 ///
 /// ```text
@@ -142,7 +173,9 @@ pub fn host_plan(args: Vec<String>) -> Result<String, Refused> {
             }
         }
     }
-    Ok(json!({
+    let options =
+        pass_options(&settings, &pass, dry_run, matches!(cli.command, Command::Reconcile(_)), max_idle, budget);
+    let mut plan = json!({
         "providers": providers,
         "args": rest,
         "command": cli.command.name(),
@@ -153,21 +186,13 @@ pub fn host_plan(args: Vec<String>) -> Result<String, Refused> {
         "local": settings.local.as_ref().map(|local| json!({ "baseDir": local.base_dir, "name": local.name })),
         // Names and flags only: a credential never enters the plan.
         "hosted": settings.hosted.iter().map(|spec| json!({ "flag": format!("--{}", spec.vendor.key()), "name": spec.name })).collect::<Vec<_>>(),
-        "owner": settings.owner,
-        "host": settings.host,
         "json": settings.json,
         "everyMs": millis(every),
-        "dryRun": dry_run,
-        "retryLeaks": matches!(cli.command, Command::Reconcile(_)),
-        "concurrency": pass.concurrency,
-        "destroyTimeoutMs": millis(pass.destroy_timeout),
-        "orphanGraceMs": millis(pass.orphan_grace),
-        "registryRetentionMs": millis(pass.registry_retention),
-        "auditRetentionMs": millis(pass.audit_retention),
-        "maxIdleMs": millis(max_idle),
-        "budgetMs": millis(budget),
-    })
-    .to_string())
+    });
+    if let Value::Object(plan) = &mut plan {
+        plan.extend(options);
+    }
+    Ok(plan.to_string())
 }
 
 /// Prints `report` (the core's JSON report) for `plan` exactly as the

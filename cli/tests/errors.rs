@@ -52,6 +52,10 @@ fn bad_flags_exit_2_naming_the_flag() {
         (args(&["reconcile", &bad_duration_config, &store, &local]), "reconcile.orphan-grace"),
         (args(&["reconcile", "--registry-retention", "a month", &store, &local]), "--registry-retention"),
         (args(&["orphans", "--registry-retention=-1d", &store, &local]), "--registry-retention"),
+        // Parsed, but too long for the core (beyond 2^53 ms): refused as --providers refuses it.
+        (args(&["reconcile", "--registry-retention", "9999999999d", &store, &local]), "--registry-retention"),
+        (args(&["orphans", "--audit-retention", "9999999999d", &store, &local]), "--audit-retention"),
+        (args(&["reconcile", "--max-idle", "9999999999d", &store, &local]), "--max-idle"),
         (args(&["reconcile", &bad_retention_config, &store, &local]), "reconcile.registry-retention"),
         (args(&["reconcile", "--audit-retention", "a quarter", &store, &local]), "--audit-retention"),
         (args(&["orphans", "--audit-retention=-1d", &store, &local]), "--audit-retention"),

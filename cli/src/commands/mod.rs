@@ -70,6 +70,18 @@ pub struct PassPlan<'a> {
     pub orphans_only: bool,
 }
 
+/// The pass's options checked by the core exactly as every host's path
+/// checks them, before anything opens: the binary refuses what
+/// `--providers` refuses (a duration too long for the core, say), naming the
+/// same flag through the option's id.
+pub fn check_pass(context: &Context, plan: &PassPlan<'_>) -> Result<(), Failure> {
+    let max_idle = if plan.orphans_only { None } else { plan.settings.max_idle };
+    let (reconcile, budget) = (!plan.orphans_only, plan.settings.budget);
+    let options =
+        crate::host::pass_options(&context.settings, plan.settings, plan.dry_run, reconcile, max_idle, budget);
+    crate::hosted::check_plan_options(&serde_json::Value::Object(options), sandbox_reclaim::options::Dialect::Node)
+}
+
 /// Runs one reconcile pass with a progress bar.
 pub async fn run_pass(
     context: &Context,

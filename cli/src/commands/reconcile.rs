@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use tokio::time::Instant;
 
-use super::{install_signals, run_pass, PassPlan};
+use super::{check_pass, install_signals, run_pass, PassPlan};
 use crate::args::ReconcileArgs;
 use crate::error::{exit_for, Failure, EXIT_OK};
 use crate::metrics::Metrics;
@@ -18,6 +18,8 @@ use crate::Context;
 
 pub async fn run(context: &Context, args: &ReconcileArgs) -> Result<i32, Failure> {
     let settings = context.settings.pass.with_reconcile(args);
+    let plan = PassPlan { settings: &settings, dry_run: args.dry_run, orphans_only: false };
+    check_pass(context, &plan)?;
     let store = context.open_store().await?;
     let service = settings.every.map(|every| (every, context.settings.metrics_addr));
     let metrics = match service {
@@ -27,7 +29,6 @@ pub async fn run(context: &Context, args: &ReconcileArgs) -> Result<i32, Failure
     let providers = Providers::build(&context.settings, metrics.clone(), true).await?;
     let stop = StopSignal::new();
     let mut stopped = install_signals(stop.clone())?;
-    let plan = PassPlan { settings: &settings, dry_run: args.dry_run, orphans_only: false };
 
     let Some((every, metrics_addr)) = service else {
         let report = run_pass(context, store.fleet(), &providers, &plan, &stop).await;
