@@ -18,9 +18,10 @@ use serde_json::{json, Value};
 
 use crate::args::{bare_docker, Cli, Command};
 use crate::commands::reconcile::emit_to;
-use crate::config::{self, PassSettings, Settings, StoreSpec};
+use crate::config::{self, StoreSpec};
 use crate::error::EXIT_USAGE;
 use crate::output::Mode;
+use crate::pass_options::{millis, pass_options};
 
 /// Runs the command with `args` (without the program name); answers its
 /// exit code. Usage errors and `--help` print as the binary prints them.
@@ -78,41 +79,6 @@ fn take_providers(args: Vec<String>) -> Result<(Option<String>, Vec<String>), Re
         }
     }
     Ok((providers, rest))
-}
-
-fn millis(duration: Option<std::time::Duration>) -> Value {
-    duration.map_or(Value::Null, |duration| json!(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)))
-}
-
-/// A pass's options as the core's host path reads them (Node's spelling,
-/// milliseconds): what a `--providers` plan hands its host, and what the
-/// binary has the core check ([`crate::hosted::check_plan_options`]) before
-/// it opens anything, so both refuse the same values naming the same flag.
-pub fn pass_options(
-    settings: &Settings,
-    pass: &PassSettings,
-    dry_run: bool,
-    reconcile: bool,
-    max_idle: Option<std::time::Duration>,
-    budget: Option<std::time::Duration>,
-) -> serde_json::Map<String, Value> {
-    let options = json!({
-        "owner": settings.owner,
-        "host": settings.host,
-        "dryRun": dry_run,
-        "retryLeaks": reconcile,
-        "concurrency": pass.concurrency,
-        "destroyTimeoutMs": millis(pass.destroy_timeout),
-        "orphanGraceMs": millis(pass.orphan_grace),
-        "registryRetentionMs": millis(pass.registry_retention),
-        "auditRetentionMs": millis(pass.audit_retention),
-        "maxIdleMs": millis(max_idle),
-        "budgetMs": millis(budget),
-    });
-    match options {
-        Value::Object(options) => options,
-        _ => serde_json::Map::new(),
-    }
 }
 
 /// What a host runs for `args` (without the program name), as JSON:

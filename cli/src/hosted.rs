@@ -12,8 +12,9 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use sandbox_reclaim::options::{self, Dialect, FlowOptions, HostOptions, OptionId};
-use sandbox_reclaim::start::{self, HostProvider, PassStart};
+use sandbox_reclaim::options::Dialect;
+
+use crate::pass_options::check_plan_options;
 
 use crate::error::Failure;
 pub use crate::output::print_failure;
@@ -60,43 +61,6 @@ impl Rejection {
             _ => None,
         }
     }
-}
-
-/// The flag behind each pass option a plan carries, keyed by the option's id.
-const OPTION_FLAGS: [(OptionId, &str); 11] = [
-    (OptionId::DryRun, "--dry-run"),
-    (OptionId::Concurrency, "--concurrency"),
-    (OptionId::DestroyTimeout, "--destroy-timeout"),
-    (OptionId::OrphanGrace, "--orphan-grace"),
-    (OptionId::RegistryRetention, "--registry-retention"),
-    (OptionId::AuditRetention, "--audit-retention"),
-    (OptionId::MaxIdle, "--max-idle"),
-    (OptionId::Budget, "--budget"),
-    (OptionId::Owner, "--owner"),
-    (OptionId::Host, "--host"),
-    (OptionId::Providers, "--providers"),
-];
-
-/// The flag that sets `option`; `--providers` for anything else (what only
-/// the providers module decides).
-pub fn flag_of(option: Option<OptionId>) -> &'static str {
-    OPTION_FLAGS.iter().find(|(id, _)| Some(*id) == option).map_or("--providers", |(_, flag)| flag)
-}
-
-/// The plan's pass options (`host_plan`), checked by the core before any pass
-/// exactly as a `dialect` host's `reconcile` will check them (its spelling,
-/// its message): a refusal names its flag through the option's id. (A
-/// stand-in provider: the providers module is the host's, and what it holds
-/// is `--providers`'s business.)
-pub fn check_plan_options(plan: &Value, dialect: Dialect) -> Result<(), Failure> {
-    let empty = serde_json::Map::new();
-    let given = options::respell(FlowOptions::Reconcile, plan.as_object().unwrap_or(&empty), dialect);
-    let stand_in = vec![HostProvider { name: "plan".to_owned(), can_list: true, owner: None }];
-    let pass = PassStart { progress: false, stopped: false, host_name: None, registry: false, prune: false };
-    HostOptions::parse(&Value::Object(given).to_string(), dialect)
-        .and_then(|options| start::reconcile(&options, stand_in, pass, 0))
-        .map(drop)
-        .map_err(|refusal| Failure::usage(flag_of(refusal.option), refusal.message))
 }
 
 /// The command's failure for a pass's rejection. The plan's options passed

@@ -15,6 +15,7 @@ use tokio::sync::watch;
 
 use crate::config::PassSettings;
 use crate::error::{from_reclaim, Failure};
+use crate::pass_options::{check_plan_options, pass_options};
 use crate::progress::Progress;
 use crate::providers::Providers;
 use crate::Context;
@@ -77,9 +78,8 @@ pub struct PassPlan<'a> {
 pub fn check_pass(context: &Context, plan: &PassPlan<'_>) -> Result<(), Failure> {
     let max_idle = if plan.orphans_only { None } else { plan.settings.max_idle };
     let (reconcile, budget) = (!plan.orphans_only, plan.settings.budget);
-    let options =
-        crate::host::pass_options(&context.settings, plan.settings, plan.dry_run, reconcile, max_idle, budget);
-    crate::hosted::check_plan_options(&serde_json::Value::Object(options), sandbox_reclaim::options::Dialect::Node)
+    let options = pass_options(&context.settings, plan.settings, plan.dry_run, reconcile, max_idle, budget);
+    check_plan_options(&serde_json::Value::Object(options), sandbox_reclaim::options::Dialect::Node)
 }
 
 /// Runs one reconcile pass with a progress bar.
