@@ -80,6 +80,8 @@ pub fn pass_failure(rejection: Rejection, message: &str) -> Failure {
 #[derive(Debug)]
 pub struct HostedLoop {
     plan: String,
+    /// The plan as parsed once by `new` (its options are checked at `start`).
+    parsed: Value,
     command: String,
     json: bool,
     dialect: Dialect,
@@ -100,6 +102,7 @@ impl HostedLoop {
             json: parsed["json"] == json!(true),
             dialect,
             every_ms: parsed["everyMs"].as_u64(),
+            parsed,
             number: 0,
             next_at: 0,
             stopped: false,
@@ -110,8 +113,7 @@ impl HostedLoop {
     /// The first step, at `now` (epoch ms).
     pub fn start(&mut self, now: u64) -> Step {
         self.next_at = now;
-        let plan: Value = serde_json::from_str(&self.plan).unwrap_or(Value::Null);
-        if let Err(failure) = check_plan_options(&plan, self.dialect) {
+        if let Err(failure) = check_plan_options(&self.parsed, self.dialect) {
             return Step::Exit { code: print_failure(&self.command, self.json, &failure, None) };
         }
         self.pass()
