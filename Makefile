@@ -36,12 +36,14 @@ test-live:
 # The pieces scripts/test.sh runs (inside the services it starts).
 CORE_FEATURES := --features sandbox-reclaim/sqlite,sandbox-reclaim/postgres,sandbox-reclaim/docker,sandbox-reclaim/local,sandbox-reclaim/e2b,sandbox-reclaim/daytona,sandbox-reclaim/vercel
 
-# The module graph of every crate's src/ has no cycle (core: errors, messages
-# and records at the bottom; contracts and reports; the effect protocol; the
-# machines; drivers and the async API on top).
+# The module graph of every crate's src/ has no cycle, and each crate's layers
+# (folders) import only downwards (proto: model, report, options, contract,
+# machine, wire; runtime crate: runtime, stores, providers); the sans-IO crate
+# depends on no runtime.
 lint:
 	python3 scripts/check_module_graph.py --self-test
 	python3 scripts/check_module_graph.py
+	bash scripts/check_proto_deps.sh
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy --workspace --all-targets $(CORE_FEATURES) -- -D warnings

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Check that the module graph of each crate's src/ is acyclic.
+"""Check that the module graph of each crate's src/ is acyclic, and that
+its layers (top-level folders, in LAYERS) only import downwards.
 
 Why: rustc accepts import cycles between modules (a uses b, b uses a), but they
 blur a crate's layering and keep modules from being understood, tested or split
@@ -12,6 +13,12 @@ a child module; each path is resolved to the longest existing module. Not
 edges: the crate root (it only declares and re-exports), `mod` declarations,
 a module's `pub use` of its own descendants, comments, string literals and
 `mod tests { ... }` blocks. Dependency-free; `--self-test` checks the checker.
+
+Layers: a crate in LAYERS lists its top-level modules bottom up; a module in
+one of them may import its own layer and the ones listed before it, never a
+later one (each folder's `//!` paragraph says the same in words). Cargo
+keeps the direction between crates (the proto crate depends on no runtime);
+this keeps it within one.
 """
 import bisect
 import os
@@ -19,7 +26,11 @@ import re
 import sys
 import tempfile
 
-DEFAULT_CRATES = ["core/src", "cli/src", "bindings-node/src", "bindings-python/src"]
+DEFAULT_CRATES = ["proto/src", "core/src", "cli/src", "bindings-node/src", "bindings-python/src"]
+LAYERS = {
+    "proto/src": ["model", "report", "options", "contract", "machine", "wire"],
+    "core/src": ["runtime", "stores", "providers"],
+}
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHAR_LIT = re.compile(r"'(\\.[^'\n]*|[^\\'\n])'")
 RAW_STR = re.compile(r'[bc]?r(#*)"')
@@ -208,8 +219,15 @@ def cycles(modules, edges):
     return sorted(found)
 
 
+def upward(edges, layers):
+    """Edges from a layer to a later one: [(from, to, where)], sorted."""
+    rank = {layer: i for i, layer in enumerate(layers)}
+    return sorted((a, b, where) for (a, b), where in edges.items()
+                  if a and b and a[0] in rank and b[0] in rank and rank[a[0]] < rank[b[0]])
+
+
 def check(crate_dirs):
-    """Print every cycle; return 0 if all crates are acyclic, 1 otherwise."""
+    """Print every cycle and upward import; return 0 if there is none, 1 otherwise."""
     total, bad = 0, False
     for crate in crate_dirs:
         src = os.path.join(ROOT, crate)
@@ -225,8 +243,12 @@ def check(crate_dirs):
             for (a, b), where in sorted(edges.items()):
                 if a in comp and b in comp:
                     print(f"    {name(a)} -> {name(b)}    ({where})")
+        for a, b, where in upward(edges, LAYERS.get(crate, [])):
+            bad = True
+            print(f"{crate}: layer {a[0]} imports the later layer {b[0]}: "
+                  f"{name(a)} -> {name(b)}    ({where})")
     if not bad:
-        print(f"module graph: acyclic ({total} modules in {len(crate_dirs)} crates)")
+        print(f"module graph: acyclic, layers downward ({total} modules in {len(crate_dirs)} crates)")
     return 1 if bad else 0
 
 
@@ -253,13 +275,19 @@ SELF_TESTS = {
     "parent re-export ignored": ({
         "lib.rs": "mod p;", "p/mod.rs": "mod c;\npub use c::X;\npub(crate) use self::c::Y;",
         "p/c.rs": "use super::Z;\nfn f() { crate::p::g(); }"}, [], {("p::c", "p")}),
+    "a layer importing a later one": ({
+        "lib.rs": "", "low/mod.rs": "pub mod a;", "low/a.rs": "use crate::high::X;",
+        "high.rs": "use crate::low::a::Y;", "other.rs": "use crate::high::Z;"},
+        [["high", "low::a"]], {("low::a", "high"), ("high", "low::a"), ("other", "high")},
+        {("low::a", "high")}),
 }
 
 
 def self_test():
     """Run the checker on small synthetic trees; return 0 if every case passes."""
     failures = 0
-    for title, (tree, want_cycles, want_edges) in SELF_TESTS.items():
+    for title, (tree, want_cycles, want_edges, *rest) in SELF_TESTS.items():
+        want_upward = set(rest[0]) if rest else set()
         with tempfile.TemporaryDirectory() as tmp:
             for rel, text in tree.items():
                 os.makedirs(os.path.dirname(os.path.join(tmp, rel)), exist_ok=True)
@@ -268,10 +296,11 @@ def self_test():
             modules, edges = analyze(tmp)
             got_edges = {(name(a), name(b)) for a, b in edges}
             got_cycles = [[name(m) for m in c] for c in cycles(modules, edges)]
-        ok = got_edges == want_edges and got_cycles == want_cycles
+            got_upward = {(name(a), name(b)) for a, b, _ in upward(edges, ["low", "high"])}
+        ok = got_edges == want_edges and got_cycles == want_cycles and got_upward == want_upward
         failures += not ok
         print(f"self-test {'ok  ' if ok else 'FAIL'}: {title}"
-              + ("" if ok else f" (edges {sorted(got_edges)}, cycles {got_cycles})"))
+              + ("" if ok else f" (edges {sorted(got_edges)}, cycles {got_cycles}, upward {sorted(got_upward)})"))
     return 1 if failures else 0
 
 

@@ -53,10 +53,10 @@ echo "== Python sdist: contents, pip install from source in a fresh venv, smoke 
   || { cat "$work/sdist.log" >&2; die "maturin sdist failed"; }
 sdist=$(ls "$work"/sdist/sandbox_reclaim-*.tar.gz)
 listing=$(tar -tzf "$sdist" | sed 's#^[^/]*/##' | sort)
-# The workspace crates the binding depends on by path (the core, and the
+# The workspace crates the binding depends on by path (the proto crate, the core, and the
 # command for the console script), the lockfile, the Python sources with
 # their typing files, the README; nothing of the Node binding.
-for file in Cargo.toml Cargo.lock pyproject.toml README.md core/Cargo.toml core/src/lib.rs \
+for file in Cargo.toml Cargo.lock pyproject.toml README.md proto/Cargo.toml proto/src/lib.rs core/Cargo.toml core/src/lib.rs \
   core/src/stores/migrations/sqlite/0001_instances_and_leaks.sql cli/Cargo.toml cli/src/lib.rs cli/src/host.rs \
   bindings-python/Cargo.toml bindings-python/src/lib.rs bindings-python/src/cli.rs \
   python/sandbox_reclaim/__init__.py python/sandbox_reclaim/_cli.py python/sandbox_reclaim/py.typed \

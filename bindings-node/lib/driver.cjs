@@ -4,7 +4,7 @@
 // time and cancellation, never a flow.
 //
 // A native call answers with a batch (run, deadline, ending, effects). Each
-// op's row of the core's operand table (core/src/effect_table.rs) names the
+// op's row of the core's operand table (proto/src/machine/effect_table.rs) names the
 // host method, how its slots become arguments and how its answer is
 // reported; each row becomes a starter and a reporter once, at load
 // (host-calls.cjs; the driver's own op, a cancellation, below). Host values (a thrown

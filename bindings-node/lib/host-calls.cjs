@@ -1,5 +1,5 @@
 'use strict';
-// The host calls of the core's operand table (core/src/effect_table.rs): how
+// The host calls of the core's operand table (proto/src/machine/effect_table.rs): how
 // an op's slots become a host method's arguments (the logger's and the
 // progress callback's included), and how its answer is reported to the
 // machine. The driver (driver.cjs) takes one starter and one reporter per op

@@ -4,7 +4,7 @@
 // before the native store sees anything. Only types and exact strings are
 // checked here: every number (a limit, a lease, epoch milliseconds, a leak's
 // attempts) crosses as it is, and the core checks its range
-// (core/src/arguments.rs), refusing it as a TypeError with its own text.
+// (proto/src/options/arguments.rs), refusing it as a TypeError with its own text.
 
 const { checkObject, checkString, checkOptionalString } = require('./errors.cjs');
 

@@ -5,7 +5,7 @@
 // A store is a thin facade over the native `SqlStore`: every method checks
 // its arguments' types (TypeError naming the field), then awaits the native
 // Promise; numbers cross as given, and the core checks their ranges
-// (core/src/arguments.rs). Reclaims use these stores like any JS store (they
+// (proto/src/options/arguments.rs). Reclaims use these stores like any JS store (they
 // have `deleteRecordingLeak`, so a failed destroy is recorded in the ledger).
 
 const native = require('./native.cjs');

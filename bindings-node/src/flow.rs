@@ -10,11 +10,11 @@ use std::cell::RefCell;
 
 use napi::{Error, Result, Status};
 use napi_derive::napi;
-use sandbox_reclaim::effects::Millis;
-use sandbox_reclaim::flows::{Reclaim, ReclaimAll, ReclaimApi, ReclaimInput, Reconcile, Retry};
-use sandbox_reclaim::messages;
+use sandbox_reclaim::machine::effects::Millis;
+use sandbox_reclaim::machine::start::{self, HostProvider, PassStart};
+use sandbox_reclaim::machine::{Reclaim, ReclaimAll, ReclaimApi, ReclaimInput, Reconcile, Retry};
 use sandbox_reclaim::options::{self, Dialect, FlowOptions, HostOptionError, HostOptions};
-use sandbox_reclaim::start::{self, HostProvider, PassStart};
+use sandbox_reclaim::report::messages;
 use sandbox_reclaim::wire::{self, completion, RunTable, Slot};
 
 use napi::bindgen_prelude::Utf16String;

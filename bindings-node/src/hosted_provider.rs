@@ -8,13 +8,13 @@ use std::sync::Arc;
 use napi::bindgen_prelude::PromiseRaw;
 use napi::{Env, Result};
 use napi_derive::napi;
-use sandbox_reclaim::messages;
+use sandbox_reclaim::options::provider::{HostedSettings, HostedVendor};
 use sandbox_reclaim::options::{Dialect, HostOptionError, HostOptions};
-use sandbox_reclaim::provider_options::{HostedSettings, HostedVendor};
 use sandbox_reclaim::providers::{
     owner_labels as core_owner_labels, DaytonaConfig, DaytonaProvider, E2bConfig, E2bProvider, VercelConfig,
     VercelProvider,
 };
+use sandbox_reclaim::report::messages;
 use sandbox_reclaim::{HostedSandboxProvider, Labels, ListedSandbox, DEFAULT_OWNER};
 
 use crate::memory_store::type_error;

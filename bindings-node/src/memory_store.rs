@@ -7,14 +7,16 @@ use std::sync::Arc;
 use napi::bindgen_prelude::{FromNapiValue, ToNapiValue, TypeName, Unknown, ValidateNapiValue};
 use napi::{sys, Error, Result, Status, ValueType};
 use napi_derive::napi;
-use sandbox_reclaim::arguments::{self, HostNumber, Whole, COUNT, MILLIS};
-use sandbox_reclaim::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason};
-use sandbox_reclaim::ledger::{LeakEntry, LeakLedger, NewLeak};
+use sandbox_reclaim::contract::FleetStore;
+use sandbox_reclaim::contract::LeakLedger;
+use sandbox_reclaim::model::fleet::{AuditEntry, DueLeak, LeakReason};
+use sandbox_reclaim::model::ledger::{LeakEntry, NewLeak};
+use sandbox_reclaim::options::arguments::{self, HostNumber, Whole, COUNT, MILLIS};
 use sandbox_reclaim::options::defaults;
 use sandbox_reclaim::options::Dialect;
 use sandbox_reclaim::{InMemorySandboxInstanceStore, SandboxInstanceRecord, SandboxInstanceStore, StoreError};
 
-use sandbox_reclaim::memory::now_or_never;
+use sandbox_reclaim::stores::checks::now_or_never;
 
 /// A `SandboxInstanceRecord` in its JavaScript (camelCase) form.
 #[napi(object)]

@@ -15,12 +15,12 @@ use std::sync::Arc;
 use napi::bindgen_prelude::{JsObjectValue, JsValue, PromiseRaw, ToNapiValue};
 use napi::{Env, Error, JsError, Result, Status};
 use napi_derive::napi;
-use sandbox_reclaim::arguments::{self, HostNumber};
-use sandbox_reclaim::begun::Begun;
+use sandbox_reclaim::options::arguments::{self, HostNumber};
 use sandbox_reclaim::options::Dialect;
 use sandbox_reclaim::providers::DockerConfig;
 #[cfg(unix)]
 use sandbox_reclaim::providers::{IsolationRequest, LocalConfig};
+use sandbox_reclaim::runtime::begun::Begun;
 use sandbox_reclaim::{
     DockerProvider, InvalidInput, ListedSandbox, ManagedSandboxProvider, ProviderError, SandboxHandle,
 };

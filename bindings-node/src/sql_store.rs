@@ -12,9 +12,10 @@ use std::sync::Arc;
 use napi::bindgen_prelude::PromiseRaw;
 use napi::{Env, Result};
 use napi_derive::napi;
-use sandbox_reclaim::arguments::{BUSY_TIMEOUT_MS, COUNT, MILLIS, POOL_SIZE};
-use sandbox_reclaim::fleet::FleetStore;
-use sandbox_reclaim::ledger::{LeakEntry, LeakLedger, NewLeak};
+use sandbox_reclaim::contract::FleetStore;
+use sandbox_reclaim::contract::LeakLedger;
+use sandbox_reclaim::model::ledger::{LeakEntry, NewLeak};
+use sandbox_reclaim::options::arguments::{BUSY_TIMEOUT_MS, COUNT, MILLIS, POOL_SIZE};
 use sandbox_reclaim::stores::{PostgresOptions, SqliteOptions, StoreOpenError};
 use sandbox_reclaim::{
     PostgresSandboxInstanceStore, SandboxInstanceRecord, SandboxInstanceStore, SqliteSandboxInstanceStore, StoreError,

@@ -20,7 +20,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyCFunction;
-use sandbox_reclaim::begun::Begun;
+use sandbox_reclaim::runtime::begun::Begun;
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 

@@ -8,10 +8,10 @@ use std::sync::Mutex;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
-use sandbox_reclaim::flows::{BoxedFlow, Reclaim, ReclaimAll, ReclaimApi, ReclaimInput, Reconcile, Retry};
-use sandbox_reclaim::messages;
+use sandbox_reclaim::machine::start::{self, HostProvider, PassStart};
+use sandbox_reclaim::machine::{BoxedFlow, Reclaim, ReclaimAll, ReclaimApi, ReclaimInput, Reconcile, Retry};
 use sandbox_reclaim::options::{self, Dialect, FlowOptions, HostOptionError, HostOptions, Problem};
-use sandbox_reclaim::start::{self, HostProvider, PassStart};
+use sandbox_reclaim::report::messages;
 use sandbox_reclaim::wire::{self, RunTable, Slot, WireError};
 
 /// The runs of this interpreter (calls hold the GIL, so the lock is uncontended).

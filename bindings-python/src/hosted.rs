@@ -8,13 +8,13 @@
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::IntoPyObjectExt;
-use sandbox_reclaim::messages;
+use sandbox_reclaim::options::provider::{HostedSettings, HostedVendor};
 use sandbox_reclaim::options::{Dialect, HostOptionError, HostOptions, Problem};
-use sandbox_reclaim::provider_options::{HostedSettings, HostedVendor};
 use sandbox_reclaim::providers::{
     owner_labels as core_owner_labels, DaytonaConfig, DaytonaProvider, E2bConfig, E2bProvider, VercelConfig,
     VercelProvider,
 };
+use sandbox_reclaim::report::messages;
 use sandbox_reclaim::{HostedSandboxProvider, Labels};
 use std::sync::Arc;
 

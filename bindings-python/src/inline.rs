@@ -18,8 +18,8 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::iterator::PySendResult;
 use pyo3::types::{PyDict, PyIterator, PyString, PyTuple};
-use sandbox_reclaim::effect_table::op;
-use sandbox_reclaim::effect_table::{answer, operand, target, EffectSpec, EFFECTS};
+use sandbox_reclaim::machine::effect_table::op;
+use sandbox_reclaim::machine::effect_table::{answer, operand, target, EffectSpec, EFFECTS};
 use sandbox_reclaim::wire::{completion, ending, meta, Slot, HEADER};
 
 use crate::flow::{runs, tuple};
@@ -359,7 +359,7 @@ impl InlineSteps {
                 operand::SANDBOX if batch.get(at + 1) != Some(&Slot::Nothing) => return Ok(None),
                 _ => args.push(slot_to_py(py, slot)?),
             }
-            at += sandbox_reclaim::effect_table::slots(kind);
+            at += sandbox_reclaim::machine::effect_table::slots(kind);
         }
         let name = method_name(py, spec.op);
         let method = match provider {

@@ -10,7 +10,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt};
 use pyo3::IntoPyObjectExt;
-use sandbox_reclaim::arguments::{
+use sandbox_reclaim::options::arguments::{
     self, ArgumentError, HostNumber, Seconds, Whole, BUSY_TIMEOUT_SECONDS, COUNT, LEASE_SECONDS, MILLIS, POOL_SIZE,
 };
 use sandbox_reclaim::options::{defaults, Dialect, Problem};

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use sandbox_reclaim::arguments::MILLIS;
+use sandbox_reclaim::options::arguments::MILLIS;
 use sandbox_reclaim::{FleetStore, InMemorySandboxInstanceStore, LeakLedger, SandboxInstanceStore};
 
 use crate::records::{
@@ -14,7 +14,7 @@ use crate::records::{
 };
 use crate::sql_store::{audit_query, count, lease, millis, optional_whole};
 use pyo3::exceptions::PyRuntimeError;
-use sandbox_reclaim::memory::now_or_never;
+use sandbox_reclaim::stores::checks::now_or_never;
 
 /// An instance store in memory. It copies records in and out: mutating
 /// nothing a caller holds can change what it stores.

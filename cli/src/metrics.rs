@@ -401,7 +401,7 @@ mod tests {
     }
 
     fn report() -> ReconcileReport {
-        use sandbox_reclaim::flows::reconcile::{
+        use sandbox_reclaim::machine::reconcile::{
             ActionCounts, IdleCounts, LeakCounts, OrphanCounts, ProviderReport, SweepStatus,
         };
         ReconcileReport {

@@ -7,8 +7,8 @@
 
 use serde_json::{json, Value};
 
+use sandbox_reclaim::machine::start::{self, HostProvider, PassStart};
 use sandbox_reclaim::options::{self, Dialect, FlowOptions, HostOptions, OptionId};
-use sandbox_reclaim::start::{self, HostProvider, PassStart};
 
 use crate::config::{PassSettings, Settings};
 use crate::error::Failure;

@@ -252,7 +252,7 @@ fn sweep_unlabelled_destroys_what_the_registry_names_and_nothing_else() {
                 latest_snapshot_id: None,
                 thread_id: format!("thread-{key}"),
                 latest_run_id: None,
-                updated_at: sandbox_reclaim::driver::now_millis(),
+                updated_at: sandbox_reclaim::runtime::clock::now_millis(),
             };
             store.upsert(&record).await.unwrap();
         }

@@ -221,7 +221,7 @@ fn metrics_endpoint_is_scraped_and_parsed() {
     assert!(exposition.value("sandbox_reclaim_destroy_duration_seconds_bucket", &[("le", "+Inf")]).is_some());
     assert!(exposition.value("sandbox_reclaim_pass_duration_seconds_count", &[]).unwrap() >= 1.0);
     let last = exposition.value("sandbox_reclaim_last_pass_timestamp_seconds", &[]).unwrap();
-    let now = sandbox_reclaim::driver::now_millis() as f64 / 1000.0;
+    let now = sandbox_reclaim::runtime::clock::now_millis() as f64 / 1000.0;
     assert!(last > now - 60.0 && last <= now + 1.0, "{last} vs {now}");
     assert_eq!(exposition.value("sandbox_reclaim_still_leaking", &[]), Some(1.0));
     assert!(exposition.value("sandbox_reclaim_passes_total", &[("result", "leaking")]).unwrap() >= 1.0);

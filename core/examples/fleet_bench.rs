@@ -161,7 +161,7 @@ async fn main() {
     }
 
     let orphans = 10_000;
-    let now = sandbox_reclaim::driver::now_millis();
+    let now = sandbox_reclaim::runtime::clock::now_millis();
     let listed = (0..orphans)
         .map(|n| ListedSandbox {
             id: format!("sr-orphan-{n:05}"),

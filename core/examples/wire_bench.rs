@@ -5,7 +5,7 @@
 //!
 //!   cargo run --release -p sandbox-reclaim --example wire_bench
 
-use sandbox_reclaim::flows::{BoxedFlow, Reclaim, ReclaimApi, ReclaimInput};
+use sandbox_reclaim::machine::{BoxedFlow, Reclaim, ReclaimApi, ReclaimInput};
 use sandbox_reclaim::wire::{completion, ending, RunTable, Slot};
 
 /// The id of the one effect a plain reclaim's batch starts (after `op`).

@@ -10,51 +10,41 @@
 //! 4. destroy, then delete the record *even if destroy failed*, answering
 //!    `destroyed` or `destroy-failed`.
 //!
-//! Every flow (reclaim, reclaimer, leak retry) is a sans-IO machine in
-//! [`flows`] speaking the [`effects`] protocol: it emits effects, is fed
-//! their results and the time, and decides everything, deadlines included.
-//! The tokio [`driver`] runs them against native providers and stores; the
-//! Node and Python bindings run the very same machines from their own event
-//! loops. Every string a flow emits comes from [`messages`].
+//! Every flow (reclaim, reclaimer, leak retry, fleet passes) is a sans-IO
+//! machine of the `sandbox-reclaim-proto` crate ([`machine`]): it emits
+//! effects, is fed their results and the time, and decides everything,
+//! deadlines included. This crate is the runtime around them:
+//!
+//! - [`runtime`]: the tokio driver and the async API (one-record flows and
+//!   fleet passes);
+//! - [`stores`]: the instance stores (in memory; SQLite and PostgreSQL
+//!   behind features);
+//! - [`providers`]: Docker, local jails and the hosted vendors (features).
+//!
+//! The Node and Python bindings run the very same machines from their own
+//! event loops. The proto crate's layers are re-exported here under their
+//! names ([`model`], [`report`], [`options`], [`contract`], [`machine`],
+//! [`wire`]), so one dependency reaches everything.
 
-pub mod arguments;
-pub mod begun;
-pub mod driver;
-pub mod effect_table;
-pub mod effects;
-pub mod errors;
-pub mod fleet;
-pub mod flows;
-pub mod ledger;
-pub mod memory;
-pub mod messages;
-pub mod model;
-pub mod options;
-pub mod passes;
-pub mod provider_options;
+pub use sandbox_reclaim_proto as proto;
+pub use sandbox_reclaim_proto::{contract, machine, model, options, report, wire};
+
 #[cfg(any(feature = "docker", feature = "local", feature = "e2b", feature = "daytona", feature = "vercel"))]
 pub mod providers;
-pub mod reports;
-pub mod start;
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub mod runtime;
 pub mod stores;
-pub mod wire;
 
-pub use driver::{
-    reclaim_sandbox, retry_leaks, sandbox_reclaimer, LogMeta, LogValue, ProgressCallback, ReclaimLogger,
-    ReclaimOptions, SandboxInstanceStore, SandboxProvider, StopSignal,
-};
-pub use effects::{Misuse, SandboxReclaimFailed};
-pub use errors::{BoxError, DestroyTimeout, ProviderError, ReclaimError, ReclaimerError, StoreError};
-pub use fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, ListedSandbox, ScheduledLeak, StoreFacts};
-pub use flows::reclaim_all::{FleetReclaimReport, RecordOutcome, RecordReport};
-pub use flows::reconcile::{
+pub use contract::errors::{BoxError, DestroyTimeout, ProviderError, ReclaimError, ReclaimerError, StoreError};
+pub use contract::{FleetStore, LeakLedger, LogMeta, LogValue, ReclaimLogger, SandboxInstanceStore, SandboxProvider};
+pub use machine::effects::{Misuse, SandboxReclaimFailed};
+pub use machine::reclaim_all::{FleetReclaimReport, RecordOutcome, RecordReport};
+pub use machine::reconcile::{
     Action, ActionCounts, ActionReason, ActionResult, ReconcileReport, ReportScope, SweepStatus,
 };
-pub use ledger::{LeakEntry, LeakLedger, LeakSummary, NewLeak, RetryOptions, RetrySummary};
-pub use memory::InMemorySandboxInstanceStore;
+pub use model::fleet::{AuditEntry, DueLeak, LeakReason, ListedSandbox, ScheduledLeak, StoreFacts};
+pub use model::ledger::{LeakEntry, LeakSummary, NewLeak, RetrySummary};
 pub use model::{InvalidRecord, ReclaimOutcome, RunRecord, RunStatus, SandboxInstanceRecord};
-pub use passes::{reclaim_all, reconcile, FleetOptions, InvalidOption, ReconcileOptions, DEFAULT_OWNER};
+pub use options::RetryOptions;
 #[cfg(feature = "daytona")]
 pub use providers::{DaytonaConfig, DaytonaProvider};
 #[cfg(feature = "docker")]
@@ -67,6 +57,10 @@ pub use providers::{ExecOutput, InvalidInput, Labels, ManagedSandboxProvider, Sa
 pub use providers::{HostedError, HostedSandboxProvider};
 #[cfg(feature = "vercel")]
 pub use providers::{VercelConfig, VercelProvider};
+pub use runtime::api::{reclaim_sandbox, retry_leaks, sandbox_reclaimer, ReclaimOptions};
+pub use runtime::driver::{ProgressCallback, StopSignal};
+pub use runtime::passes::{reclaim_all, reconcile, FleetOptions, InvalidOption, ReconcileOptions, DEFAULT_OWNER};
+pub use stores::memory::InMemorySandboxInstanceStore;
 // Namespaces, process groups and pid start times: Unix only (a Windows build
 // of the bindings has DockerProvider, and LocalProvider says it is missing).
 #[cfg(all(feature = "local", unix))]

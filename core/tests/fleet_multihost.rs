@@ -18,7 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use sandbox_reclaim::driver::now_millis;
+use sandbox_reclaim::runtime::clock::now_millis;
 use sandbox_reclaim::{
     reconcile, FleetStore, LeakLedger, LeakReason, ListedSandbox, NewLeak, PostgresSandboxInstanceStore, ProviderError,
     ReconcileOptions, ReconcileReport, SandboxInstanceRecord, SandboxInstanceStore, SandboxProvider, SweepStatus,

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use sandbox_reclaim::driver::now_millis;
+use sandbox_reclaim::runtime::clock::now_millis;
 use sandbox_reclaim::{
     reconcile, ActionReason, ActionResult, FleetStore, LeakLedger, LeakReason, NewLeak, ReconcileOptions,
     ReconcileReport, SandboxInstanceRecord, SandboxInstanceStore, SandboxProvider, SqliteSandboxInstanceStore,
@@ -324,7 +324,7 @@ mod local {
         assert_eq!(orphans.status, SweepStatus::Unavailable);
         assert_eq!(
             orphans.error.as_deref(),
-            Some(sandbox_reclaim::messages::unknown_created_at("someones-data").as_str())
+            Some(sandbox_reclaim::report::messages::unknown_created_at("someones-data").as_str())
         );
         assert_eq!(report.actions, Vec::new());
         assert!(report.still_leaking());
@@ -513,7 +513,10 @@ mod docker {
         let report = reconcile(options).await.unwrap();
         let orphans = &report.providers[0].orphans;
         assert_eq!(orphans.status, SweepStatus::Unavailable);
-        assert_eq!(orphans.error.as_deref(), Some(sandbox_reclaim::messages::unknown_created_at(&undated).as_str()));
+        assert_eq!(
+            orphans.error.as_deref(),
+            Some(sandbox_reclaim::report::messages::unknown_created_at(&undated).as_str())
+        );
         assert_eq!(report.actions, Vec::new());
         assert_eq!(state(&old).await, Some(true));
         assert_eq!(state(&undated).await, Some(true));

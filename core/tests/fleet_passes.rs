@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use sandbox_reclaim::driver::now_millis;
-use sandbox_reclaim::messages;
+use sandbox_reclaim::report::messages;
+use sandbox_reclaim::runtime::clock::now_millis;
 use sandbox_reclaim::{
     reclaim_all, reconcile, ActionReason, ActionResult, AuditEntry, DueLeak, FleetOptions, FleetStore, InvalidOption,
     LeakEntry, LeakLedger, LeakReason, ListedSandbox, NewLeak, ProviderError, ReclaimError, ReconcileOptions,

@@ -2,8 +2,10 @@
 //! answer (proptest), plus the protocol's edge cases.
 
 use proptest::prelude::*;
-use sandbox_reclaim::effects::{Completion, Effect, Ending, Flow, InstanceFields, LogLevel, MetaValue, Output};
-use sandbox_reclaim::flows::{Reclaim, ReclaimApi, ReclaimInput, Retry, RetryInput};
+use sandbox_reclaim::machine::effects::{
+    Completion, Effect, Ending, Flow, InstanceFields, LogLevel, MetaValue, Output,
+};
+use sandbox_reclaim::machine::{Reclaim, ReclaimApi, ReclaimInput, Retry, RetryInput};
 use sandbox_reclaim::ReclaimOutcome;
 
 const NOW: u64 = 1_700_000_000_000;

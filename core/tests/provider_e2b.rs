@@ -21,7 +21,7 @@ mod hosted_support;
 
 use hosted_support::scripted::{self, PageFormat};
 use hosted_support::Fake;
-use sandbox_reclaim::provider_options::ListingCeilings;
+use sandbox_reclaim::options::provider::ListingCeilings;
 use serde_json::Value;
 
 fn start() -> Fake {

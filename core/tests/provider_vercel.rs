@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use hosted_support::scripted::{self, PageFormat};
 use hosted_support::Fake;
-use sandbox_reclaim::provider_options::ListingCeilings;
+use sandbox_reclaim::options::provider::ListingCeilings;
 use sandbox_reclaim::{
     reclaim_sandbox, reconcile, HostedError, HostedSandboxProvider, InMemorySandboxInstanceStore, LeakLedger,
     ProviderError, ReclaimOptions, ReclaimOutcome, ReconcileOptions, RunRecord, RunStatus, SandboxInstanceRecord,

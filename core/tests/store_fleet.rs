@@ -451,7 +451,7 @@ async fn leak_summaries_count_each_provider(fresh: &Fresh) {
     assert_eq!(store.summarize_leaks().await.unwrap(), [summary("daytona", 1, 30), summary("docker", 2, 10)]);
     assert_eq!(
         store.summarize_leaks().await.unwrap(),
-        sandbox_reclaim::ledger::summarize(&store.list_leaks(None).await.unwrap())
+        sandbox_reclaim::model::ledger::summarize(&store.list_leaks(None).await.unwrap())
     );
 }
 

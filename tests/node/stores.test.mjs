@@ -407,7 +407,7 @@ test('out-of-range numbers of store methods are TypeErrors naming the argument, 
   }
 });
 
-// The core checks every number a store method takes (core/src/arguments.rs):
+// The core checks every number a store method takes (proto/src/options/arguments.rs):
 // any JS value crosses as it is, and a non-number is refused with the same
 // text as a number out of range, by the in-memory and the SQLite store alike.
 for (const [kind, open] of [

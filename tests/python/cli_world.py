@@ -62,7 +62,7 @@ def rust_binary() -> Path:
 def listing_counts(document: dict[str, Any]) -> list[tuple[int, int]]:
     """Takes each provider's ``orphans.listed``/``orphans.referenced`` out of
     ``document`` and answers them. They are when, not what: a pass lists a
-    provider side by side with its leak destroys (core/src/flows/reconcile.rs),
+    provider side by side with its leak destroys (proto/src/machine/reconcile.rs),
     so the idle sandbox it destroys from the ledger is either gone before the
     listing or listed and counted ``referenced`` (acted on by this pass); the
     pass destroys the same either way. In a world of ``make_world``, each is

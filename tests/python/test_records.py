@@ -172,7 +172,7 @@ def test_leak_records_at_the_edges_of_their_ranges_are_accepted() -> None:
     ],
 )
 async def test_whole_number_names_the_argument_and_its_range(value: object, kind: type[Exception], message: str) -> None:
-    # The core checks a store's numbers (core/src/arguments.rs), with the text a Python check had.
+    # The core checks a store's numbers (proto/src/options/arguments.rs), with the text a Python check had.
     store = sr.InMemorySandboxInstanceStore.with_ledger()
     with pytest.raises(kind, match=message):
         await store.list_stale(0, value)  # type: ignore[arg-type]

@@ -415,7 +415,7 @@ async def ledger_store(kind: str, tmp_path: Path) -> AsyncIterator[Any]:
 
 @pytest.mark.parametrize("kind", ("memory", "sqlite"))
 async def test_the_core_checks_every_number_a_store_method_takes(tmp_path: Path, kind: str) -> None:
-    """The core (core/src/arguments.rs) checks limits, leases and times: a
+    """The core (proto/src/options/arguments.rs) checks limits, leases and times: a
     wrong type is a TypeError, a value out of range a ValueError, each naming
     the argument as Python spells it, before anything is claimed or written."""
     async with ledger_store(kind, tmp_path) as store:

@@ -1,7 +1,7 @@
 """Argument checks shared by the package's public functions: a string that
 cannot cross into Rust exactly is refused with ``TypeError`` naming the
 argument. Every number a store takes crosses as it is: the core checks its
-type and range (``core/src/arguments.rs``) and the native module raises its
+type and range (``proto/src/options/arguments.rs``) and the native module raises its
 refusal as ``TypeError`` / ``ValueError``; so does a record's
 whole-number field (``_native.check_record_whole``)."""
 

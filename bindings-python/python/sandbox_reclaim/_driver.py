@@ -2,7 +2,7 @@
 Python host objects. It knows effects, time and cancellation, never a flow.
 
 A native call answers with a *batch* (run, deadline, ending, effects; layout
-in ``core/src/wire.rs``); each op's row of the core's operand table becomes a
+in ``proto/src/wire.rs``); each op's row of the core's operand table becomes a
 starter once, at import (``_host_calls.py``). Host values (a raised
 exception, claimed entries) stay here by effect id. Host methods may be
 ``def`` or ``async def``; a lone call with no deadline is awaited in place

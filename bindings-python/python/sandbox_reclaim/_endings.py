@@ -1,5 +1,5 @@
 """What a run's ending resolves with or raises (the ending's layout is the
-core's: ``core/src/wire.rs``)."""
+core's: ``proto/src/wire.rs``)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 Two answers cross as fields (the record ``instances.get()`` returned, the
 entries ``claim_leaks()`` claimed); the others cross as the core's camelCase
 JSON wire form, read here field by field from the shapes the core's operand
-table publishes (``core/src/effect_table.rs``), so no answer has a converter
+table publishes (``proto/src/machine/effect_table.rs``), so no answer has a converter
 of its own. An item is a wire-form mapping (camelCase keys) or an object with
 the contract's snake_case attributes. An answer that breaks its method's
 contract is a ``TypeError``/``ValueError`` naming the method and the field,

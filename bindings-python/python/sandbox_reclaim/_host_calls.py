@@ -1,4 +1,4 @@
-"""The host calls of the core's operand table (``core/src/effect_table.rs``):
+"""The host calls of the core's operand table (``proto/src/machine/effect_table.rs``):
 how an op's slots become a host method's arguments, and how its answer is
 reported to the machine. The driver (``_driver.py``) builds one starter per op
 from these at import; ``run`` is its run (``values``, ``host``, ``call``,

@@ -20,7 +20,7 @@ def destroy_timeout_message(provider_sandbox_id: str, timeout_ms: int, /) -> str
     """The message of SandboxDestroyTimeoutError, built by the core."""
 
 def protocol() -> dict[str, Any]:
-    """The batch layout (core/src/wire.rs) and the names the driver checks against."""
+    """The batch layout (proto/src/wire.rs) and the names the driver checks against."""
 
 Batch = tuple[Any, ...]
 

@@ -75,7 +75,7 @@ def _check_number(owner: str, field: str, wire: str, value: object, optional: bo
 
 def _check_whole(owner: str, field: str, wire: str, value: object, count: bool = False) -> None:
     """A whole number the core holds: epoch milliseconds, or a ``count``
-    (its range and texts are the core's: ``core/src/arguments.rs``)."""
+    (its range and texts are the core's: ``proto/src/options/arguments.rs``)."""
     _native.check_record_whole(owner, field, wire, value, count)
 
 

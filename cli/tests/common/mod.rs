@@ -66,7 +66,8 @@ impl World {
             Backend::Sqlite => (vec![format!("--store=sqlite:{}", dir.path().join("store.db").display())], None),
             Backend::Postgres => {
                 let url = pg_url()?;
-                let schema = format!("cli_{}_{serial}_{}", std::process::id(), sandbox_reclaim::driver::now_millis());
+                let schema =
+                    format!("cli_{}_{serial}_{}", std::process::id(), sandbox_reclaim::runtime::clock::now_millis());
                 (vec![format!("--store={url}"), format!("--pg-schema={schema}")], Some((url, schema)))
             }
         };
@@ -195,7 +196,7 @@ impl TestStore {
             latest_snapshot_id: None,
             thread_id: format!("thread-{key}"),
             latest_run_id: Some(format!("run-{key}")),
-            updated_at: sandbox_reclaim::driver::now_millis(),
+            updated_at: sandbox_reclaim::runtime::clock::now_millis(),
         };
         self.instances().upsert(&record).await.expect("upsert record");
     }
@@ -215,7 +216,7 @@ impl TestStore {
             provider_sandbox_id: sandbox_id.to_owned(),
             run_id: format!("run-{key}"),
             error_message: "simulated: destroy failed".to_owned(),
-            failed_at: sandbox_reclaim::driver::now_millis().saturating_sub(60_000),
+            failed_at: sandbox_reclaim::runtime::clock::now_millis().saturating_sub(60_000),
         };
         self.fleet().record_leak(leak, reason, next_attempt_at).await.expect("record leak");
     }

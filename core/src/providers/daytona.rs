@@ -28,10 +28,10 @@ use super::http::{encode_component, parse_rfc3339_millis, Answer, HostedClient, 
 use super::{
     validate_id, validate_owner, validate_provider_name, HostedSandboxProvider, InvalidInput, LABEL_KEY, LABEL_OWNER,
 };
-use crate::driver::SandboxProvider;
-use crate::errors::ProviderError;
-use crate::fleet::ListedSandbox;
-use crate::provider_options::{HostedSettings, HostedVendor, ListingCeilings};
+use crate::contract::errors::ProviderError;
+use crate::contract::SandboxProvider;
+use crate::model::fleet::ListedSandbox;
+use crate::options::provider::{HostedSettings, HostedVendor, ListingCeilings};
 
 const VENDOR: Vendor = Vendor { label: "Daytona", credential_variable: "DAYTONA_API_KEY", credential_option: "apiKey" };
 

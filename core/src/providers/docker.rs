@@ -25,9 +25,10 @@ use super::{
     sandbox_name, validate_argv, validate_id, validate_key, validate_labels, validate_owner, ExecOutput, InvalidInput,
     Labels, ManagedSandboxProvider, SandboxHandle, DEFAULT_OWNER, LABEL_CREATED_AT, LABEL_KEY, LABEL_OWNER,
 };
-use crate::driver::{now_millis, SandboxProvider};
-use crate::errors::ProviderError;
-use crate::fleet::ListedSandbox;
+use crate::contract::errors::ProviderError;
+use crate::contract::SandboxProvider;
+use crate::model::fleet::ListedSandbox;
+use crate::runtime::clock::now_millis;
 
 /// How a [`DockerProvider`] connects and what containers it creates.
 #[derive(Debug, Clone, PartialEq)]

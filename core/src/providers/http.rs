@@ -15,10 +15,10 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use reqwest::{Method, StatusCode};
 
 use super::InvalidInput;
-use crate::errors::ProviderError;
-use crate::fleet::ListedSandbox;
-use crate::messages;
-use crate::provider_options::ListingCeilings;
+use crate::contract::errors::ProviderError;
+use crate::model::fleet::ListedSandbox;
+use crate::options::provider::ListingCeilings;
+use crate::report::messages;
 
 /// How often one request is re-sent after a `429` before it fails.
 const MAX_RATE_LIMITED_RETRIES: u32 = 5;

@@ -35,10 +35,11 @@ use super::{
     sandbox_name, validate_argv, validate_id, validate_key, validate_labels, validate_owner, ExecOutput, InvalidInput,
     Labels, ManagedSandboxProvider, SandboxHandle, DEFAULT_OWNER,
 };
-use crate::driver::{now_millis, SandboxProvider};
-use crate::errors::ProviderError;
-use crate::fleet::ListedSandbox;
-use crate::messages;
+use crate::contract::errors::ProviderError;
+use crate::contract::SandboxProvider;
+use crate::model::fleet::ListedSandbox;
+use crate::report::messages;
+use crate::runtime::clock::now_millis;
 use procfs::ProcessId;
 
 /// The environment variable naming a process's sandbox directory.

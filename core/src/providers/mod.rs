@@ -23,8 +23,8 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 
-use crate::driver::SandboxProvider;
-use crate::errors::ProviderError;
+use crate::contract::errors::ProviderError;
+use crate::contract::SandboxProvider;
 
 #[cfg(feature = "daytona")]
 pub mod daytona;

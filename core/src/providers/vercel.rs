@@ -29,10 +29,10 @@ use super::http::{encode_component, Answer, HostedClient, Vendor};
 use super::{
     validate_id, validate_owner, validate_provider_name, HostedSandboxProvider, InvalidInput, LABEL_KEY, LABEL_OWNER,
 };
-use crate::driver::SandboxProvider;
-use crate::errors::ProviderError;
-use crate::fleet::ListedSandbox;
-use crate::provider_options::{HostedSettings, HostedVendor, ListingCeilings};
+use crate::contract::errors::ProviderError;
+use crate::contract::SandboxProvider;
+use crate::model::fleet::ListedSandbox;
+use crate::options::provider::{HostedSettings, HostedVendor, ListingCeilings};
 
 const VENDOR: Vendor =
     Vendor { label: "Vercel", credential_variable: "VERCEL_TOKEN (with VERCEL_TEAM_ID)", credential_option: "apiKey" };

@@ -17,7 +17,7 @@ use std::sync::Mutex;
 
 use tokio::sync::oneshot;
 
-use crate::ledger::NewLeak;
+use crate::model::ledger::NewLeak;
 
 /// A write that may share a transaction with others.
 #[derive(Debug)]

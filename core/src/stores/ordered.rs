@@ -19,7 +19,7 @@ use std::sync::Mutex;
 
 use tokio::sync::oneshot;
 
-use crate::errors::StoreError;
+use crate::contract::errors::StoreError;
 
 /// The tail of each key's chain of writes: the generation of the last write
 /// issued to it, and what finishes when that write has committed.

@@ -14,16 +14,18 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 use super::coalesce::Coalesce;
 use super::ordered::KeyedOrder;
-use super::{
+use super::sql::{
     audit_from_row, backend, due_in_order, held, leak_from_row, ledger_text, record_from_row, scheduled_from_row,
     sql_int, sql_limit, storable_key, storable_name, summaries, validate_leak, AuditText, Migration, StoreOpenError,
     AUDIT_COLUMNS,
 };
-use crate::errors::StoreError;
-use crate::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, ScheduledLeak, StoreFacts, AUDIT_DESTROYED};
-use crate::ledger::{Held, LeakEntry, LeakLedger, LeakSummary, NewLeak};
-use crate::memory::{lease_end, validate_name};
+use crate::contract::errors::StoreError;
+use crate::contract::FleetStore;
+use crate::contract::LeakLedger;
+use crate::model::fleet::{AuditEntry, DueLeak, LeakReason, ScheduledLeak, StoreFacts, AUDIT_DESTROYED};
+use crate::model::ledger::{Held, LeakEntry, LeakSummary, NewLeak};
 use crate::model::SandboxInstanceRecord;
+use crate::stores::checks::{lease_end, validate_name};
 
 const MIGRATIONS: &[Migration] = &[
     Migration { version: 1, sql: include_str!("migrations/postgres/0001_instances_and_leaks.sql") },
@@ -141,7 +143,7 @@ impl PostgresOptions {
         if self.max_connections == 0 {
             return Err(StoreOpenError::InvalidOption {
                 field: "maxConnections",
-                reason: super::MAX_CONNECTIONS_RANGE.to_owned(),
+                reason: super::sql::MAX_CONNECTIONS_RANGE.to_owned(),
             });
         }
         Ok(())
@@ -636,7 +638,7 @@ impl PostgresSandboxInstanceStore {
 }
 
 #[async_trait]
-impl crate::driver::SandboxInstanceStore for PostgresSandboxInstanceStore {
+impl crate::contract::SandboxInstanceStore for PostgresSandboxInstanceStore {
     async fn get(&self, key: &str) -> Result<Option<SandboxInstanceRecord>, StoreError> {
         if !storable_key(key) {
             return Ok(None);
@@ -699,7 +701,7 @@ impl LeakLedger for PostgresSandboxInstanceStore {
         let rows = sqlx::query(&self.queries.claim_leaks)
             .bind(provider)
             .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-            .bind(super::lease_millis(lease))
+            .bind(super::sql::lease_millis(lease))
             .fetch_all(&self.pool)
             .await
             .map_err(backend)?;

@@ -15,17 +15,20 @@ use sqlx::{ConnectOptions, Connection};
 
 use super::group_commit::{BatchCommit, GroupCommit, Write};
 use super::ordered::KeyedOrder;
-use super::{
+use super::sql::{
     audit_from_row, backend, due_in_order, held, leak_from_row, ledger_text, record_from_row, scheduled_from_row,
     sql_int, sql_limit, storable_key, storable_name, summaries, validate_leak, AuditText, Migration, StoreOpenError,
     AUDIT_COLUMNS,
 };
-use crate::driver::{now_millis, SandboxInstanceStore};
-use crate::errors::StoreError;
-use crate::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, ScheduledLeak, StoreFacts, AUDIT_DESTROYED};
-use crate::ledger::{Held, LeakEntry, LeakLedger, LeakSummary, NewLeak};
-use crate::memory::{lease_end, validate_name};
+use crate::contract::errors::StoreError;
+use crate::contract::FleetStore;
+use crate::contract::LeakLedger;
+use crate::contract::SandboxInstanceStore;
+use crate::model::fleet::{AuditEntry, DueLeak, LeakReason, ScheduledLeak, StoreFacts, AUDIT_DESTROYED};
+use crate::model::ledger::{Held, LeakEntry, LeakSummary, NewLeak};
 use crate::model::SandboxInstanceRecord;
+use crate::runtime::clock::now_millis;
+use crate::stores::checks::{lease_end, validate_name};
 
 /// Table of instance records.
 pub const INSTANCES_TABLE: &str = "sandbox_instances";
@@ -63,7 +66,7 @@ const DUE_COLUMNS: &str = "id, sandbox_key, provider, provider_sandbox_id, run_i
      claim, claimed_until, reason, next_attempt_at";
 
 /// The longest busy timeout SQLite can wait: `i32::MAX` milliseconds.
-pub const MAX_BUSY_TIMEOUT: Duration = Duration::from_millis(crate::arguments::BUSY_TIMEOUT_MS.max);
+pub const MAX_BUSY_TIMEOUT: Duration = Duration::from_millis(crate::options::arguments::BUSY_TIMEOUT_MS.max);
 
 /// How [`SqliteSandboxInstanceStore::open_with`] opens the file.
 #[derive(Debug, Clone, Copy)]
@@ -118,7 +121,7 @@ impl SqliteSandboxInstanceStore {
             return Err(invalid("path", "must be a file: an in-memory SQLite database is not shared"));
         }
         if options.max_connections == 0 {
-            return Err(invalid("maxConnections", super::MAX_CONNECTIONS_RANGE));
+            return Err(invalid("maxConnections", super::sql::MAX_CONNECTIONS_RANGE));
         }
         // SQLite takes the busy timeout as an `int` of milliseconds (sqlx panics beyond it).
         if options.busy_timeout > MAX_BUSY_TIMEOUT {
@@ -484,7 +487,7 @@ impl LeakLedger for SqliteSandboxInstanceStore {
             return Ok(Vec::new());
         }
         let now = sql_int(now_millis());
-        let until = now.saturating_add(super::lease_millis(lease));
+        let until = now.saturating_add(super::sql::lease_millis(lease));
         // One statement, so one write transaction: two processes claiming at
         // once are serialised by SQLite's write lock.
         let sql = format!(

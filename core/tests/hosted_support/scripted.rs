@@ -12,7 +12,7 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sandbox_reclaim::provider_options::{ListingCeilings, MAX_LISTING_ITEMS, MAX_LISTING_PAGES};
+use sandbox_reclaim::options::provider::{ListingCeilings, MAX_LISTING_ITEMS, MAX_LISTING_PAGES};
 use sandbox_reclaim::{reconcile, InMemorySandboxInstanceStore, ReconcileOptions, SandboxProvider, SweepStatus};
 
 /// Requests a never-ending script answers before it gives a last page.

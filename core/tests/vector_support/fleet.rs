@@ -5,15 +5,16 @@
 
 use std::collections::BTreeMap;
 
-use sandbox_reclaim::effects::{
+use sandbox_reclaim::contract::FleetStore;
+use sandbox_reclaim::machine::effects::{
     Completion, DueFields, Effect, EffectId, Ending, Flow, InstanceFields, Millis, Output, StaleRecord,
 };
-use sandbox_reclaim::fleet::{AuditEntry, FleetStore, LeakReason, ListedSandbox};
-use sandbox_reclaim::flows::reclaim_all::ReclaimAll;
-use sandbox_reclaim::flows::reconcile::Reconcile;
-use sandbox_reclaim::memory::now_or_never;
+use sandbox_reclaim::machine::reclaim_all::ReclaimAll;
+use sandbox_reclaim::machine::reconcile::Reconcile;
+use sandbox_reclaim::machine::start::{HostProvider, PassStart};
+use sandbox_reclaim::model::fleet::{AuditEntry, LeakReason, ListedSandbox};
 use sandbox_reclaim::options::{Dialect, HostOptions};
-use sandbox_reclaim::start::{HostProvider, PassStart};
+use sandbox_reclaim::stores::checks::now_or_never;
 use sandbox_reclaim::{
     InMemorySandboxInstanceStore, LeakEntry, LeakLedger, NewLeak, SandboxInstanceRecord, SandboxInstanceStore,
 };
@@ -110,7 +111,7 @@ fn machine(vector: &Value, start: Millis, has_ledger: bool) -> Box<dyn Flow> {
         let records =
             records.iter().map(|run| (text(&run["runId"]), run["sandboxKey"].as_str().map(str::to_owned))).collect();
         let names = providers.iter().map(|provider| text(&provider["name"])).collect();
-        let input = sandbox_reclaim::start::reclaim_all(&options, records, names, has_ledger, pass.clone())
+        let input = sandbox_reclaim::machine::start::reclaim_all(&options, records, names, has_ledger, pass.clone())
             .expect("valid options");
         return Box::new(ReclaimAll::new(input, start));
     }
@@ -122,7 +123,7 @@ fn machine(vector: &Value, start: Millis, has_ledger: bool) -> Box<dyn Flow> {
             owner: provider["owner"].as_str().map(str::to_owned),
         })
         .collect();
-    let input = sandbox_reclaim::start::reconcile(&options, providers, pass, start).expect("valid options");
+    let input = sandbox_reclaim::machine::start::reconcile(&options, providers, pass, start).expect("valid options");
     Box::new(Reconcile::new(input, start))
 }
 

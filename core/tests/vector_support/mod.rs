@@ -6,10 +6,10 @@ pub mod fleet;
 
 use std::collections::BTreeMap;
 
-use sandbox_reclaim::effects::{
+use sandbox_reclaim::machine::effects::{
     Completion, Effect, EffectId, Ending, Flow, InstanceFields, LogLine, MetaValue, Millis, Output,
 };
-use sandbox_reclaim::flows::{Reclaim, ReclaimApi, ReclaimInput, Retry, RetryInput};
+use sandbox_reclaim::machine::{Reclaim, ReclaimApi, ReclaimInput, Retry, RetryInput};
 use serde_json::{json, Map, Value};
 
 /// Where every vector's clock starts unless it says otherwise.
@@ -311,7 +311,7 @@ pub fn log_line(line: &LogLine, thrown: &BTreeMap<EffectId, &'static str>) -> Va
             MetaValue::HostError(id) => json!({"$hostError": thrown[id]}),
             MetaValue::DestroyTimeout { provider_sandbox_id, timeout_ms } => json!({"$timeoutError": {
                 "providerSandboxId": provider_sandbox_id, "timeoutMs": timeout_ms,
-                "message": sandbox_reclaim::messages::destroy_timeout_message(provider_sandbox_id, *timeout_ms),
+                "message": sandbox_reclaim::report::messages::destroy_timeout_message(provider_sandbox_id, *timeout_ms),
             }}),
         };
         meta.insert((*key).to_owned(), value);

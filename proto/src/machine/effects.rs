@@ -1,6 +1,6 @@
 //! The protocol between a sans-IO flow machine and the driver that runs it.
 //!
-//! A machine (one per flow, in [`crate::flows`]) never performs I/O and never
+//! A machine (one per flow, in [`crate::machine`]) never performs I/O and never
 //! reads a clock. A driver loops:
 //!
 //! ```text
@@ -23,9 +23,9 @@
 //! effect id ([`MetaValue::HostError`], [`HostRef`]), and a completion carries
 //! only what the machine decides on.
 
-pub use crate::errors::{Misuse, SandboxReclaimFailed};
-use crate::fleet::{AuditEntry, LeakReason, ListedSandbox};
-use crate::ledger::{NewLeak, RetrySummary};
+pub use crate::contract::errors::{Misuse, SandboxReclaimFailed};
+use crate::model::fleet::{AuditEntry, LeakReason, ListedSandbox};
+use crate::model::ledger::{NewLeak, RetrySummary};
 use crate::model::ReclaimOutcome;
 
 /// Names one effect of one flow run; ids start at 1 and never repeat.
@@ -222,9 +222,9 @@ pub enum Output {
     /// A leak retry's summary.
     Retry(RetrySummary),
     /// A fleet reclaim's report.
-    FleetReclaim(Box<crate::reports::FleetReclaimReport>),
+    FleetReclaim(Box<crate::report::FleetReclaimReport>),
     /// A reconcile pass's report.
-    Reconcile(Box<crate::reports::ReconcileReport>),
+    Reconcile(Box<crate::report::ReconcileReport>),
 }
 
 /// How a flow ended.

@@ -7,11 +7,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::driver::{now_millis, SandboxInstanceStore};
-use crate::errors::StoreError;
-use crate::fleet::{AuditEntry, DueLeak, FleetStore, LeakReason, ScheduledLeak, StoreFacts, AUDIT_DESTROYED};
-use crate::ledger::{Held, LeakEntry, LeakLedger, NewLeak};
-use crate::model::{InvalidRecord, SandboxInstanceRecord};
+use crate::contract::errors::StoreError;
+use crate::contract::{FleetStore, LeakLedger, SandboxInstanceStore};
+use crate::model::fleet::{AuditEntry, DueLeak, LeakReason, ScheduledLeak, StoreFacts, AUDIT_DESTROYED};
+use crate::model::ledger::{Held, LeakEntry, NewLeak};
+use crate::model::SandboxInstanceRecord;
+use crate::runtime::clock::now_millis;
+use crate::stores::checks::{lease_end, validate_leak, validate_name};
 
 /// An instance store in a `HashMap`. It copies records in and out, so a caller
 /// mutating its own record never changes what the store holds.
@@ -160,53 +162,6 @@ impl InMemorySandboxInstanceStore {
         // (every write is one map operation), so a poisoned lock is safe to use.
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
-}
-
-/// Runs a future that completes on its first poll, which every in-memory
-/// store future does (they only take a mutex), without a runtime: how the
-/// bindings call this store synchronously. `None` if it was still pending.
-pub fn now_or_never<T>(future: impl std::future::Future<Output = T>) -> Option<T> {
-    let mut future = std::pin::pin!(future);
-    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
-    match future.as_mut().poll(&mut context) {
-        std::task::Poll::Ready(value) => Some(value),
-        std::task::Poll::Pending => None,
-    }
-}
-
-/// A lease's end: `now + lease_ms`, the lease capped (at ~35,000 years) as
-/// the SQL stores cap it, so the sum cannot overflow.
-pub(crate) fn lease_end(now: u64, lease_ms: u64) -> u64 {
-    now.saturating_add(lease_ms.min(1 << 50))
-}
-
-/// Checks what a ledger write needs before anything is written: the key and
-/// the sandbox identity must be storable.
-pub(crate) fn validate_leak(key: &str, leak: &NewLeak) -> Result<(), StoreError> {
-    validate_key(key)?;
-    validate_key(&leak.key)?;
-    validate_name("provider", &leak.provider)?;
-    validate_name("providerSandboxId", &leak.provider_sandbox_id)
-}
-
-/// Checks a name a store indexes (provider, sandbox id, sweep holder): a
-/// non-empty string without NUL.
-pub(crate) fn validate_name(field: &'static str, value: &str) -> Result<(), StoreError> {
-    if value.is_empty() || value.contains('\0') {
-        return Err(InvalidRecord { field, reason: "must be a non-empty string without NUL" }.into());
-    }
-    Ok(())
-}
-
-/// Checks a key the way every store does.
-pub fn validate_key(key: &str) -> Result<(), StoreError> {
-    if key.is_empty() {
-        return Err(StoreError::InvalidKey("must be a non-empty string"));
-    }
-    if key.contains('\0') {
-        return Err(StoreError::InvalidKey("must not contain NUL characters"));
-    }
-    Ok(())
 }
 
 #[async_trait]

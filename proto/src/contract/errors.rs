@@ -1,7 +1,7 @@
 //! Error types of the drivers and of the stores and providers they drive.
 
-use crate::messages;
 use crate::model::InvalidRecord;
+use crate::report::messages;
 
 /// The reclaimer's failure: `SandboxReclaimFailedError` in every binding.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -111,7 +111,7 @@ impl From<ReclaimError> for ReclaimerError {
             ReclaimError::Store(error) => Self::Store(error),
             ReclaimError::Misuse(misuse) => Self::Misuse(misuse),
             // The reclaimer takes no fleet options.
-            ReclaimError::InvalidOption(_) => Self::Misuse(Misuse(crate::messages::MISUSE_WRONG_COMPLETION)),
+            ReclaimError::InvalidOption(_) => Self::Misuse(Misuse(crate::report::messages::MISUSE_WRONG_COMPLETION)),
         }
     }
 }

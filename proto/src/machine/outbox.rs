@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use crate::effects::{Effect, EffectId, Ending, LogLine};
+use crate::machine::effects::{Effect, EffectId, Ending, LogLine};
 
 #[derive(Debug, Default)]
 pub(crate) struct Outbox {

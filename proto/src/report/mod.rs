@@ -2,10 +2,14 @@
 //! these and serializes them (camelCase JSON); Node returns that JSON as a
 //! plain object, Python converts it generically, the command prints it.
 //! A report field is added here, once (plus its `.d.ts` / `.pyi` line).
+//!
+//! Layer: what users read. May import [`crate::model`]; nothing above it
+//! (options, contracts, machines, the wire).
+
+pub mod messages;
 
 use serde::{Deserialize, Serialize};
 
-use crate::messages;
 use crate::model::ReclaimOutcome;
 
 // ---- reclaimAll ----

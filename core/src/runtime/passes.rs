@@ -1,24 +1,26 @@
 //! Fleet passes on the tokio driver: [`reclaim_all`] (many runs at once) and
 //! [`reconcile`] (leaks, orphans, idle records). The rules live in the
-//! machines ([`crate::flows::reclaim_all`], [`crate::flows::reconcile`]);
+//! machines ([`crate::machine::reclaim_all`], [`crate::machine::reconcile`]);
 //! this module checks options and runs them.
 
 use std::time::Duration;
 
-use crate::driver::{duration_millis, now_millis, run, Host, ProgressCallback, StopSignal};
-use crate::driver::{ReclaimLogger, SandboxInstanceStore, SandboxProvider};
-use crate::effects::{Misuse, Output};
-use crate::errors::ReclaimError;
-use crate::fleet::FleetStore;
-use crate::flows::reclaim_all::{FleetReclaimReport, ReclaimAll, ReclaimAllInput};
-use crate::flows::reconcile::{ProviderPlan, Reconcile, ReconcileInput, ReconcileReport};
-use crate::messages;
+use crate::runtime::driver::{run, Host, ProgressCallback, StopSignal};
+
+use crate::contract::errors::ReclaimError;
+use crate::contract::FleetStore;
+use crate::contract::{ReclaimLogger, SandboxInstanceStore, SandboxProvider};
+use crate::machine::effects::{Misuse, Output};
+use crate::machine::reclaim_all::{FleetReclaimReport, ReclaimAll, ReclaimAllInput};
+use crate::machine::reconcile::{ProviderPlan, Reconcile, ReconcileInput, ReconcileReport};
 use crate::model::RunRecord;
 use crate::options::defaults;
+use crate::report::messages;
+use crate::runtime::clock::{duration_millis, now_millis};
 
+pub use crate::machine::start::{host_name, pass_holder};
 pub use crate::options::defaults::OWNER as DEFAULT_OWNER;
 pub use crate::options::InvalidOption;
-pub use crate::start::{host_name, pass_holder};
 
 /// Options of [`reclaim_all`].
 #[derive(Clone)]
@@ -158,7 +160,7 @@ fn provider_names(providers: &[&dyn SandboxProvider]) -> Result<Vec<String>, Inv
 }
 
 /// Reclaims many runs side by side, each exactly as [`crate::reclaim_sandbox`]
-/// would (see [`crate::flows::reclaim_all`]). Never fails because one record
+/// would (see [`crate::machine::reclaim_all`]). Never fails because one record
 /// did: a store failure is reported on its record.
 pub async fn reclaim_all(records: &[RunRecord], options: FleetOptions<'_>) -> Result<FleetReclaimReport, ReclaimError> {
     let input = ReclaimAllInput {
@@ -191,7 +193,7 @@ pub async fn reclaim_all(records: &[RunRecord], options: FleetOptions<'_>) -> Re
     }
 }
 
-/// One reconcile pass (see [`crate::flows::reconcile`]).
+/// One reconcile pass (see [`crate::machine::reconcile`]).
 pub async fn reconcile(options: ReconcileOptions<'_>) -> Result<ReconcileReport, ReclaimError> {
     let names = provider_names(&options.providers)?;
     let owner = options.owner.clone().unwrap_or_else(|| DEFAULT_OWNER.to_owned());

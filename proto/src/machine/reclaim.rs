@@ -21,14 +21,14 @@
 //!   `reapDetachedRuns`) only learns that a sandbox was *not* reclaimed from
 //!   a rejection.
 
-use crate::effects::{
+use crate::machine::effects::{
     Completion, Effect, EffectId, Ending, Flow, InstanceFields, LogLevel, LogLine, MetaValue, Millis, Misuse, Output,
     SandboxReclaimFailed,
 };
-use crate::flows::outbox::Outbox;
-use crate::ledger::NewLeak;
-use crate::messages::{self, meta_keys};
+use crate::machine::outbox::Outbox;
+use crate::model::ledger::NewLeak;
 use crate::model::ReclaimOutcome;
+use crate::report::messages::{self, meta_keys};
 
 /// Which API the machine answers as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -35,14 +35,14 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use crate::effects::{
+use crate::machine::effects::{
     Completion, DueFields, Effect, EffectId, Ending, Flow, HostRef, Millis, Misuse, Output, StaleRecord,
 };
-use crate::fleet::{AuditEntry, LeakReason, ListedSandbox, AUDIT_DESTROYED, AUDIT_LEASE_LOST};
-use crate::flows::outbox::Outbox;
-use crate::ledger::NewLeak;
-use crate::messages;
-pub use crate::reports::{
+use crate::machine::outbox::Outbox;
+use crate::model::fleet::{AuditEntry, LeakReason, ListedSandbox, AUDIT_DESTROYED, AUDIT_LEASE_LOST};
+use crate::model::ledger::NewLeak;
+use crate::report::messages;
+pub use crate::report::{
     Action, ActionCounts, ActionReason, ActionResult, IdleCounts, LeakCounts, OrphanCounts, ProviderReport,
     ReconcileReport, ReportScope, SweepStatus,
 };

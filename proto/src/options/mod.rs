@@ -1,6 +1,6 @@
 //! Every option a flow takes, checked once, here: its name in each host's
 //! spelling, its default, its range and the error text (from
-//! [`crate::messages`]).
+//! [`crate::report::messages`]).
 //!
 //! A binding reads the option properties the core names
 //! ([`option_names`]) from the user's options object, once each, and hands
@@ -11,11 +11,21 @@
 //! `TypeError` / `ValueError`. Node spells options camelCase with
 //! milliseconds (`destroyTimeoutMs`); Python snake_case with seconds
 //! (`destroy_timeout`).
+//!
+//! Layer: every option and argument checked once. May import
+//! [`crate::model`] and [`crate::report`] (for the error texts); never the
+//! contracts, the machines or the wire.
+
+pub mod arguments;
+pub mod provider;
+mod retry;
+
+pub use retry::RetryOptions;
 
 use serde_json::{Map, Value};
 
-use crate::messages;
 use crate::model::MAX_SAFE_INTEGER;
+use crate::report::messages;
 
 /// The defaults of every option, for every host and the Rust API.
 pub mod defaults {

@@ -19,18 +19,20 @@
 //! tuple; Node gets one packed string (`bindings-node/src/packed.rs`), since
 //! napi builds an array element by element, and a string the run passed in
 //! crosses back as its index.
+//!
+//! Layer: the top one; may import every other layer of this crate.
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::effects::{
+use crate::machine::effects::{
     Completion, DueFields, Effect, EffectId, Ending, InstanceFields, LogLevel, MetaValue, Millis, Misuse, Output,
     StaleRecord,
 };
-use crate::fleet::{LeakReason, ListedSandbox};
-use crate::flows::BoxedFlow;
-use crate::messages;
+use crate::machine::BoxedFlow;
+use crate::model::fleet::{LeakReason, ListedSandbox};
+use crate::report::messages;
 
 /// One value of a batch.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,7 +64,7 @@ pub mod ending {
     pub const OPERANDS: [u32; 6] = [0, 0, 1, 1, 1, 3];
 }
 
-pub use crate::effect_table::op;
+pub use crate::machine::effect_table::op;
 
 /// Meta value kinds inside a LOG effect.
 pub mod meta {
@@ -102,7 +104,7 @@ pub struct Protocol {
     pub destroy_timeout_error_name: &'static str,
     pub unreadable_error_message: &'static str,
     /// Each op's operands, host method and answer, by op number.
-    pub effects: &'static [crate::effect_table::EffectSpec],
+    pub effects: &'static [crate::machine::effect_table::EffectSpec],
 }
 
 /// See [`Protocol`].
@@ -125,7 +127,7 @@ pub fn protocol() -> Protocol {
         reclaim_failed_error_name: messages::RECLAIM_FAILED_ERROR_NAME,
         destroy_timeout_error_name: messages::DESTROY_TIMEOUT_ERROR_NAME,
         unreadable_error_message: messages::UNREADABLE_ERROR,
-        effects: &crate::effect_table::EFFECTS,
+        effects: &crate::machine::effect_table::EFFECTS,
     }
 }
 
@@ -229,7 +231,7 @@ impl RunTable {
         })
     }
 
-    /// Tells run `run` its caller cancelled it (see [`crate::effects::Flow::stop`]).
+    /// Tells run `run` its caller cancelled it (see [`crate::machine::effects::Flow::stop`]).
     pub fn stop(&mut self, run: u32, now: Millis) -> Result<Vec<Slot>, WireError> {
         self.advance(run, |flow| {
             flow.stop(now);
@@ -279,7 +281,7 @@ fn encode(run: u32, flow: &mut BoxedFlow, json_answers: &mut HashMap<EffectId, u
     slots.extend([int(run), Slot::Nothing, int(ending::RUNNING)]);
     while let Some((id, effect)) = flow.poll_effect() {
         let code = encode_effect(&mut slots, id, effect);
-        if crate::effect_table::answered_with_json(code) {
+        if crate::machine::effect_table::answered_with_json(code) {
             json_answers.insert(id, code);
         }
     }
@@ -312,7 +314,7 @@ fn encode(run: u32, flow: &mut BoxedFlow, json_answers: &mut HashMap<EffectId, u
     (slots, true)
 }
 
-fn leak_slots(leak: crate::ledger::NewLeak) -> [Slot; 6] {
+fn leak_slots(leak: crate::model::ledger::NewLeak) -> [Slot; 6] {
     [
         text(leak.key),
         text(leak.provider),
@@ -528,7 +530,7 @@ fn whole(value: &Value) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flows::{Reclaim, ReclaimApi, ReclaimInput};
+    use crate::machine::{Reclaim, ReclaimApi, ReclaimInput};
 
     fn reclaim(key: Option<&str>) -> BoxedFlow {
         let input = ReclaimInput {
@@ -556,10 +558,10 @@ mod tests {
 
     #[test]
     fn the_operand_table_matches_what_each_effect_encodes() {
-        use crate::effect_table::{slots, EFFECTS};
-        use crate::effects::HostRef;
-        use crate::effects::LogLine;
-        use crate::ledger::NewLeak;
+        use crate::machine::effect_table::{slots, EFFECTS};
+        use crate::machine::effects::HostRef;
+        use crate::machine::effects::LogLine;
+        use crate::model::ledger::NewLeak;
         let leak = || NewLeak {
             key: "k".into(),
             provider: "p".into(),
@@ -609,7 +611,7 @@ mod tests {
 
     #[test]
     fn every_json_shape_decodes_with_its_required_fields_and_refuses_without_them() {
-        use crate::effect_table::EFFECTS;
+        use crate::machine::effect_table::EFFECTS;
         for spec in EFFECTS.iter().filter(|spec| spec.shape.is_some_and(|shape| shape.kind == "records")) {
             let shape = spec.shape.unwrap();
             let sample = |skip: Option<&str>| {

@@ -1,6 +1,6 @@
 //! The numbers a store method or a store constructor takes from a host
 //! (counts, epoch milliseconds, durations, pool sizes): each one's range,
-//! and the error text (from [`crate::messages`]), in one place.
+//! and the error text (from [`crate::report::messages`]), in one place.
 //!
 //! A binding hands over the number as it crossed ([`HostNumber`]: a JS
 //! number as napi read it, a Python `int` by sign and magnitude, or the
@@ -12,9 +12,9 @@
 
 use std::time::Duration;
 
-use crate::messages;
 use crate::model::MAX_SAFE_INTEGER;
 use crate::options::{Dialect, Problem};
+use crate::report::messages;
 
 /// A number as it crossed from a host, before any conversion.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,9 +4,9 @@
 //! The host keeps its callables (providers, store, logger, signal) and
 //! passes only what it read of them: names, whether each can list, owners.
 
-use crate::effects::Millis;
-use crate::flows::reconcile::ProviderPlan;
-use crate::flows::{ReclaimAllInput, ReconcileInput, RetryInput};
+use crate::machine::effects::Millis;
+use crate::machine::reconcile::ProviderPlan;
+use crate::machine::{ReclaimAllInput, ReconcileInput, RetryInput};
 use crate::options::{self, defaults, HostOptionError, HostOptions, NoneMeansDefault::*};
 
 /// A provider of a reconcile pass, as the host read it.

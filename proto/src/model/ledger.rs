@@ -5,12 +5,7 @@
 //! the reference's rules and outcomes but, in the same transaction as that
 //! delete, records a [`LeakEntry`]; [`crate::retry_leaks`] later destroys it.
 
-use std::time::Duration;
-
-use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-
-use crate::errors::StoreError;
 
 /// A leak about to be recorded (attempt 1).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,62 +89,6 @@ pub fn summarize(entries: &[LeakEntry]) -> Vec<LeakSummary> {
             oldest_failed_at,
         })
         .collect()
-}
-
-/// A store's ledger. Every method is atomic on its own.
-#[async_trait]
-pub trait LeakLedger: Send + Sync {
-    /// Deletes the instance record `key` and records `leak`, in one
-    /// transaction: afterwards either both happened or neither did.
-    async fn delete_recording_leak(&self, key: &str, leak: NewLeak) -> Result<(), StoreError>;
-    /// Pending entries, oldest first, of one provider or of all.
-    async fn list_leaks(&self, provider: Option<&str>) -> Result<Vec<LeakEntry>, StoreError>;
-    /// How many entries are pending, of one provider or of all.
-    async fn count_leaks(&self, provider: Option<&str>) -> Result<u64, StoreError> {
-        Ok(self.list_leaks(provider).await?.len() as u64)
-    }
-    /// Per provider with pending entries: how many, and the oldest failure.
-    /// What the command's metrics show each pass; the durable stores answer
-    /// it with one grouping query rather than reading the whole ledger.
-    async fn summarize_leaks(&self) -> Result<Vec<LeakSummary>, StoreError> {
-        Ok(summarize(&self.list_leaks(None).await?))
-    }
-    /// Claims up to `limit` of `provider`'s entries for `lease`. An entry
-    /// claimed by another retrier whose lease has not expired is skipped, so
-    /// two hosts never retry the same sandbox at once. Each entry comes back
-    /// with its new [`LeakEntry::claim`] generation.
-    async fn claim_leaks(&self, provider: &str, limit: usize, lease: Duration) -> Result<Vec<LeakEntry>, StoreError>;
-    /// Removes a claimed entry whose sandbox is now destroyed. `Ok(false)`:
-    /// the claim no longer holds (another retrier took the entry after the
-    /// lease ran out), and nothing was written.
-    async fn resolve_leak(&self, entry: &LeakEntry) -> Result<Held, StoreError>;
-    /// Bumps a claimed entry's attempts, keeps `message` and releases the
-    /// claim. `Ok(false)`: the claim no longer holds; nothing was written.
-    async fn record_retry_failure(&self, entry: &LeakEntry, message: &str, failed_at: u64) -> Result<Held, StoreError>;
-}
-
-/// Options for [`crate::retry_leaks`].
-#[derive(Debug, Clone, Copy)]
-pub struct RetryOptions {
-    /// Most entries claimed in one call.
-    pub limit: usize,
-    /// How long a claim holds before another retrier may take the entry
-    /// (covers a retrier that dies mid-destroy). No destroy starts, or keeps
-    /// running, after it ends. At least one millisecond.
-    pub lease: Duration,
-    /// Cancel a destroy that has not settled after this long.
-    pub destroy_timeout: Option<Duration>,
-}
-
-impl Default for RetryOptions {
-    fn default() -> Self {
-        use crate::options::defaults;
-        Self {
-            limit: defaults::RETRY_LIMIT as usize,
-            lease: Duration::from_millis(defaults::LEASE_MS),
-            destroy_timeout: None,
-        }
-    }
 }
 
 /// What one [`crate::retry_leaks`] call did.

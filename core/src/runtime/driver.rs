@@ -1,5 +1,5 @@
-//! The tokio driver: runs any [flow](crate::flows) against native providers,
-//! stores and loggers, and the public async API built on it.
+//! The tokio driver: runs any [flow](crate::machine) against native providers,
+//! stores and loggers (the public async API on it is [`super::api`]).
 //!
 //! It knows effects, never rules: it starts what the machine asks for (several
 //! at once if asked), feeds back how each settled, sleeps until the machine's
@@ -7,180 +7,24 @@
 //! destroy failed with, the entries a claim returned) stay here, by effect id.
 
 use std::collections::HashMap;
-use std::error::Error as StdError;
 use std::future::Future;
 use std::pin::Pin;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use async_trait::async_trait;
 use futures_util::future::{AbortHandle, Abortable};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
-use crate::effects::{
+use crate::contract::errors::{DestroyTimeout, ProviderError, ReclaimError, StoreError};
+use crate::contract::{FleetStore, LeakLedger, LogValue, ReclaimLogger, SandboxInstanceStore, SandboxProvider};
+use crate::machine::effects::{
     Completion, DueFields, Effect, EffectId, Ending, Flow, HostRef, InstanceFields, LogLevel, LogLine, MetaValue,
     Misuse, Output, SandboxReclaimFailed, StaleRecord,
 };
-use crate::errors::{DestroyTimeout, ProviderError, ReclaimError, ReclaimerError, StoreError};
-use crate::fleet::{DueLeak, FleetStore, ListedSandbox};
-use crate::flows::{Reclaim, ReclaimApi, ReclaimInput, Retry, RetryInput};
-use crate::ledger::{LeakEntry, LeakLedger, RetryOptions, RetrySummary};
-use crate::messages;
-use crate::model::{ReclaimOutcome, RunRecord, SandboxInstanceRecord};
-
-/// The provider side of a reclaim: a name and a `destroy`.
-///
-/// `name` is compared exactly (case-sensitive) with the instance record's
-/// `provider` before anything is destroyed.
-#[async_trait]
-pub trait SandboxProvider: Send + Sync {
-    /// The name instance records carry in `provider`.
-    fn name(&self) -> &str;
-    /// Destroys the sandbox with this provider-side id. Should succeed when
-    /// the sandbox is already gone. Dropping the future cancels it (deadlines).
-    async fn destroy(&self, provider_sandbox_id: &str) -> Result<(), ProviderError>;
-    /// Whether [`SandboxProvider::list_sandboxes`] is implemented. A provider
-    /// that cannot list gets no orphan sweep (reported `unavailable`), never a guess.
-    fn can_list(&self) -> bool {
-        false
-    }
-    /// The sandboxes this provider owns, for the orphan sweep.
-    async fn list_sandboxes(&self) -> Result<Vec<ListedSandbox>, ProviderError> {
-        Ok(Vec::new())
-    }
-    /// The owner namespace its sandboxes carry; the orphan sweep destroys
-    /// only sandboxes listed under it. `None`: the pass's `owner` option
-    /// (default [`crate::fleet::DEFAULT_OWNER`]).
-    fn owner(&self) -> Option<&str> {
-        None
-    }
-}
-
-/// Maps sandbox keys to instance records (`SandboxStore` in `@tanstack/ai-sandbox`).
-///
-/// Contract: `get` of a missing key is `None`; `upsert` fully replaces, so
-/// omitted optionals read back absent; deleting a missing key is a no-op.
-#[async_trait]
-pub trait SandboxInstanceStore: Send + Sync {
-    async fn get(&self, key: &str) -> Result<Option<SandboxInstanceRecord>, StoreError>;
-    async fn upsert(&self, record: &SandboxInstanceRecord) -> Result<(), StoreError>;
-    async fn delete(&self, key: &str) -> Result<(), StoreError>;
-    /// The store's leak ledger, if it keeps one. With a ledger, a failed
-    /// destroy's delete also records the possibly-running sandbox.
-    fn leak_ledger(&self) -> Option<&dyn LeakLedger> {
-        None
-    }
-}
-
-/// A meta value handed to a [`ReclaimLogger`].
-#[derive(Debug, Clone, Copy)]
-pub enum LogValue<'a> {
-    Text(&'a str),
-    /// The very error the provider's destroy failed with (or its timeout).
-    Error(&'a (dyn StdError + Send + Sync + 'static)),
-}
-
-/// Ordered `(key, value)` meta of a log line.
-pub type LogMeta<'a> = [(&'static str, LogValue<'a>)];
-
-/// Where reclaim lines go; the method names are TanStack's `InternalLogger`'s.
-///
-/// Synchronous on purpose: the reference never awaits its logger, so a slow
-/// logger cannot reorder or delay the reclaim.
-pub trait ReclaimLogger: Send + Sync {
-    fn warn(&self, message: &str, meta: &LogMeta<'_>);
-    fn errors(&self, message: &str, meta: &LogMeta<'_>);
-    fn sandbox(&self, message: &str, meta: &LogMeta<'_>);
-}
-
-/// What `reclaim_sandbox` and `sandbox_reclaimer` work with.
-#[derive(Clone, Copy)]
-pub struct ReclaimOptions<'a> {
-    pub provider: &'a dyn SandboxProvider,
-    pub instances: &'a dyn SandboxInstanceStore,
-    pub logger: Option<&'a dyn ReclaimLogger>,
-    /// Cancel a destroy that has not settled after this long and take the
-    /// destroy-failed path; `None` waits as long as it takes (the reference).
-    pub destroy_timeout: Option<Duration>,
-}
-
-impl<'a> ReclaimOptions<'a> {
-    /// Options without logger and without a destroy deadline.
-    pub fn new(provider: &'a dyn SandboxProvider, instances: &'a dyn SandboxInstanceStore) -> Self {
-        Self { provider, instances, logger: None, destroy_timeout: None }
-    }
-
-    pub fn with_logger(self, logger: &'a dyn ReclaimLogger) -> Self {
-        Self { logger: Some(logger), ..self }
-    }
-
-    pub fn with_destroy_timeout(self, timeout: Duration) -> Self {
-        Self { destroy_timeout: Some(timeout), ..self }
-    }
-
-    fn input(&self, api: ReclaimApi, record: &RunRecord) -> ReclaimInput {
-        ReclaimInput {
-            api,
-            run_id: record.run_id.clone(),
-            sandbox_key: record.sandbox_key.clone(),
-            providers: vec![self.provider.name().to_owned()],
-            store_has_ledger: self.instances.leak_ledger().is_some(),
-            destroy_timeout_ms: self.destroy_timeout.map(duration_millis),
-        }
-    }
-
-    fn host(&self) -> Host<'a> {
-        Host {
-            providers: vec![self.provider],
-            instances: Some(self.instances),
-            ledger: self.instances.leak_ledger(),
-            logger: self.logger,
-            ..Host::default()
-        }
-    }
-}
-
-/// Destroys the sandbox a terminal run was bound to, then deletes its record.
-///
-/// See [`crate::flows::reclaim`] for the rules and why their order matters. A
-/// store error from `get` or `delete` is returned unchanged.
-pub async fn reclaim_sandbox(record: &RunRecord, options: ReclaimOptions<'_>) -> Result<ReclaimOutcome, ReclaimError> {
-    let mut flow = Reclaim::new(options.input(ReclaimApi::ReclaimSandbox, record), now_millis());
-    match run(&mut flow, options.host()).await? {
-        Ok(Output::Outcome(outcome)) => Ok(outcome),
-        _ => Err(Misuse(messages::MISUSE_WRONG_COMPLETION).into()),
-    }
-}
-
-/// `sandboxReclaimer(options)(record)`: reclaims, logs the outcome, and fails
-/// with [`ReclaimerError::ReclaimFailed`] on `destroy-failed` so a sweep sees
-/// the leak.
-pub async fn sandbox_reclaimer(record: &RunRecord, options: ReclaimOptions<'_>) -> Result<(), ReclaimerError> {
-    let mut flow = Reclaim::new(options.input(ReclaimApi::SandboxReclaimer, record), now_millis());
-    match run(&mut flow, options.host()).await? {
-        Ok(_) => Ok(()),
-        Err(failure) => Err(ReclaimerError::ReclaimFailed(failure)),
-    }
-}
-
-/// Retries the destroy of `provider`'s pending leaks (see [`crate::flows::retry`]).
-pub async fn retry_leaks(
-    provider: &dyn SandboxProvider,
-    ledger: &dyn LeakLedger,
-    options: RetryOptions,
-) -> Result<RetrySummary, ReclaimError> {
-    let input = RetryInput {
-        provider_name: provider.name().to_owned(),
-        limit: u32::try_from(options.limit).unwrap_or(u32::MAX),
-        lease_ms: duration_millis(options.lease).max(1),
-        destroy_timeout_ms: options.destroy_timeout.map(duration_millis),
-    };
-    let mut flow = Retry::new(input, now_millis());
-    let host = Host { providers: vec![provider], ledger: Some(ledger), ..Host::default() };
-    match run(&mut flow, host).await? {
-        Ok(Output::Retry(summary)) => Ok(summary),
-        _ => Err(Misuse(messages::MISUSE_WRONG_COMPLETION).into()),
-    }
-}
+use crate::model::fleet::{DueLeak, ListedSandbox};
+use crate::model::ledger::LeakEntry;
+use crate::model::SandboxInstanceRecord;
+use crate::report::messages;
+use crate::runtime::clock::now_millis;
 
 /// The host objects effects run against.
 #[derive(Default)]
@@ -541,13 +385,4 @@ fn log(logger: Option<&dyn ReclaimLogger>, line: &LogLine, destroy_errors: &Hash
         LogLevel::Errors => logger.errors(line.message, &meta),
         LogLevel::Sandbox => logger.sandbox(line.message, &meta),
     }
-}
-
-pub(crate) fn duration_millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// Wall-clock epoch milliseconds: the drivers' `now`, and leak timestamps.
-pub fn now_millis() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|elapsed| elapsed.as_millis() as u64).unwrap_or(0)
 }

@@ -1,86 +1,62 @@
-//! What a store offers a fleet pass (`reconcile`) beyond the leak ledger:
-//! stale records for idle expiry, the sandbox ids it references (for the
-//! orphan sweep), due leaks with backoff, one sweeper per provider, and an
-//! audit log of every destroy attempt.
-//!
-//! Every method takes the pass's `now` (epoch milliseconds) instead of
-//! reading a clock, so a virtual clock drives stores and machines alike, and
-//! every method is atomic on its own (one transaction in the SQL stores).
+//! What a store is to every flow: the reference's instance store, the leak
+//! ledger a store may keep, and what a fleet pass needs beyond it.
+
+use std::time::Duration;
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 
-use crate::errors::StoreError;
-use crate::ledger::{Held, LeakEntry, LeakLedger, NewLeak};
+use crate::contract::errors::StoreError;
+use crate::model::fleet::{AuditEntry, DueLeak, LeakReason, ScheduledLeak, StoreFacts};
+use crate::model::ledger::{summarize, Held, LeakEntry, LeakSummary, NewLeak};
 use crate::model::SandboxInstanceRecord;
 
-/// Why a sandbox is in the leak ledger.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-pub enum LeakReason {
-    /// A reclaim's destroy failed and the record was deleted anyway.
-    #[default]
-    #[serde(rename = "destroy-failed")]
-    DestroyFailed,
-    /// An orphan's destroy failed during a sweep.
-    #[serde(rename = "orphan")]
-    Orphan,
-    /// An idle record was expired; its destroy runs from the ledger.
-    #[serde(rename = "idle")]
-    Idle,
-}
-
-impl LeakReason {
-    pub const ALL: [LeakReason; 3] = [Self::DestroyFailed, Self::Orphan, Self::Idle];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::DestroyFailed => "destroy-failed",
-            Self::Orphan => "orphan",
-            Self::Idle => "idle",
-        }
-    }
-
-    /// Parses the string form; unknown text (a newer writer) reads as `destroy-failed`.
-    pub fn parse(text: &str) -> Self {
-        Self::ALL.into_iter().find(|reason| reason.as_str() == text).unwrap_or_default()
+/// Maps sandbox keys to instance records (`SandboxStore` in `@tanstack/ai-sandbox`).
+///
+/// Contract: `get` of a missing key is `None`; `upsert` fully replaces, so
+/// omitted optionals read back absent; deleting a missing key is a no-op.
+#[async_trait]
+pub trait SandboxInstanceStore: Send + Sync {
+    async fn get(&self, key: &str) -> Result<Option<SandboxInstanceRecord>, StoreError>;
+    async fn upsert(&self, record: &SandboxInstanceRecord) -> Result<(), StoreError>;
+    async fn delete(&self, key: &str) -> Result<(), StoreError>;
+    /// The store's leak ledger, if it keeps one. With a ledger, a failed
+    /// destroy's delete also records the possibly-running sandbox.
+    fn leak_ledger(&self) -> Option<&dyn LeakLedger> {
+        None
     }
 }
 
-/// A leak the pass may retry now, as the store answered it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DueLeak {
-    pub entry: LeakEntry,
-    pub reason: LeakReason,
-    /// Epoch milliseconds before which no retry is due.
-    pub next_attempt_at: u64,
+/// A store's ledger. Every method is atomic on its own.
+#[async_trait]
+pub trait LeakLedger: Send + Sync {
+    /// Deletes the instance record `key` and records `leak`, in one
+    /// transaction: afterwards either both happened or neither did.
+    async fn delete_recording_leak(&self, key: &str, leak: NewLeak) -> Result<(), StoreError>;
+    /// Pending entries, oldest first, of one provider or of all.
+    async fn list_leaks(&self, provider: Option<&str>) -> Result<Vec<LeakEntry>, StoreError>;
+    /// How many entries are pending, of one provider or of all.
+    async fn count_leaks(&self, provider: Option<&str>) -> Result<u64, StoreError> {
+        Ok(self.list_leaks(provider).await?.len() as u64)
+    }
+    /// Per provider with pending entries: how many, and the oldest failure.
+    /// What the command's metrics show each pass; the durable stores answer
+    /// it with one grouping query rather than reading the whole ledger.
+    async fn summarize_leaks(&self) -> Result<Vec<LeakSummary>, StoreError> {
+        Ok(summarize(&self.list_leaks(None).await?))
+    }
+    /// Claims up to `limit` of `provider`'s entries for `lease`. An entry
+    /// claimed by another retrier whose lease has not expired is skipped, so
+    /// two hosts never retry the same sandbox at once. Each entry comes back
+    /// with its new [`LeakEntry::claim`] generation.
+    async fn claim_leaks(&self, provider: &str, limit: usize, lease: Duration) -> Result<Vec<LeakEntry>, StoreError>;
+    /// Removes a claimed entry whose sandbox is now destroyed. `Ok(false)`:
+    /// the claim no longer holds (another retrier took the entry after the
+    /// lease ran out), and nothing was written.
+    async fn resolve_leak(&self, entry: &LeakEntry) -> Result<Held, StoreError>;
+    /// Bumps a claimed entry's attempts, keeps `message` and releases the
+    /// claim. `Ok(false)`: the claim no longer holds; nothing was written.
+    async fn record_retry_failure(&self, entry: &LeakEntry, message: &str, failed_at: u64) -> Result<Held, StoreError>;
 }
-
-/// One row of the audit log: a destroy attempt made by a fleet pass.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AuditEntry {
-    /// Epoch milliseconds when the attempt settled.
-    pub at: u64,
-    /// Who ran the pass (host name unless configured).
-    pub host: String,
-    pub provider: String,
-    pub provider_sandbox_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
-    /// `leak-retry`, `orphan` or `idle`.
-    pub reason: String,
-    /// `destroyed`, `failed`, `timeout` or `lease-lost`.
-    pub result: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// An audit row's `result` for a destroy that succeeded.
-pub const AUDIT_DESTROYED: &str = "destroyed";
-/// An audit row's `result` for a leak whose outcome the store refused to
-/// write: another pass had taken its claim (see [`crate::ledger::LeakEntry::claim`]).
-pub const AUDIT_LEASE_LOST: &str = "lease-lost";
 
 /// A store a fleet pass can run against: every store this library ships
 /// (in memory, SQLite, PostgreSQL) implements it.
@@ -177,45 +153,4 @@ pub trait FleetStore: LeakLedger {
     /// Every pending leak entry with its reason, next attempt and claim,
     /// oldest first (what `leaks list` shows; no lease is taken).
     async fn scheduled_leaks(&self) -> Result<Vec<ScheduledLeak>, StoreError>;
-}
-
-/// See [`FleetStore::scheduled_leaks`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScheduledLeak {
-    pub due: DueLeak,
-    /// Epoch milliseconds until which a retrier holds it; `None`: unclaimed.
-    pub claimed_until: Option<u64>,
-}
-
-/// See [`FleetStore::facts`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StoreFacts {
-    /// The newest migration applied (0: a store without migrations, in memory).
-    pub schema_version: i64,
-    /// How many instance records there are.
-    pub records: u64,
-    /// Epoch milliseconds of the newest audit row (the last destroy a pass attempted).
-    pub last_audit_at: Option<u64>,
-}
-
-/// A sandbox as a provider lists it for the orphan sweep. The sweep fails
-/// closed: a listing with any sandbox of unknown `created_at` or `owner`
-/// destroys nothing of that provider.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListedSandbox {
-    /// The provider-side id (what `destroy` takes).
-    pub id: String,
-    /// Creation time, epoch milliseconds.
-    pub created_at: Option<u64>,
-    /// The owner namespace (label / `owner.json`) it was created under.
-    pub owner: Option<String>,
-    /// The sandbox key it was created for, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
-    /// The vendor is already deleting it (Daytona `destroying`): counted as
-    /// `deleting`, never destroyed again.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub deleting: bool,
 }

@@ -1,6 +1,6 @@
 //! The options a hosted provider (E2B, Daytona, Vercel) takes from a host,
 //! checked once, here: each one's name in each host's spelling, its default
-//! and its range (the error texts come from [`crate::messages`] through
+//! and its range (the error texts come from [`crate::report::messages`] through
 //! [`HostOptions`]).
 //!
 //! A binding reads the properties the core names ([`HostedVendor::names`])

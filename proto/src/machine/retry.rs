@@ -19,10 +19,10 @@
 //! taken the entry meanwhile, the store refuses it and the summary counts
 //! it in `lease_lost` instead of overwriting the new holder's claim.
 
-use crate::effects::{Completion, Effect, EffectId, Ending, Flow, HostRef, Millis, Misuse, Output};
-use crate::flows::outbox::Outbox;
-use crate::ledger::RetrySummary;
-use crate::messages;
+use crate::machine::effects::{Completion, Effect, EffectId, Ending, Flow, HostRef, Millis, Misuse, Output};
+use crate::machine::outbox::Outbox;
+use crate::model::ledger::RetrySummary;
+use crate::report::messages;
 
 /// What a leak retry decides on.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -34,12 +34,12 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use crate::effects::{Completion, Effect, EffectId, Ending, Flow, LogLine, MetaValue, Millis, Misuse, Output};
-use crate::flows::outbox::Outbox;
-use crate::flows::reclaim::{Reclaim, ReclaimApi, ReclaimInput};
-use crate::messages;
+use crate::machine::effects::{Completion, Effect, EffectId, Ending, Flow, LogLine, MetaValue, Millis, Misuse, Output};
+use crate::machine::outbox::Outbox;
+use crate::machine::reclaim::{Reclaim, ReclaimApi, ReclaimInput};
 use crate::model::ReclaimOutcome;
-pub use crate::reports::{FleetReclaimReport, OutcomeCounts, RecordOutcome, RecordReport};
+use crate::report::messages;
+pub use crate::report::{FleetReclaimReport, OutcomeCounts, RecordOutcome, RecordReport};
 
 /// What a fleet reclaim decides on, read once from the host's arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]

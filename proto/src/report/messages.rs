@@ -103,7 +103,7 @@ pub mod meta_keys {
     pub const ERROR: &str = "error";
 }
 
-// ---- options (core/src/options.rs): `field` is spelled as the host names it
+// ---- options (proto/src/options/mod.rs): `field` is spelled as the host names it
 // (`options.limit` in Node, `` `limit` `` in Python).
 
 /// The binding handed over something that is not an object of options.
@@ -248,7 +248,7 @@ pub fn hosted_listing_item_ceiling(vendor: &str, path: &str, ceiling: u64) -> St
     format!("{vendor} listing GET {path} passed the ceiling of {ceiling} sandboxes per listing; nothing is swept")
 }
 
-// ---- store arguments (core/src/arguments.rs): `field` is spelled as the host
+// ---- store arguments (proto/src/options/arguments.rs): `field` is spelled as the host
 // names it (`leaseMs`, `options.limit` in Node; `` `lease` `` in Python).
 
 /// Node: a store argument that is not a whole number from `minimum` to `maximum`.

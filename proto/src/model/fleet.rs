@@ -1,0 +1,121 @@
+//! What a store offers a fleet pass (`reconcile`) beyond the leak ledger:
+//! stale records for idle expiry, the sandbox ids it references (for the
+//! orphan sweep), due leaks with backoff, one sweeper per provider, and an
+//! audit log of every destroy attempt.
+//!
+//! Every method takes the pass's `now` (epoch milliseconds) instead of
+//! reading a clock, so a virtual clock drives stores and machines alike, and
+//! every method is atomic on its own (one transaction in the SQL stores).
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::ledger::LeakEntry;
+
+/// Why a sandbox is in the leak ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub enum LeakReason {
+    /// A reclaim's destroy failed and the record was deleted anyway.
+    #[default]
+    #[serde(rename = "destroy-failed")]
+    DestroyFailed,
+    /// An orphan's destroy failed during a sweep.
+    #[serde(rename = "orphan")]
+    Orphan,
+    /// An idle record was expired; its destroy runs from the ledger.
+    #[serde(rename = "idle")]
+    Idle,
+}
+
+impl LeakReason {
+    pub const ALL: [LeakReason; 3] = [Self::DestroyFailed, Self::Orphan, Self::Idle];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::DestroyFailed => "destroy-failed",
+            Self::Orphan => "orphan",
+            Self::Idle => "idle",
+        }
+    }
+
+    /// Parses the string form; unknown text (a newer writer) reads as `destroy-failed`.
+    pub fn parse(text: &str) -> Self {
+        Self::ALL.into_iter().find(|reason| reason.as_str() == text).unwrap_or_default()
+    }
+}
+
+/// A leak the pass may retry now, as the store answered it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DueLeak {
+    pub entry: LeakEntry,
+    pub reason: LeakReason,
+    /// Epoch milliseconds before which no retry is due.
+    pub next_attempt_at: u64,
+}
+
+/// One row of the audit log: a destroy attempt made by a fleet pass.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditEntry {
+    /// Epoch milliseconds when the attempt settled.
+    pub at: u64,
+    /// Who ran the pass (host name unless configured).
+    pub host: String,
+    pub provider: String,
+    pub provider_sandbox_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// `leak-retry`, `orphan` or `idle`.
+    pub reason: String,
+    /// `destroyed`, `failed`, `timeout` or `lease-lost`.
+    pub result: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// An audit row's `result` for a destroy that succeeded.
+pub const AUDIT_DESTROYED: &str = "destroyed";
+/// An audit row's `result` for a leak whose outcome the store refused to
+/// write: another pass had taken its claim (see [`crate::model::ledger::LeakEntry::claim`]).
+pub const AUDIT_LEASE_LOST: &str = "lease-lost";
+
+/// See [`FleetStore::scheduled_leaks`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduledLeak {
+    pub due: DueLeak,
+    /// Epoch milliseconds until which a retrier holds it; `None`: unclaimed.
+    pub claimed_until: Option<u64>,
+}
+
+/// See [`FleetStore::facts`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoreFacts {
+    /// The newest migration applied (0: a store without migrations, in memory).
+    pub schema_version: i64,
+    /// How many instance records there are.
+    pub records: u64,
+    /// Epoch milliseconds of the newest audit row (the last destroy a pass attempted).
+    pub last_audit_at: Option<u64>,
+}
+
+/// A sandbox as a provider lists it for the orphan sweep. The sweep fails
+/// closed: a listing with any sandbox of unknown `created_at` or `owner`
+/// destroys nothing of that provider.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedSandbox {
+    /// The provider-side id (what `destroy` takes).
+    pub id: String,
+    /// Creation time, epoch milliseconds.
+    pub created_at: Option<u64>,
+    /// The owner namespace (label / `owner.json`) it was created under.
+    pub owner: Option<String>,
+    /// The sandbox key it was created for, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// The vendor is already deleting it (Daytona `destroying`): counted as
+    /// `deleting`, never destroyed again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deleting: bool,
+}
