@@ -2,6 +2,11 @@
 
 use std::fmt;
 
+use sandbox_reclaim::options::OptionId;
+
+/// The flags that choose a binary pass's providers.
+const PROVIDER_FLAGS: &str = "--docker/--local/--e2b/--daytona/--vercel";
+
 /// Everything went to plan and nothing is left leaking.
 pub const EXIT_OK: i32 = 0;
 /// The pass ran, but something may still be billing (a failed or deferred
@@ -99,26 +104,33 @@ impl std::error::Error for Failure {}
 pub fn from_reclaim(error: sandbox_reclaim::ReclaimError) -> Failure {
     use sandbox_reclaim::ReclaimError;
     match error {
-        ReclaimError::InvalidOption(invalid) => Failure::usage(flag_of_option(invalid.field), invalid.reason),
+        ReclaimError::InvalidOption(refusal) => {
+            Failure::usage(flag_of(refusal.option, PROVIDER_FLAGS), refusal.message)
+        }
         // A store library's message may quote its connection string.
         ReclaimError::Store(error) => Failure::unavailable("store", crate::redact::redact_text(&error.to_string())),
         other => Failure::failed(other.to_string()),
     }
 }
 
-/// The flag behind a core option's wire name.
-pub fn flag_of_option(field: &str) -> String {
-    match field {
-        "concurrency" => "--concurrency",
-        "destroyTimeoutMs" => "--destroy-timeout",
-        "budgetMs" => "--budget",
-        "maxIdleMs" => "--max-idle",
-        "registryRetentionMs" => "--registry-retention",
-        "auditRetentionMs" => "--audit-retention",
-        "limit" => "--limit",
-        "providers" => "--docker/--local/--e2b/--daytona/--vercel",
-        "owner" => "--owner",
-        other => return format!("option `{other}`"),
-    }
-    .to_owned()
+/// The flag behind each pass option a plan carries, keyed by the option's id.
+const OPTION_FLAGS: [(OptionId, &str); 11] = [
+    (OptionId::DryRun, "--dry-run"),
+    (OptionId::Concurrency, "--concurrency"),
+    (OptionId::DestroyTimeout, "--destroy-timeout"),
+    (OptionId::OrphanGrace, "--orphan-grace"),
+    (OptionId::RegistryRetention, "--registry-retention"),
+    (OptionId::AuditRetention, "--audit-retention"),
+    (OptionId::MaxIdle, "--max-idle"),
+    (OptionId::Budget, "--budget"),
+    (OptionId::Owner, "--owner"),
+    (OptionId::Host, "--host"),
+    (OptionId::Limit, "--limit"),
+];
+
+/// The flag that sets `option`; `providers` for anything else: what the
+/// provider flags decide (`--docker/...` in the binary, `--providers` for a
+/// providers module).
+pub fn flag_of(option: Option<OptionId>, providers: &'static str) -> &'static str {
+    OPTION_FLAGS.iter().find(|(id, _)| Some(*id) == option).map_or(providers, |(_, flag)| flag)
 }

@@ -1,6 +1,7 @@
 //! A pass's options on their way to the core: the plan's option keys
 //! (Node's spelling, milliseconds) built from the command's settings, the
-//! core's own check of them, and the flag behind each option's id. Shared by
+//! core's own check of them (a refusal names the flag behind its option's
+//! id, from `error::flag_of`). Shared by
 //! the binary's `reconcile` / `orphans` and the `--providers` loop, so both
 //! refuse the same values naming the same flag. Imports the settings, the
 //! command's `Failure` and the core only (never `commands`, `host` or `hosted`).
@@ -8,10 +9,10 @@
 use serde_json::{json, Value};
 
 use sandbox_reclaim::machine::start::{self, HostProvider, PassStart};
-use sandbox_reclaim::options::{self, Dialect, FlowOptions, HostOptions, OptionId};
+use sandbox_reclaim::options::{self, Dialect, FlowOptions, HostOptions};
 
 use crate::config::{PassSettings, Settings};
-use crate::error::Failure;
+use crate::error::{flag_of, Failure};
 
 /// A duration as the plan carries it: whole milliseconds (saturating), or `null`.
 pub fn millis(duration: Option<std::time::Duration>) -> Value {
@@ -49,27 +50,6 @@ pub fn pass_options(
     }
 }
 
-/// The flag behind each pass option a plan carries, keyed by the option's id.
-const OPTION_FLAGS: [(OptionId, &str); 11] = [
-    (OptionId::DryRun, "--dry-run"),
-    (OptionId::Concurrency, "--concurrency"),
-    (OptionId::DestroyTimeout, "--destroy-timeout"),
-    (OptionId::OrphanGrace, "--orphan-grace"),
-    (OptionId::RegistryRetention, "--registry-retention"),
-    (OptionId::AuditRetention, "--audit-retention"),
-    (OptionId::MaxIdle, "--max-idle"),
-    (OptionId::Budget, "--budget"),
-    (OptionId::Owner, "--owner"),
-    (OptionId::Host, "--host"),
-    (OptionId::Providers, "--providers"),
-];
-
-/// The flag that sets `option`; `--providers` for anything else (what only
-/// the providers module decides).
-pub fn flag_of(option: Option<OptionId>) -> &'static str {
-    OPTION_FLAGS.iter().find(|(id, _)| Some(*id) == option).map_or("--providers", |(_, flag)| flag)
-}
-
 /// The plan's pass options (`host_plan`), checked by the core before any pass
 /// exactly as a `dialect` host's `reconcile` will check them (its spelling,
 /// its message): a refusal names its flag through the option's id. (A
@@ -83,5 +63,5 @@ pub fn check_plan_options(plan: &Value, dialect: Dialect) -> Result<(), Failure>
     HostOptions::parse(&Value::Object(given).to_string(), dialect)
         .and_then(|options| start::reconcile(&options, stand_in, pass, 0))
         .map(drop)
-        .map_err(|refusal| Failure::usage(flag_of(refusal.option), refusal.message))
+        .map_err(|refusal| Failure::usage(flag_of(refusal.option, "--providers"), refusal.message))
 }

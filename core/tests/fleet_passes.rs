@@ -362,9 +362,12 @@ async fn all_records(store: &dyn FleetStore) -> Vec<SandboxInstanceRecord> {
     records
 }
 
-fn invalid_field(result: Result<impl std::fmt::Debug, ReclaimError>) -> &'static str {
+fn invalid_field(result: Result<impl std::fmt::Debug, ReclaimError>) -> String {
     match result {
-        Err(ReclaimError::InvalidOption(InvalidOption { field, .. })) => field,
+        Err(ReclaimError::InvalidOption(InvalidOption { field, message, .. })) => {
+            assert!(message.contains(&field), "the refusal names its field: {message}");
+            field
+        }
         other => panic!("expected InvalidOption, got {other:?}"),
     }
 }
@@ -594,6 +597,10 @@ async fn reconcile_refuses_invalid_options_before_any_call() {
         (ReconcileOptions { max_idle: Some(Duration::ZERO), ..base() }, "maxIdleMs"),
         (ReconcileOptions { limit: 0, ..base() }, "limit"),
         (ReconcileOptions { lease: Duration::ZERO, ..base() }, "leaseMs"),
+        // The checks every host's options take (Node's, the command's): a
+        // duration past JavaScript's safe integers is refused, not saturated.
+        (ReconcileOptions { registry_retention: Duration::from_secs(u64::MAX), ..base() }, "registryRetentionMs"),
+        (ReconcileOptions { orphan_grace: Duration::from_millis(1 << 53), ..base() }, "orphanGraceMs"),
     ];
     for (options, field) in cases {
         assert_eq!(invalid_field(reconcile(options).await), field);

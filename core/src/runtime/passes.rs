@@ -1,9 +1,12 @@
 //! Fleet passes on the tokio driver: [`reclaim_all`] (many runs at once) and
 //! [`reconcile`] (leaks, orphans, idle records). The rules live in the
 //! machines ([`crate::machine::reclaim_all`], [`crate::machine::reconcile`]);
-//! this module checks options and runs them.
+//! their options take the path every host's take ([`start`]: the same
+//! checks, defaults and refusals as from Node), and this module runs them.
 
 use std::time::Duration;
+
+use serde_json::{json, Map, Value};
 
 use crate::runtime::driver::{run, Host, ProgressCallback, StopSignal};
 
@@ -11,16 +14,17 @@ use crate::contract::errors::ReclaimError;
 use crate::contract::FleetStore;
 use crate::contract::{ReclaimLogger, SandboxInstanceStore, SandboxProvider};
 use crate::machine::effects::{Misuse, Output};
-use crate::machine::reclaim_all::{FleetReclaimReport, ReclaimAll, ReclaimAllInput};
-use crate::machine::reconcile::{ProviderPlan, Reconcile, ReconcileInput, ReconcileReport};
+use crate::machine::reclaim_all::{FleetReclaimReport, ReclaimAll};
+use crate::machine::reconcile::{Reconcile, ReconcileReport};
+use crate::machine::start::{self, HostProvider, PassStart};
 use crate::model::RunRecord;
-use crate::options::defaults;
+use crate::options::{defaults, Dialect, HostOptions};
 use crate::report::messages;
 use crate::runtime::clock::{duration_millis, now_millis};
 
 pub use crate::machine::start::{host_name, pass_holder};
 pub use crate::options::defaults::OWNER as DEFAULT_OWNER;
-pub use crate::options::InvalidOption;
+pub use crate::options::{HostOptionError, InvalidOption};
 
 /// Options of [`reclaim_all`].
 #[derive(Clone)]
@@ -131,52 +135,78 @@ impl<'a> ReconcileOptions<'a> {
     }
 }
 
-fn count(value: usize, field: &'static str) -> Result<u32, InvalidOption> {
-    if value == 0 {
-        return Err(InvalidOption { field, reason: "must be at least 1" });
-    }
-    u32::try_from(value).map_err(|_| InvalidOption { field, reason: "must be below 2^32" })
+/// A duration as the host path reads it: whole milliseconds. One beyond
+/// `u64` milliseconds saturates, and the check then refuses it as out of
+/// range, as it refuses the same value from Node or the command.
+fn millis(duration: Option<Duration>) -> Value {
+    duration.map_or(Value::Null, |duration| json!(duration_millis(duration)))
 }
 
-fn positive(value: Option<Duration>, field: &'static str) -> Result<Option<u64>, InvalidOption> {
-    match value.map(duration_millis) {
-        Some(0) => Err(InvalidOption { field, reason: "must be at least 1 ms" }),
-        other => Ok(other),
+impl FleetOptions<'_> {
+    /// These options as a Node host hands them over: the one path every
+    /// host's options take ([`start::reclaim_all`]).
+    fn host_options(&self) -> HostOptions {
+        let values = json!({
+            "concurrency": self.concurrency,
+            "perProviderConcurrency": self.per_provider_concurrency,
+            "destroyTimeoutMs": millis(self.destroy_timeout),
+            "budgetMs": millis(self.budget),
+        });
+        HostOptions::from_values(object(values), Dialect::Node)
     }
 }
 
-fn provider_names(providers: &[&dyn SandboxProvider]) -> Result<Vec<String>, InvalidOption> {
-    if providers.is_empty() {
-        return Err(InvalidOption { field: "providers", reason: "must name at least one provider" });
+impl ReconcileOptions<'_> {
+    /// These options as a Node host hands them over: the one path every
+    /// host's options take ([`start::reconcile`]).
+    fn host_options(&self) -> HostOptions {
+        let values = json!({
+            "dryRun": self.dry_run,
+            "retryLeaks": self.retry_leaks,
+            "concurrency": self.concurrency,
+            "perProviderConcurrency": self.per_provider_concurrency,
+            "destroyTimeoutMs": millis(self.destroy_timeout),
+            "budgetMs": millis(self.budget),
+            "orphanGraceMs": millis(Some(self.orphan_grace)),
+            "maxIdleMs": millis(self.max_idle),
+            "limit": self.limit,
+            "leaseMs": millis(Some(self.lease)),
+            "backoffMs": millis(Some(self.backoff)),
+            "maxBackoffMs": millis(Some(self.max_backoff)),
+            "registryRetentionMs": millis(Some(self.registry_retention)),
+            "auditRetentionMs": millis(Some(self.audit_retention)),
+            "owner": self.owner,
+            "host": self.host,
+        });
+        HostOptions::from_values(object(values), Dialect::Node)
     }
-    let names: Vec<String> = providers.iter().map(|provider| provider.name().to_owned()).collect();
-    let mut unique = names.clone();
-    unique.sort();
-    unique.dedup();
-    if unique.len() != names.len() {
-        return Err(InvalidOption { field: "providers", reason: "two providers share a name" });
+}
+
+/// The given options: `None` is left out, as a Node caller leaves out an
+/// option it does not set (a JavaScript `null` is a value, and refused).
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(values) => values.into_iter().filter(|(_, value)| !value.is_null()).collect(),
+        _ => Map::new(),
     }
-    Ok(names)
+}
+
+fn names(providers: &[&dyn SandboxProvider]) -> Vec<String> {
+    providers.iter().map(|provider| provider.name().to_owned()).collect()
 }
 
 /// Reclaims many runs side by side, each exactly as [`crate::reclaim_sandbox`]
 /// would (see [`crate::machine::reclaim_all`]). Never fails because one record
 /// did: a store failure is reported on its record.
 pub async fn reclaim_all(records: &[RunRecord], options: FleetOptions<'_>) -> Result<FleetReclaimReport, ReclaimError> {
-    let input = ReclaimAllInput {
-        records: records.iter().map(|record| (record.run_id.clone(), record.sandbox_key.clone())).collect(),
-        providers: provider_names(&options.providers)?,
-        store_has_ledger: options.instances.leak_ledger().is_some(),
-        concurrency: count(options.concurrency, "concurrency")?,
-        per_provider_concurrency: options
-            .per_provider_concurrency
-            .map(|limit| count(limit, "perProviderConcurrency"))
-            .transpose()?,
-        destroy_timeout_ms: positive(options.destroy_timeout, "destroyTimeoutMs")?,
-        budget_ms: positive(options.budget, "budgetMs")?,
+    let records = records.iter().map(|record| (record.run_id.clone(), record.sandbox_key.clone())).collect();
+    let start = PassStart {
         progress: options.on_progress.is_some(),
         stopped: options.stop.is_some_and(StopSignal::is_stopped),
+        ..PassStart::default()
     };
+    let has_ledger = options.instances.leak_ledger().is_some();
+    let input = start::reclaim_all(&options.host_options(), records, names(&options.providers), has_ledger, start)?;
     let mut flow = ReclaimAll::new(input, now_millis());
     let host = Host {
         providers: options.providers.clone(),
@@ -195,41 +225,27 @@ pub async fn reclaim_all(records: &[RunRecord], options: FleetOptions<'_>) -> Re
 
 /// One reconcile pass (see [`crate::machine::reconcile`]).
 pub async fn reconcile(options: ReconcileOptions<'_>) -> Result<ReconcileReport, ReclaimError> {
-    let names = provider_names(&options.providers)?;
-    let owner = options.owner.clone().unwrap_or_else(|| DEFAULT_OWNER.to_owned());
-    let plans = options
+    let providers = options
         .providers
         .iter()
-        .zip(names)
-        .map(|(provider, name)| ProviderPlan {
-            name,
+        .map(|provider| HostProvider {
+            name: provider.name().to_owned(),
             can_list: provider.can_list(),
-            owner: provider.owner().map_or_else(|| owner.clone(), str::to_owned),
+            owner: provider.owner().map(str::to_owned),
         })
         .collect();
-    let host = options.host.clone().unwrap_or_else(host_name);
-    let holder = pass_holder(&host, now_millis());
-    let mut input = ReconcileInput::new(plans, host, holder);
-    input.dry_run = options.dry_run;
-    input.retry_leaks = options.retry_leaks;
-    input.concurrency = count(options.concurrency, "concurrency")?;
-    input.per_provider_concurrency =
-        options.per_provider_concurrency.map(|limit| count(limit, "perProviderConcurrency")).transpose()?;
-    input.destroy_timeout_ms = positive(options.destroy_timeout, "destroyTimeoutMs")?;
-    input.budget_ms = positive(options.budget, "budgetMs")?;
-    input.orphan_grace_ms = duration_millis(options.orphan_grace);
-    input.max_idle_ms = positive(options.max_idle, "maxIdleMs")?;
-    input.limit = count(options.limit, "limit")?;
-    input.lease_ms = positive(Some(options.lease), "leaseMs")?.unwrap_or(1);
-    input.backoff_ms = duration_millis(options.backoff);
-    input.max_backoff_ms = duration_millis(options.max_backoff);
-    input.registry_retention_ms = duration_millis(options.registry_retention);
-    input.audit_retention_ms = duration_millis(options.audit_retention);
-    input.registry = true;
-    input.prune = true;
-    input.progress = options.on_progress.is_some();
-    input.stopped = options.stop.is_some_and(StopSignal::is_stopped);
-    let mut flow = Reconcile::new(input, now_millis());
+    // Every store this crate ships keeps the registry and prunes; a Rust
+    // store without them answers with the contract's defaults.
+    let start = PassStart {
+        progress: options.on_progress.is_some(),
+        stopped: options.stop.is_some_and(StopSignal::is_stopped),
+        host_name: None,
+        registry: true,
+        prune: true,
+    };
+    let now = now_millis();
+    let input = start::reconcile(&options.host_options(), providers, start, now)?;
+    let mut flow = Reconcile::new(input, now);
     let host = Host {
         providers: options.providers.clone(),
         fleet: Some(options.store),

@@ -81,7 +81,7 @@ pub struct DestroyTimeout {
 pub enum ReclaimError {
     /// An option was refused before anything ran.
     #[error(transparent)]
-    InvalidOption(#[from] crate::options::InvalidOption),
+    InvalidOption(#[from] crate::options::HostOptionError),
     /// The store failed; propagated unchanged.
     #[error(transparent)]
     Store(#[from] StoreError),

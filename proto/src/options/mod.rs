@@ -120,13 +120,10 @@ pub enum OptionId {
     MaxListingItems,
 }
 
-/// An option refused by the Rust API; `field` is its wire (camelCase) name.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid option `{field}`: {reason}")]
-pub struct InvalidOption {
-    pub field: &'static str,
-    pub reason: &'static str,
-}
+/// An option the Rust API refused: the very refusal a Node host gets (the
+/// Rust API's options go through the same checks, spelled as Node spells
+/// them, durations in milliseconds).
+pub type InvalidOption = HostOptionError;
 
 /// One option's name in each host's spelling.
 #[derive(Debug, Clone, Copy)]
@@ -356,6 +353,12 @@ pub struct HostOptions {
 impl HostOptions {
     /// Parses the binding's JSON object of plain option values. A malformed
     /// document is a binding bug, reported as a type error on `options`.
+    /// The options as values already parsed (the Rust API's, in Node's
+    /// spelling): the same checks as a host's, without a JSON round trip.
+    pub fn from_values(values: Map<String, Value>, dialect: Dialect) -> Self {
+        Self { dialect, values }
+    }
+
     pub fn parse(json: &str, dialect: Dialect) -> Result<Self, HostOptionError> {
         match serde_json::from_str::<Value>(json) {
             Ok(Value::Object(values)) => Ok(Self { dialect, values }),
