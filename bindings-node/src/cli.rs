@@ -152,6 +152,18 @@ pub fn host_emit(plan: String, report: String, pass: Option<u32>) -> Result<i32>
     Ok(code)
 }
 
+/// Checks what `lib/cli.cjs` found in the providers module (a JSON
+/// description, `sandbox_reclaim_cli::providers_module::Found`) against the
+/// plan; every rule and message is the command crate's. Answers `null` when
+/// the pass may run, else the exit code (the refusal already printed).
+#[napi]
+pub fn host_check_module(plan: String, found: String) -> Result<Option<i32>> {
+    let code = sandbox_reclaim_cli::providers_module::host_check_module(&plan, &found)
+        .map_err(|message| Error::new(Status::InvalidArg, message))?;
+    flush();
+    Ok(code)
+}
+
 /// A failure the JS side met (`{kind: 'usage'|'unavailable'|'failed',
 /// flag?, what?, message}`), printed exactly as the binary prints its
 /// failures; with `pass`, as a failed `--every` pass. Answers the exit code.

@@ -30,15 +30,30 @@ pub fn run_cli(py: Python<'_>, args: Vec<String>) -> i32 {
 }
 
 /// What to run for `args`: the plan as JSON text (a str), or, when refused,
-/// `(exit_code, message)` (exit code 0: `--help`/`--version` text for stdout).
+/// the exit code once the refusal is printed as the binary prints it.
 #[pyfunction]
 pub fn host_plan(py: Python<'_>, args: Vec<String>) -> PyResult<Py<PyAny>> {
     match py.detach(move || sandbox_reclaim_cli::host::host_plan(args)) {
         Ok(plan) => plan.into_py_any(py),
-        Err(refused) => Ok(PyTuple::new(py, [refused.exit_code.into_py_any(py)?, refused.message.into_py_any(py)?])?
-            .into_any()
-            .unbind()),
+        Err(refused) => {
+            print_refused(refused.exit_code, &refused.message);
+            refused.exit_code.into_py_any(py)
+        }
     }
+}
+
+/// Help and version text on stdout; clap's own errors as clap prints them,
+/// the command's with its prefix. A closed pipe (`| head`) is ignored, as the
+/// binary ignores it.
+fn print_refused(code: i32, message: &str) {
+    if code == 0 {
+        let _ = writeln!(std::io::stdout(), "{message}");
+    } else {
+        let clap = message.contains("\nUsage:") || message.contains("try '--help'");
+        let prefix = if clap || !message.starts_with("error: ") { "" } else { "sandbox-reclaim: " };
+        let _ = writeln!(std::io::stderr(), "{prefix}{message}");
+    }
+    flush();
 }
 
 /// Prints `report` (the core's camelCase JSON report) for `plan` exactly as
@@ -56,6 +71,18 @@ pub fn host_emit(py: Python<'_>, plan: String, report: String, pass_number: Opti
 fn flush() {
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
+}
+
+/// Checks what ``_cli.py`` found in the providers module (a JSON
+/// description, ``sandbox_reclaim_cli::providers_module::Found``) against the
+/// plan; every rule and message is the command crate's. Answers ``None`` when
+/// the pass may run, else the exit code (the refusal already printed).
+#[pyfunction]
+#[pyo3(signature = (plan, found, /))]
+pub fn host_check_module(plan: &str, found: &str) -> PyResult<Option<i32>> {
+    let code = sandbox_reclaim_cli::providers_module::host_check_module(plan, found).map_err(PyValueError::new_err)?;
+    flush();
+    Ok(code)
 }
 
 /// Prints a failure the script met before any pass (`kind` `usage` with the

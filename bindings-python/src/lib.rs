@@ -65,6 +65,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(cli::host_plan, module)?)?;
     module.add_function(wrap_pyfunction!(cli::host_emit, module)?)?;
     module.add_function(wrap_pyfunction!(cli::host_fail, module)?)?;
+    module.add_function(wrap_pyfunction!(cli::host_check_module, module)?)?;
     module.add_function(wrap_pyfunction!(cli::host_open, module)?)?;
     module.add_class::<cli::HostLoop>()?;
     Ok(())

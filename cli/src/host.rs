@@ -89,7 +89,7 @@ fn take_providers(args: Vec<String>) -> Result<(Option<String>, Vec<String>), Re
 ///   "command": "reconcile" | "orphans" | ..., // others never need host providers
 ///   "store": {"kind": "sqlite", "path"} | {"kind": "postgres", "url", "schema"},
 ///   "storeDescribed": "...", "connectTimeoutMs": n,
-///   "docker": {"url": null | "...", "name"} | null, "local": {"baseDir", "name"} | null,
+///   "docker": {"url": null | "...", "name", "image"} | null, "local": {"baseDir", "name"} | null,
 ///   "owner": null | "...", "host": null | "...", "json": bool, "everyMs": null | n,
 ///   "dryRun": bool, "retryLeaks": bool, "concurrency": null | n, "destroyTimeoutMs",
 ///   "orphanGraceMs", "registryRetentionMs", "maxIdleMs", "budgetMs": null | n }
@@ -148,7 +148,7 @@ pub fn host_plan(args: Vec<String>) -> Result<String, Refused> {
         "store": store,
         "storeDescribed": described,
         "connectTimeoutMs": millis(Some(settings.connect_timeout)),
-        "docker": settings.docker.as_ref().map(|docker| json!({ "url": docker.url, "name": docker.name })),
+        "docker": settings.docker.as_ref().map(|docker| json!({ "url": docker.url, "name": docker.name, "image": crate::providers::UNUSED_IMAGE })),
         "local": settings.local.as_ref().map(|local| json!({ "baseDir": local.base_dir, "name": local.name })),
         // Names and flags only: a credential never enters the plan.
         "hosted": settings.hosted.iter().map(|spec| json!({ "flag": format!("--{}", spec.vendor.key()), "name": spec.name })).collect::<Vec<_>>(),

@@ -12,6 +12,7 @@ pub mod output;
 pub mod pass_options;
 pub mod progress;
 pub mod providers;
+pub mod providers_module;
 pub mod redact;
 pub mod store;
 pub mod time;

@@ -15,6 +15,11 @@ use crate::error::Failure;
 use crate::metrics::Metrics;
 use crate::redact::redact;
 
+/// The image of the command's Docker provider (and of a `--providers` host's,
+/// through the plan): destroy and list never create a container, so it is
+/// never pulled.
+pub const UNUSED_IMAGE: &str = "sandbox-reclaim/unused:latest";
+
 /// A provider the command runs a pass with: the real one, timed.
 pub struct TimedProvider {
     inner: Box<dyn SandboxProvider>,
@@ -98,8 +103,7 @@ impl Providers {
         let owner = settings.owner.clone().unwrap_or_else(|| DEFAULT_OWNER.to_owned());
         let mut list = Vec::new();
         if let Some(docker) = &settings.docker {
-            // Destroy and list never create a container, so the image is never pulled.
-            let mut config = DockerConfig::new("sandbox-reclaim/unused:latest");
+            let mut config = DockerConfig::new(UNUSED_IMAGE);
             config.owner = owner.clone();
             config.docker_host = docker.url.clone();
             config.name = docker.name.clone();

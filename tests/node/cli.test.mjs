@@ -308,6 +308,8 @@ test('--providers: bad modules exit 2 naming the file, the export or the provide
     [module('no-name.mjs', 'export default [{ destroy() {} }];\n'), /no-name\.mjs: provider \[0\] has no name/],
     [module('twice.mjs', 'export default [{ name: "a", destroy() {} }, { name: "a", destroy() {} }];\n'), /twice\.mjs: provider \[1\] \("a"\): two providers are named "a"/],
     [module('clash.mjs', 'export default [{ name: "local", destroy() {} }];\n'), /clash\.mjs: provider \[0\] is named "local", as the --local provider/],
+    [module('owner.mjs', 'export default [{ name: "a", destroy() {}, owner: 5 }];\n'), /owner\.mjs: provider \[0\] \("a"\): owner must be a string/],
+    [module('list.mjs', 'export default [{ name: "a", destroy() {}, list: "all" }];\n'), /list\.mjs: provider \[0\] \("a"\): list must be a function/],
     [module('broken.mjs', 'export default [;\n'), /broken\.mjs: cannot be imported: /],
     [module('throws.cjs', 'throw new Error("no credentials");\n'), /throws\.cjs: cannot be imported: no credentials/],
     [scratch, /: not a file/],

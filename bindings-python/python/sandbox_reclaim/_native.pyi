@@ -247,9 +247,14 @@ def run_cli(args: list[str], /) -> int:
     """Runs the command exactly as the binary does (without the GIL) and
     answers its exit code; ``args`` without the program name."""
 
-def host_plan(args: list[str], /) -> str | tuple[int, str]:
-    """What to run for ``args``: the plan as JSON text, or ``(exit_code,
-    message)`` when refused (exit code 0: ``--help``/``--version`` text)."""
+def host_plan(args: list[str], /) -> str | int:
+    """What to run for ``args``: the plan as JSON text, or, when refused, the
+    exit code once the refusal is printed as the binary prints it."""
+
+def host_check_module(plan: str, found: str, /) -> int | None:
+    """Checks what the script found in the ``--providers`` module (JSON)
+    against the plan; ``None`` when the pass may run, else the exit code once
+    the refusal is printed."""
 
 def host_emit(plan: str, report: str, pass_number: int | None, /) -> int:
     """Prints the report (camelCase JSON) for the plan as the binary would;
