@@ -28,7 +28,7 @@ pub trait SandboxProvider: Send + Sync {
     }
     /// The owner namespace its sandboxes carry; the orphan sweep destroys
     /// only sandboxes listed under it. `None`: the pass's `owner` option
-    /// (default [`crate::model::fleet::DEFAULT_OWNER`]).
+    /// (default [`crate::options::defaults::OWNER`]).
     fn owner(&self) -> Option<&str> {
         None
     }

@@ -14,7 +14,7 @@
 //!      (`leaseLost`) and audited as `lease-lost`.
 //!    * **Orphans**: one host at a time holds a provider's sweep (a lease in
 //!      the store). It reads the store's references, *then* lists (see
-//!      [`Reconcile::sweep`] for why). Sandboxes listed under the expected owner,
+//!      `Reconcile::sweep` for why). Sandboxes listed under the expected owner,
 //!      referenced by no record and no ledger entry, created more than
 //!      `orphan_grace_ms` ago, are destroyed; a failed orphan destroy goes to
 //!      the ledger. **Fail closed**: if the listing fails, names a sandbox of
@@ -23,7 +23,7 @@
 //!    * **Bounded growth**: the sweep's holder also prunes that provider's
 //!      registry rows past `registry_retention_ms` and audit rows past
 //!      `audit_retention_ms` (with a store that offers it; see
-//!      [`Reconcile::prune`]).
+//!      `Reconcile::prune`).
 //!
 //! Destroys share `concurrency` (and `per_provider_concurrency`) slots and
 //! the destroy deadline. After `budget_ms`, on `stop`, or once a store write

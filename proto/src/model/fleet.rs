@@ -79,7 +79,7 @@ pub const AUDIT_DESTROYED: &str = "destroyed";
 /// write: another pass had taken its claim (see [`crate::model::ledger::LeakEntry::claim`]).
 pub const AUDIT_LEASE_LOST: &str = "lease-lost";
 
-/// See [`FleetStore::scheduled_leaks`].
+/// See [`crate::contract::FleetStore::scheduled_leaks`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScheduledLeak {
     pub due: DueLeak,
@@ -87,7 +87,7 @@ pub struct ScheduledLeak {
     pub claimed_until: Option<u64>,
 }
 
-/// See [`FleetStore::facts`].
+/// See [`crate::contract::FleetStore::facts`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StoreFacts {

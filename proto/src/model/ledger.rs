@@ -3,7 +3,7 @@
 //! The reference deletes the instance record even when destroy fails, so the
 //! possibly-running sandbox becomes unreachable. A store with a ledger keeps
 //! the reference's rules and outcomes but, in the same transaction as that
-//! delete, records a [`LeakEntry`]; [`crate::retry_leaks`] later destroys it.
+//! delete, records a [`LeakEntry`]; the runtime's `retry_leaks` later destroys it.
 
 use serde::{Deserialize, Serialize};
 
@@ -91,7 +91,7 @@ pub fn summarize(entries: &[LeakEntry]) -> Vec<LeakSummary> {
         .collect()
 }
 
-/// What one [`crate::retry_leaks`] call did.
+/// What one leak retry (`retry_leaks`, `retryLeaks`) did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RetrySummary {
