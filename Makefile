@@ -44,6 +44,7 @@ lint:
 	python3 scripts/check_module_graph.py --self-test
 	python3 scripts/check_module_graph.py
 	bash scripts/check_proto_deps.sh
+	python3 scripts/gen_declarations.py --check
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet -p sandbox-reclaim-proto --no-deps
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings

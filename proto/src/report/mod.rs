@@ -18,14 +18,19 @@ use crate::model::ReclaimOutcome;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RecordOutcome {
+    /// The run had no `sandboxKey`: nothing to reclaim.
     NoSandboxKey,
+    /// No instance record under the key.
     NotFound,
+    /// No provider of the pass has the name its instance record names; nothing was touched.
     ProviderMismatch,
+    /// Destroyed, and the record deleted.
     Destroyed,
+    /// The destroy failed (the record was deleted anyway; with a ledger, the sandbox is in it).
     DestroyFailed,
     /// A store call (or the logger) failed; see the record's `error`.
     Error,
-    /// Not started: the budget ran out or the pass was stopped.
+    /// Not started (or its destroy never started): the budget ran out or the pass was stopped.
     Deferred,
     /// Another record with the same `sandboxKey` was reclaimed instead.
     Duplicate,
@@ -58,8 +63,9 @@ pub struct RecordReport {
     pub duration_ms: u64,
 }
 
-/// Records per outcome.
+/// Records per outcome (every outcome present).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct OutcomeCounts {
     #[serde(rename = "no-sandbox-key")]
     pub no_sandbox_key: u64,
@@ -96,9 +102,12 @@ impl OutcomeCounts {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FleetReclaimReport {
+    /// Records given.
     pub total: u64,
     pub counts: OutcomeCounts,
+    /// One line per record, in the order given.
     pub records: Vec<RecordReport>,
+    /// From the pass's start to its end.
     pub elapsed_ms: u64,
 }
 
@@ -110,6 +119,7 @@ pub struct FleetReclaimReport {
 pub enum ActionReason {
     /// A ledger entry of a failed destroy (a reclaim's or an orphan's).
     LeakRetry,
+    /// A listed sandbox no record, ledger entry or recent destroy references, past its grace.
     Orphan,
     /// An expired idle record (its ledger entry, or the record in a dry run).
     Idle,
@@ -131,6 +141,7 @@ impl ActionReason {
 pub enum ActionResult {
     /// Dry run: would be destroyed.
     Planned,
+    /// Destroyed (a leak's entry resolved).
     Destroyed,
     /// The destroy failed (or timed out); the sandbox is in the ledger.
     Failed,
@@ -235,6 +246,7 @@ impl OrphanCounts {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProviderReport {
+    /// The provider's `name`.
     pub name: String,
     pub leaks: LeakCounts,
     pub orphans: OrphanCounts,
@@ -244,6 +256,7 @@ pub struct ProviderReport {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct IdleCounts {
+    /// The pass had a `maxIdle`.
     pub enabled: bool,
     /// Stale records read.
     pub stale: u64,
@@ -296,18 +309,26 @@ pub enum ReportScope {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReconcileReport {
+    /// A plan only: nothing was changed.
     pub dry_run: bool,
+    /// Who ran the pass (the audit rows' `host`).
     pub host: String,
+    /// Epoch milliseconds.
     pub started_at: u64,
+    /// From the pass's start to its end.
     pub elapsed_ms: u64,
     /// The budget ran out or the pass was stopped before it was done.
     pub cut_short: bool,
     pub idle: IdleCounts,
+    /// One per provider, in the order given.
     pub providers: Vec<ProviderReport>,
     pub counts: ActionCounts,
+    /// Every sandbox acted on (or planned), in the order decided.
     pub actions: Vec<Action>,
-    /// [`ReconcileReport::still_leaking`], as the pass ended (serialized, so
-    /// every host reads the core's answer).
+    /// Whether anything may still be billing after the pass, as the core
+    /// decided ([`ReconcileReport::still_leaking`]): a failed or deferred
+    /// destroy, a destroy a dry run planned, a pass cut short, or a sweep that
+    /// failed closed (a provider that cannot list at all does not count).
     #[serde(default)]
     pub still_leaking: bool,
 }
