@@ -93,6 +93,11 @@ def fields(types, name):
     container_default = re.search(r"#\[serde\(default\)\]", attrs) is not None
     out = []
     for rust, doc, fattrs, rtype in members:
+        # Fail closed: a serde attribute this does not understand (skip,
+        # flatten, with, ...) would make the declarations lie.
+        for attr in re.findall(r"#\[serde\(([^)]*(?:\([^)]*\))?[^)]*)\)\]", fattrs):
+            if not re.fullmatch(r'rename = "[^"]+"|default|skip_serializing_if = "Option::is_none"', attr.strip()):
+                raise SystemExit(f"gen_declarations: {name}.{rust}: #[serde({attr})] is not understood here")
         explicit = re.search(r'rename = "([^"]+)"', fattrs)
         key = explicit.group(1) if explicit else renamed(rust, rule, "snake")
         optional = "skip_serializing_if" in fattrs
