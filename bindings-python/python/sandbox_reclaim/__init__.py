@@ -63,7 +63,6 @@ from ._records import (
     ListedSandbox,
     NewLeak,
     ReclaimOutcome,
-    RetrySummary,
     RunRecord,
     RunStatus,
     SandboxHandle,
@@ -83,6 +82,7 @@ from ._reports import (
     ReconcileReport,
     RecordOutcome,
     RecordReport,
+    RetrySummary,
     SweepStatus,
 )
 from ._stores import PostgresSandboxInstanceStore, SqliteSandboxInstanceStore

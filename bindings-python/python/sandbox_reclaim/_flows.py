@@ -18,8 +18,8 @@ from ._driver import LEVELS, Host, drive, now
 from ._logging import adapt_logger
 from ._options import DEFAULT, options_json
 from ._protocols import FleetStore, ReclaimLogger, SandboxInstanceStore, SandboxProvider
-from ._records import LeakEntry, ReclaimOutcome, RetrySummary, RunRecord
-from ._reports import FleetReclaimReport, ReconcileReport
+from ._records import LeakEntry, ReclaimOutcome, RunRecord
+from ._reports import FleetReclaimReport, ReconcileReport, RetrySummary
 from ._stores import native_method
 
 Logger: TypeAlias = "ReclaimLogger | logging.Logger | logging.LoggerAdapter[Any]"
@@ -194,7 +194,7 @@ async def retry_leaks(
     host = Host(provided={"destroy": (destroy,)}, store=store)
     options = options_json(_RETRY_OPTIONS, locals())
     summary = await drive(_native.start_retry, (options, name), host)
-    return RetrySummary(summary["retried"], summary["destroyed"], summary["stillFailing"], summary["leaseLost"])
+    return RetrySummary.from_dict(summary)
 
 
 async def list_leaks(instances: object, provider: str | None = None) -> list[LeakEntry]:

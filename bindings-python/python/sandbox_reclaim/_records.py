@@ -354,31 +354,6 @@ class LeakEntry:
 
 
 @dataclass(frozen=True, slots=True)
-class RetrySummary:
-    """What one :func:`retry_leaks` call did."""
-
-    retried: int
-    """Entries claimed and retried."""
-    destroyed: int
-    """Entries whose destroy now succeeded (and were removed from the ledger)."""
-    still_failing: int
-    """Entries whose destroy failed again (attempts bumped, error kept)."""
-    lease_lost: int = 0
-    """Entries whose outcome the store refused to write because another
-    retrier had taken their claim meanwhile (the lease ran out); counted in
-    ``destroyed`` or ``still_failing`` too."""
-
-    def to_dict(self) -> dict[str, int]:
-        """The camelCase wire form (``{retried, destroyed, stillFailing, leaseLost}``)."""
-        return {
-            "retried": self.retried,
-            "destroyed": self.destroyed,
-            "stillFailing": self.still_failing,
-            "leaseLost": self.lease_lost,
-        }
-
-
-@dataclass(frozen=True, slots=True)
 class SandboxHandle:
     """A sandbox a managed provider created or listed."""
 
