@@ -19,7 +19,7 @@
 //!   fleet passes);
 //! - [`stores`]: the instance stores (in memory; SQLite and PostgreSQL
 //!   behind features);
-//! - [`providers`]: Docker, local jails and the hosted vendors (features).
+//! - `providers`: Docker, local jails and the hosted vendors (behind features).
 //!
 //! The Node and Python bindings run the very same machines from their own
 //! event loops. The proto crate's layers are re-exported here under their

@@ -197,7 +197,8 @@ fn names(providers: &[&dyn SandboxProvider]) -> Vec<String> {
 
 /// Reclaims many runs side by side, each exactly as [`crate::reclaim_sandbox`]
 /// would (see [`crate::machine::reclaim_all`]). Never fails because one record
-/// did: a store failure is reported on its record.
+/// did: a store failure is reported on its record. Its options are checked
+/// first, as [`reconcile`]'s are.
 pub async fn reclaim_all(records: &[RunRecord], options: FleetOptions<'_>) -> Result<FleetReclaimReport, ReclaimError> {
     let records = records.iter().map(|record| (record.run_id.clone(), record.sandbox_key.clone())).collect();
     let start = PassStart {
@@ -224,6 +225,10 @@ pub async fn reclaim_all(records: &[RunRecord], options: FleetOptions<'_>) -> Re
 }
 
 /// One reconcile pass (see [`crate::machine::reconcile`]).
+///
+/// Its options are checked before anything runs, by the checks a Node
+/// host's options take: a refusal is [`ReclaimError::InvalidOption`], whose
+/// [`HostOptionError`] names the field (Node's spelling) and its `OptionId`.
 pub async fn reconcile(options: ReconcileOptions<'_>) -> Result<ReconcileReport, ReclaimError> {
     let providers = options
         .providers

@@ -2,9 +2,9 @@
 //! process) always, and durable ones with a [leak ledger](crate::model::ledger),
 //! behind cargo features so the core stays lean:
 //!
-//! - `sqlite`: [`SqliteSandboxInstanceStore`], the embedded default — one
+//! - `sqlite`: `SqliteSandboxInstanceStore`, the embedded default — one
 //!   file in WAL mode, shared safely by several processes on one machine;
-//! - `postgres`: [`PostgresSandboxInstanceStore`], for fleets of hosts — a
+//! - `postgres`: `PostgresSandboxInstanceStore`, for fleets of hosts — a
 //!   connection pool, configurable schema and table names.
 //!
 //! Both run on sqlx (tokio runtime) with plain bound queries, apply their
