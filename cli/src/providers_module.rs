@@ -1,15 +1,18 @@
 //! What a `--providers` host found in the module it loaded, checked and
-//! worded here for npx and pip alike. Loading the module stays in the host
+//! checked here for npx and pip alike. Loading the module stays in the host
 //! language (a file `import()` in Node, `package.module:attribute` in
 //! Python); the host reads each exported provider once and hands over what
 //! it saw ([`Found`], as JSON). Every rule (an array or list of providers,
 //! each with a name and a destroy, no name twice, none taken by `--docker`,
-//! `--local` or a hosted flag, at least one provider) and every message is
-//! here; a refusal is a usage error naming `--providers`, printed as the
-//! binary prints one. Imports the command's `Failure` and its printer.
+//! `--local` or a hosted flag, at least one provider) is here; every
+//! message is the core's (`messages::providers_module`). A refusal is a
+//! usage error naming `--providers`, printed as the binary prints one.
+//! Imports the core's messages, the command's `Failure` and its printer.
 
 use serde::Deserialize;
 use serde_json::{json, Value};
+
+use sandbox_reclaim::report::messages::providers_module as text;
 
 use crate::error::Failure;
 
@@ -116,41 +119,26 @@ pub fn check(plan: &Value, found: &Found) -> Result<(), Failure> {
         seen.push((provider.name.as_deref().unwrap_or_default(), index));
     }
     if found.providers.is_empty() && managed.is_empty() {
-        let named = &found.named;
-        let held = match found.host {
-            Host::Node => "exports",
-            Host::Python => "holds",
-        };
-        return refuse(format!(
-            "{named} {held} no provider, and none of --docker, --local, --e2b, --daytona, --vercel is given"
-        ));
+        return refuse(text::none(&found.named, found.host == Host::Python));
     }
     Ok(())
 }
 
 fn problem_message(host: Host, named: &str, problem: &Problem) -> String {
     match problem {
-        Problem::NoSuchFile => format!("{named}: no such file"),
-        Problem::NotAFile => format!("{named}: not a file"),
+        Problem::NoSuchFile => text::no_such_file(named),
+        Problem::NotAFile => text::not_a_file(named),
         Problem::ImportFailed { module: Some(module), error } if host == Host::Python => {
-            format!("importing '{module}' failed: {error}")
+            text::python_import_failed(module, error)
         }
-        Problem::ImportFailed { error, .. } => format!("{named}: cannot be imported: {error}"),
-        Problem::NotAnArray { got } => format!(
-            "{named}: the default export must be an array of providers ({{ name, destroy, list?, owner? }}); the module has {got}"
-        ),
-        Problem::BadSpec { shown } => format!(
-            "{shown} is not `package.module:attribute` (a list of providers, or a zero-arg callable returning one)"
-        ),
-        Problem::NoModule { module } => {
-            format!("no module named '{module}' (looked in the current directory and sys.path)")
-        }
-        Problem::NoAttribute { module, attribute } => format!("module '{module}' has no attribute '{attribute}'"),
-        Problem::CallRaised { error } => format!("{named}() raised {error}"),
-        Problem::CallNotAList { got } => format!("{named}() must return a list of providers, got {got}"),
-        Problem::NotAList { got } => {
-            format!("{named} must be a list of providers (or a zero-arg callable returning one), got {got}")
-        }
+        Problem::ImportFailed { error, .. } => text::node_import_failed(named, error),
+        Problem::NotAnArray { got } => text::not_an_array(named, got),
+        Problem::BadSpec { shown } => text::bad_spec(shown),
+        Problem::NoModule { module } => text::no_module(module),
+        Problem::NoAttribute { module, attribute } => text::no_attribute(module, attribute),
+        Problem::CallRaised { error } => text::call_raised(named, error),
+        Problem::CallNotAList { got } => text::call_not_a_list(named, got),
+        Problem::NotAList { got } => text::not_a_list(named, got),
     }
 }
 
@@ -162,46 +150,39 @@ fn provider_message(
     seen: &[(&str, usize)],
     managed: &[(String, String)],
 ) -> Option<String> {
-    let named = &found.named;
-    let shown = &provider.shown;
+    let python = found.host == Host::Python;
+    let (at, shown) = (text::at(&found.named, index, python), provider.shown.as_str());
     let twin = provider.name.as_deref().and_then(|name| seen.iter().find(|(other, _)| *other == name));
     let taken = provider.name.as_deref().and_then(|name| managed.iter().find(|(other, _)| other == name));
-    match found.host {
-        Host::Node => {
-            let at = format!("{named}: provider [{index}]");
-            let which = format!("{at} ({shown})");
-            if !provider.object {
-                Some(format!("{at} is not an object"))
-            } else if provider.name.is_none() {
-                Some(format!("{at} has no name (a non-empty string)"))
-            } else if !provider.destroy {
-                Some(format!("{which} has no destroy function"))
-            } else if !provider.list {
-                Some(format!("{which}: list must be a function"))
-            } else if !provider.owner {
-                Some(format!("{which}: owner must be a string"))
-            } else if twin.is_some() {
-                Some(format!("{which}: two providers are named {shown}"))
-            } else {
-                taken.map(|(_, flag)| format!("{at} is named {shown}, as the {flag} provider"))
-            }
-        }
-        Host::Python => {
-            let at = format!("{named}[{index}]");
-            if provider.name.is_none() {
-                Some(format!("{at} has no `name` (a non-empty str), got {shown}"))
-            } else if !provider.destroy {
-                Some(format!("{at} (provider {shown}) has no `destroy` method"))
-            } else if !provider.list {
-                Some(format!("{at} (provider {shown}): `list` must be a method"))
-            } else if !provider.owner {
-                Some(format!("{at} (provider {shown}): `owner` must be a str"))
-            } else if let Some((_, first)) = twin {
-                Some(format!("{at}: provider {shown} is already {named}[{first}]'s name"))
-            } else {
-                taken.map(|(_, flag)| format!("{at}: provider {shown} is already the name of {flag}"))
-            }
-        }
+    if python {
+        return if provider.name.is_none() {
+            Some(text::python_no_name(&at, shown))
+        } else if !provider.destroy {
+            Some(text::python_no_destroy(&at, shown))
+        } else if !provider.list {
+            Some(text::python_bad_list(&at, shown))
+        } else if !provider.owner {
+            Some(text::python_bad_owner(&at, shown))
+        } else if let Some((_, first)) = twin {
+            Some(text::python_twice(&at, shown, &text::at(&found.named, *first, true)))
+        } else {
+            taken.map(|(_, flag)| text::python_taken(&at, shown, flag))
+        };
+    }
+    if !provider.object {
+        Some(text::node_not_an_object(&at))
+    } else if provider.name.is_none() {
+        Some(text::node_no_name(&at))
+    } else if !provider.destroy {
+        Some(text::node_no_destroy(&at, shown))
+    } else if !provider.list {
+        Some(text::node_bad_list(&at, shown))
+    } else if !provider.owner {
+        Some(text::node_bad_owner(&at, shown))
+    } else if twin.is_some() {
+        Some(text::node_twice(&at, shown))
+    } else {
+        taken.map(|(_, flag)| text::node_taken(&at, shown, flag))
     }
 }
 

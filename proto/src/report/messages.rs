@@ -266,6 +266,99 @@ pub fn record_field(owner: &str, field: &str, wire: &str) -> String {
     format!("{owner}.{field} (wire `{wire}`)")
 }
 
+/// What the command says of a `--providers` module (checked in the command
+/// crate's `providers_module`): Node names a file and its default export
+/// (`node_*`), Python `package.module:attribute` (`python_*`). `named` is the
+/// module as the user named it; `shown` a host's literal of a value (a JSON
+/// or `repr` string, or a type name); `at` a provider's place in the module.
+pub mod providers_module {
+    pub fn no_such_file(named: &str) -> String {
+        format!("{named}: no such file")
+    }
+    pub fn not_a_file(named: &str) -> String {
+        format!("{named}: not a file")
+    }
+    pub fn node_import_failed(named: &str, error: &str) -> String {
+        format!("{named}: cannot be imported: {error}")
+    }
+    pub fn python_import_failed(module: &str, error: &str) -> String {
+        format!("importing '{module}' failed: {error}")
+    }
+    pub fn not_an_array(named: &str, got: &str) -> String {
+        format!("{named}: the default export must be an array of providers ({{ name, destroy, list?, owner? }}); the module has {got}")
+    }
+    pub fn bad_spec(shown: &str) -> String {
+        format!("{shown} is not `package.module:attribute` (a list of providers, or a zero-arg callable returning one)")
+    }
+    pub fn no_module(module: &str) -> String {
+        format!("no module named '{module}' (looked in the current directory and sys.path)")
+    }
+    pub fn no_attribute(module: &str, attribute: &str) -> String {
+        format!("module '{module}' has no attribute '{attribute}'")
+    }
+    pub fn call_raised(named: &str, error: &str) -> String {
+        format!("{named}() raised {error}")
+    }
+    pub fn call_not_a_list(named: &str, got: &str) -> String {
+        format!("{named}() must return a list of providers, got {got}")
+    }
+    pub fn not_a_list(named: &str, got: &str) -> String {
+        format!("{named} must be a list of providers (or a zero-arg callable returning one), got {got}")
+    }
+    /// No provider in the module, and none of the command's own.
+    pub fn none(named: &str, python: bool) -> String {
+        let held = if python { "holds" } else { "exports" };
+        format!("{named} {held} no provider, and none of --docker, --local, --e2b, --daytona, --vercel is given")
+    }
+    /// Where provider `index` sits: `named: provider [i]` (Node), `named[i]` (Python).
+    pub fn at(named: &str, index: usize, python: bool) -> String {
+        if python {
+            format!("{named}[{index}]")
+        } else {
+            format!("{named}: provider [{index}]")
+        }
+    }
+    pub fn node_not_an_object(at: &str) -> String {
+        format!("{at} is not an object")
+    }
+    pub fn node_no_name(at: &str) -> String {
+        format!("{at} has no name (a non-empty string)")
+    }
+    pub fn node_no_destroy(at: &str, shown: &str) -> String {
+        format!("{at} ({shown}) has no destroy function")
+    }
+    pub fn node_bad_list(at: &str, shown: &str) -> String {
+        format!("{at} ({shown}): list must be a function")
+    }
+    pub fn node_bad_owner(at: &str, shown: &str) -> String {
+        format!("{at} ({shown}): owner must be a string")
+    }
+    pub fn node_twice(at: &str, shown: &str) -> String {
+        format!("{at} ({shown}): two providers are named {shown}")
+    }
+    pub fn node_taken(at: &str, shown: &str, flag: &str) -> String {
+        format!("{at} is named {shown}, as the {flag} provider")
+    }
+    pub fn python_no_name(at: &str, shown: &str) -> String {
+        format!("{at} has no `name` (a non-empty str), got {shown}")
+    }
+    pub fn python_no_destroy(at: &str, shown: &str) -> String {
+        format!("{at} (provider {shown}) has no `destroy` method")
+    }
+    pub fn python_bad_list(at: &str, shown: &str) -> String {
+        format!("{at} (provider {shown}): `list` must be a method")
+    }
+    pub fn python_bad_owner(at: &str, shown: &str) -> String {
+        format!("{at} (provider {shown}): `owner` must be a str")
+    }
+    pub fn python_twice(at: &str, shown: &str, first: &str) -> String {
+        format!("{at}: provider {shown} is already {first}'s name")
+    }
+    pub fn python_taken(at: &str, shown: &str, flag: &str) -> String {
+        format!("{at}: provider {shown} is already the name of {flag}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
