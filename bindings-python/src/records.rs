@@ -1,5 +1,10 @@
 //! Converts between the package's Python record classes (frozen dataclasses
-//! defined in `sandbox_reclaim/_records.py`) and the core's records.
+//! generated into `sandbox_reclaim/_records.py` from the core's Rust types)
+//! and the core's records.
+//!
+//! The classes are built positionally: the generator orders a record's
+//! required fields first, in the Rust order, then its optional ones, and a
+//! record another extends (`LeakEntry`) takes its optional `claim` by keyword.
 //!
 //! Fields are read by attribute, so any object with the record's attributes
 //! (a later native record class, a user's own dataclass) works too.

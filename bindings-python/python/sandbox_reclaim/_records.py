@@ -1,7 +1,13 @@
 """Records and outcomes: frozen dataclasses with snake_case fields whose
 ``from_dict``/``to_dict`` speak the camelCase wire form of TanStack's
 JavaScript packages, so a record a Node process wrote reads back here
-unchanged (and the other way round)."""
+unchanged (and the other way round).
+
+The records and their enums are generated from the Rust types
+(``scripts/gen_declarations.py``, below the marker): each class is its
+fields plus a table (``_wire``: attribute, wire key, check, optional) that
+:class:`_Record` reads to check, read and write every field. A record field
+is added to the Rust type (``proto/src/model/``), never here."""
 
 from __future__ import annotations
 
@@ -10,48 +16,12 @@ import enum
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field as _field
-from typing import Any, TypeAlias
+from typing import Any, ClassVar, TypeAlias, TypeVar, cast
 
 from . import _native
 
 JsonValue: TypeAlias = Any
 """An opaque JSON value (``error`` and ``usage`` belong to TanStack and grow)."""
-
-
-class ReclaimOutcome(str, enum.Enum):
-    """How a reclaim ended. The values are the reference's five strings."""
-
-    NO_SANDBOX_KEY = "no-sandbox-key"
-    """The run record has no ``sandbox_key``: it never ran in a sandbox."""
-    NOT_FOUND = "not-found"
-    """No instance record for the key: someone already reclaimed it."""
-    PROVIDER_MISMATCH = "provider-mismatch"
-    """The instance belongs to another provider; nothing was touched."""
-    DESTROYED = "destroyed"
-    """The provider destroyed the sandbox and the record was deleted."""
-    DESTROY_FAILED = "destroy-failed"
-    """Destroy failed; the record was deleted anyway (the sandbox may still run)."""
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class RunStatus(str, enum.Enum):
-    """Lifecycle state of an agent run (TanStack's ``RunStatus``)."""
-
-    RUNNING = "running"
-    INTERRUPTED = "interrupted"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    ABORTED = "aborted"
-
-    def __str__(self) -> str:
-        return self.value
-
-    @property
-    def is_terminal(self) -> bool:
-        """Whether no further events will be appended: only then may its sandbox go."""
-        return self in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.ABORTED)
 
 
 def _field_error(owner: str, field: str, wire: str, expected: str, value: object) -> TypeError:
@@ -126,231 +96,317 @@ def _write_wire(record: object, fields: Mapping[str, str]) -> dict[str, Any]:
     return wire
 
 
-_RUN_WIRE = {
-    "runId": "run_id",
-    "threadId": "thread_id",
-    "status": "status",
-    "startedAt": "started_at",
-    "finishedAt": "finished_at",
-    "error": "error",
-    "usage": "usage",
-    "sandboxKey": "sandbox_key",
-    "detachedSince": "detached_since",
-    "cancelRequested": "cancel_requested",
-    "driverEpoch": "driver_epoch",
+_R = TypeVar("_R", bound="_Record")
+_WireTable: TypeAlias = tuple[tuple[str, str, Any, bool], ...]
+"""A record's fields: attribute, wire key, check (a kind below or an enum class), optional."""
+
+
+def _check_bool(owner: str, field: str, wire: str, value: object) -> None:
+    if not isinstance(value, bool):
+        raise _field_error(owner, field, wire, "a bool", value)
+
+
+def _check_enum(owner: str, field: str, wire: str, value: object, kind: type[enum.Enum]) -> enum.Enum:
+    """``value`` as a member of ``kind``: a strict enum refuses an unknown
+    string; one with a fallback (``_ENUM_FALLBACK``) reads it as that."""
+    if isinstance(value, kind):
+        return value
+    if not isinstance(value, str):
+        raise _field_error(owner, field, wire, f"a {kind.__name__}", value)
+    try:
+        return kind(value)
+    except ValueError:
+        fallback = _ENUM_FALLBACK.get(kind)
+        if fallback is not None:
+            return fallback
+        allowed = ", ".join(str(member.value) for member in kind)
+        raise ValueError(f"{owner}.{field} must be one of {allowed}; got {value!r}") from None
+
+
+_CHECKS = {
+    "text": _check_text,
+    "number": _check_number,
+    "whole": _check_whole,
+    "count": lambda owner, field, wire, value: _check_whole(owner, field, wire, value, count=True),
+    "bool": _check_bool,
+    "json": _check_json,
 }
 
 
-@dataclass(frozen=True, slots=True)
-class RunRecord:
-    """Durable bookkeeping for one agent run (TanStack's ``RunRecord``).
+class _Record:
+    """Checks, reads and writes a generated record by its ``_wire`` table."""
 
-    The reclaimer reads only ``run_id`` and ``sandbox_key``; every other field
-    is carried so the record round-trips through every binding unchanged.
-    """
+    __slots__ = ()
+    _wire: ClassVar[_WireTable] = ()
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        for field, wire, check, optional in self._wire:
+            value = getattr(self, field)
+            if value is None and optional:
+                continue
+            if isinstance(check, str):
+                _CHECKS[check](owner, field, wire, value)
+            else:
+                object.__setattr__(self, field, _check_enum(owner, field, wire, value, check))
+
+    @classmethod
+    def from_dict(cls: type[_R], data: Mapping[str, Any]) -> _R:
+        """Reads the camelCase wire form (``JSON.parse`` of a Node record).
+
+        Unknown keys are refused (a snake_case key is a likely typo), and a
+        ``null`` optional reads as absent; a whole-number float is an int
+        where the core holds an integer, and JSON values are deep-copied."""
+        fields = {wire: field for field, wire, _, _ in cls._wire}
+        required = tuple(wire for _, wire, _, optional in cls._wire if not optional)
+        keywords = _read_wire(cls.__name__, data, fields, required)
+        for field, _, check, _ in cls._wire:
+            value = keywords.get(field)
+            if check in ("whole", "count") and isinstance(value, float) and value.is_integer():
+                keywords[field] = int(value)
+            elif check == "json" and value is not None:
+                keywords[field] = copy.deepcopy(value)
+        return cast(_R, cast(Any, cls)(**keywords))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The camelCase wire form in the core's field order, absent optionals
+        omitted (as ``JSON.stringify`` does)."""
+        return _write_wire(self, {wire: field for field, wire, _, _ in self._wire})
+
+
+class _RunStatusRules:
+    """What :class:`RunStatus` adds to its generated members."""
+
+    __slots__ = ()
+
+    @property
+    def is_terminal(self) -> bool:
+        """Whether no further events will be appended: only then may its sandbox go."""
+        return getattr(self, "value") in ("completed", "failed", "aborted")
+
+
+# ---- generated by scripts/gen_declarations.py from the Rust types (proto/src): do not edit [records] ----
+class RunStatus(_RunStatusRules, str, enum.Enum):
+    """Lifecycle state of an agent run, as TanStack's ``RunStatus``."""
+
+    RUNNING = "running"
+    """The run's driver is still working."""
+    INTERRUPTED = "interrupted"
+    """The run stopped without finishing (host lost, paused for approval) and may resume."""
+    COMPLETED = "completed"
+    """Terminal: the run finished normally."""
+    FAILED = "failed"
+    """Terminal: the run ended with an error."""
+    ABORTED = "aborted"
+    """Terminal: the run was cancelled."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord(_Record):
+    """Durable bookkeeping for one agent run (TanStack's ``RunRecord``). The reclaimer reads only ``run_id``
+    and ``sandbox_key``; the other fields are carried so that a record round-trips through every binding byte
+    for byte. ``error`` and ``usage`` are kept as opaque JSON because their shapes belong to TanStack and grow
+    over time."""
 
     run_id: str
     thread_id: str
     status: RunStatus
     started_at: float
+    """Epoch milliseconds."""
     finished_at: float | None = None
     error: JsonValue | None = None
+    """TanStack's ``RunError``; carried, never read."""
     usage: JsonValue | None = None
+    """TanStack's ``TokenUsage``; carried, never read."""
     sandbox_key: str | None = None
+    """Key of the sandbox instance this run was bound to, if it ran in one."""
     detached_since: float | None = None
     cancel_requested: bool | None = None
     driver_epoch: float | None = None
 
-    def __post_init__(self) -> None:
-        owner = "RunRecord"
-        _check_text(owner, "run_id", "runId", self.run_id)
-        _check_text(owner, "thread_id", "threadId", self.thread_id)
-        if not isinstance(self.status, RunStatus):
-            if not isinstance(self.status, str):
-                raise _field_error(owner, "status", "status", "a RunStatus", self.status)
-            try:
-                object.__setattr__(self, "status", RunStatus(self.status))
-            except ValueError:
-                allowed = ", ".join(status.value for status in RunStatus)
-                raise ValueError(f"RunRecord.status must be one of {allowed}; got {self.status!r}") from None
-        _check_number(owner, "started_at", "startedAt", self.started_at)
-        _check_number(owner, "finished_at", "finishedAt", self.finished_at, optional=True)
-        _check_json(owner, "error", "error", self.error)
-        _check_json(owner, "usage", "usage", self.usage)
-        _check_text(owner, "sandbox_key", "sandboxKey", self.sandbox_key, optional=True)
-        _check_number(owner, "detached_since", "detachedSince", self.detached_since, optional=True)
-        if self.cancel_requested is not None and not isinstance(self.cancel_requested, bool):
-            raise _field_error(owner, "cancel_requested", "cancelRequested", "a bool or None", self.cancel_requested)
-        _check_number(owner, "driver_epoch", "driverEpoch", self.driver_epoch, optional=True)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RunRecord:
-        """Reads the camelCase wire form (``JSON.parse`` of a Node record).
-
-        Unknown keys are refused (a snake_case key is a likely typo), and a
-        ``null`` optional reads as absent. ``error``/``usage`` are deep-copied.
-        """
-        keywords = _read_wire("RunRecord", data, _RUN_WIRE, ("runId", "threadId", "status", "startedAt"))
-        for field in ("error", "usage"):
-            if field in keywords:
-                keywords[field] = copy.deepcopy(keywords[field])
-        return cls(**keywords)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The camelCase wire form, absent optionals omitted (as ``JSON.stringify`` does)."""
-        return _write_wire(self, _RUN_WIRE)
-
-
-_INSTANCE_WIRE = {
-    "key": "key",
-    "provider": "provider",
-    "providerSandboxId": "provider_sandbox_id",
-    "latestSnapshotId": "latest_snapshot_id",
-    "threadId": "thread_id",
-    "latestRunId": "latest_run_id",
-    "updatedAt": "updated_at",
-}
+    _wire: ClassVar[_WireTable] = (
+        ("run_id", "runId", "text", False),
+        ("thread_id", "threadId", "text", False),
+        ("status", "status", RunStatus, False),
+        ("started_at", "startedAt", "number", False),
+        ("finished_at", "finishedAt", "number", True),
+        ("error", "error", "json", True),
+        ("usage", "usage", "json", True),
+        ("sandbox_key", "sandboxKey", "text", True),
+        ("detached_since", "detachedSince", "number", True),
+        ("cancel_requested", "cancelRequested", "bool", True),
+        ("driver_epoch", "driverEpoch", "number", True),
+    )
 
 
 @dataclass(frozen=True, slots=True)
-class SandboxInstanceRecord:
-    """What an instance store keeps per sandbox key: which provider owns the
-    sandbox, and its id there (``SandboxRecord`` in ``@tanstack/ai-sandbox``).
-
-    Field order is part of the native store's contract (it builds records
-    positionally): key, provider, provider_sandbox_id, thread_id, updated_at,
-    latest_snapshot_id, latest_run_id.
-    """
+class SandboxInstanceRecord(_Record):
+    """What an instance store keeps per sandbox key (``SandboxRecord`` in ``@tanstack/ai-sandbox``): which
+    provider owns the sandbox, and its id there."""
 
     key: str
+    """Compound sandbox key."""
     provider: str
+    """Name of the provider that owns ``provider_sandbox_id``."""
     provider_sandbox_id: str
+    """The provider's id of the sandbox."""
     thread_id: str
     updated_at: int
+    """Epoch milliseconds of the last write; a whole number in ``0..=2^53-1``."""
     latest_snapshot_id: str | None = None
     latest_run_id: str | None = None
 
-    def __post_init__(self) -> None:
-        owner = "SandboxInstanceRecord"
-        _check_text(owner, "key", "key", self.key)
-        _check_text(owner, "provider", "provider", self.provider)
-        _check_text(owner, "provider_sandbox_id", "providerSandboxId", self.provider_sandbox_id)
-        _check_text(owner, "thread_id", "threadId", self.thread_id)
-        _check_whole(owner, "updated_at", "updatedAt", self.updated_at)
-        _check_text(owner, "latest_snapshot_id", "latestSnapshotId", self.latest_snapshot_id, optional=True)
-        _check_text(owner, "latest_run_id", "latestRunId", self.latest_run_id, optional=True)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SandboxInstanceRecord:
-        """Reads the camelCase wire form. A whole-number float ``updatedAt`` is accepted."""
-        keywords = _read_wire(
-            "SandboxInstanceRecord", data, _INSTANCE_WIRE, ("key", "provider", "providerSandboxId", "threadId", "updatedAt")
-        )
-        updated_at = keywords.get("updated_at")
-        if isinstance(updated_at, float) and updated_at.is_integer():
-            keywords["updated_at"] = int(updated_at)
-        return cls(**keywords)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The camelCase wire form, absent optionals omitted."""
-        return _write_wire(self, _INSTANCE_WIRE)
+    _wire: ClassVar[_WireTable] = (
+        ("key", "key", "text", False),
+        ("provider", "provider", "text", False),
+        ("provider_sandbox_id", "providerSandboxId", "text", False),
+        ("latest_snapshot_id", "latestSnapshotId", "text", True),
+        ("thread_id", "threadId", "text", False),
+        ("latest_run_id", "latestRunId", "text", True),
+        ("updated_at", "updatedAt", "whole", False),
+    )
 
 
-_NEW_LEAK_WIRE = {
-    "key": "key",
-    "provider": "provider",
-    "providerSandboxId": "provider_sandbox_id",
-    "runId": "run_id",
-    "errorMessage": "error_message",
-    "failedAt": "failed_at",
-}
+class ReclaimOutcome(str, enum.Enum):
+    """How a reclaim ended. The five string forms are the reference's, exactly."""
+
+    NO_SANDBOX_KEY = "no-sandbox-key"
+    """The run record carries no ``sandboxKey``: it never ran in a sandbox."""
+    NOT_FOUND = "not-found"
+    """No instance record for the key: someone already reclaimed it."""
+    PROVIDER_MISMATCH = "provider-mismatch"
+    """The instance belongs to another provider; nothing was touched."""
+    DESTROYED = "destroyed"
+    """The provider destroyed the sandbox and the record was deleted."""
+    DESTROY_FAILED = "destroy-failed"
+    """The provider's destroy failed; the record was deleted anyway, so the sandbox may still be running (and
+    billing)."""
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass(frozen=True, slots=True)
-class NewLeak:
-    """The leak a ledger store records when a destroy failed, handed to
-    ``instances.delete_recording_leak(key, leak)``. ``error_message`` is
-    ``str()`` of the destroy's exception; ``failed_at`` is epoch milliseconds."""
+class NewLeak(_Record):
+    """A leak about to be recorded (attempt 1): what a reclaim hands a ledger store's
+    ``deleteRecordingLeak(key, leak)`` when a destroy failed."""
 
     key: str
     provider: str
     provider_sandbox_id: str
     run_id: str
     error_message: str
+    """The destroy failure's message (``message`` of what it threw, or its string form)."""
     failed_at: int
+    """Epoch milliseconds of the failure."""
 
-    def __post_init__(self) -> None:
-        # Only the number: the text fields pass through to a host ledger
-        # store as the reclaim found them.
-        _check_whole("NewLeak", "failed_at", "failedAt", self.failed_at)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> NewLeak:
-        """Reads the camelCase wire form. Every field is required."""
-        keywords = _read_wire("NewLeak", data, _NEW_LEAK_WIRE, tuple(_NEW_LEAK_WIRE))
-        failed_at = keywords.get("failed_at")
-        if isinstance(failed_at, float) and failed_at.is_integer():
-            keywords["failed_at"] = int(failed_at)
-        return cls(**keywords)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The camelCase wire form (the Node binding's ``deleteRecordingLeak`` argument)."""
-        return _write_wire(self, _NEW_LEAK_WIRE)
-
-
-_LEAK_ENTRY_WIRE = {
-    "key": "key",
-    "provider": "provider",
-    "providerSandboxId": "provider_sandbox_id",
-    "runId": "run_id",
-    "lastError": "last_error",
-    "failedAt": "failed_at",
-    "attempts": "attempts",
-    "claim": "claim",
-}
+    _wire: ClassVar[_WireTable] = (
+        ("key", "key", "text", False),
+        ("provider", "provider", "text", False),
+        ("provider_sandbox_id", "providerSandboxId", "text", False),
+        ("run_id", "runId", "text", False),
+        ("error_message", "errorMessage", "text", False),
+        ("failed_at", "failedAt", "whole", False),
+    )
 
 
 @dataclass(frozen=True, slots=True)
-class LeakEntry:
-    """A sandbox that may still be running: its destroy failed and its
-    instance record is gone. Field order is the native store's contract."""
+class LeakEntry(_Record):
+    """A sandbox that may still be running: its destroy failed and its instance record is gone. Identified by
+    its provider and provider-side id; recording the same sandbox again bumps ``attempts``."""
 
     key: str
     provider: str
     provider_sandbox_id: str
     run_id: str
     last_error: str
+    """Message of the most recent destroy failure."""
     failed_at: int
+    """Epoch milliseconds of the most recent failure."""
     attempts: int
+    """Failed destroys so far (the reclaim's own counts as the first)."""
     claim: int | None = _field(default=None, kw_only=True)
-    """The claim it was handed out under (``claim_leaks``, ``due_leaks``):
-    pass the entry back as it came, and a write lands only while that claim
-    still holds. ``None`` on an entry that was only listed."""
+    """The claim this entry was handed out under: the store's generation for it, bumped by every claim. A
+    write about a claimed entry (resolve, defer, a retry failure) lands only while this generation still
+    holds, so a holder whose lease ran out and was taken over can no longer release, resolve or overwrite the
+    new holder's claim. Absent on entries that were only listed (an unfenced write)."""
 
-    def __post_init__(self) -> None:
-        owner = "LeakEntry"
-        for field, wire in (("key", "key"), ("provider", "provider"), ("provider_sandbox_id", "providerSandboxId")):
-            _check_text(owner, field, wire, getattr(self, field))
-        _check_text(owner, "run_id", "runId", self.run_id)
-        _check_text(owner, "last_error", "lastError", self.last_error)
-        _check_whole(owner, "failed_at", "failedAt", self.failed_at)
-        _check_whole(owner, "attempts", "attempts", self.attempts, count=True)
-        if self.claim is not None:
-            _check_whole(owner, "claim", "claim", self.claim)
+    _wire: ClassVar[_WireTable] = (
+        ("key", "key", "text", False),
+        ("provider", "provider", "text", False),
+        ("provider_sandbox_id", "providerSandboxId", "text", False),
+        ("run_id", "runId", "text", False),
+        ("last_error", "lastError", "text", False),
+        ("failed_at", "failedAt", "whole", False),
+        ("attempts", "attempts", "count", False),
+        ("claim", "claim", "whole", True),
+    )
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> LeakEntry:
-        """Reads the camelCase wire form (a Node ``LeakEntry``). Every field but ``claim`` is required."""
-        keywords = _read_wire("LeakEntry", data, _LEAK_ENTRY_WIRE, _LEAK_ENTRY_REQUIRED)
-        for field in ("failed_at", "attempts", "claim"):
-            value = keywords.get(field)
-            if isinstance(value, float) and value.is_integer():
-                keywords[field] = int(value)
-        return cls(**keywords)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The camelCase wire form."""
-        return _write_wire(self, _LEAK_ENTRY_WIRE)
+class LeakReason(str, enum.Enum):
+    """Why a sandbox is in the leak ledger."""
+
+    DESTROY_FAILED = "destroy-failed"
+    """A reclaim's destroy failed and the record was deleted anyway."""
+    ORPHAN = "orphan"
+    """An orphan's destroy failed during a sweep."""
+    IDLE = "idle"
+    """An idle record was expired; its destroy runs from the ledger."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class DueLeak(LeakEntry):
+    """A leak the pass may retry now, as the store answered it: a leak entry (so resolving or deferring takes
+    it as it came) with why it is in the ledger and when it is next due."""
+
+    reason: LeakReason
+    next_attempt_at: int
+    """Epoch milliseconds before which no retry is due."""
+
+    _wire: ClassVar[_WireTable] = LeakEntry._wire + (
+        ("reason", "reason", LeakReason, False),
+        ("next_attempt_at", "nextAttemptAt", "whole", False),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry(_Record):
+    """One row of the audit log: a destroy attempt made by a fleet pass."""
+
+    at: int
+    """Epoch milliseconds when the attempt settled."""
+    host: str
+    """Who ran the pass (host name unless configured)."""
+    provider: str
+    provider_sandbox_id: str
+    reason: str
+    """``leak-retry``, ``orphan`` or ``idle``."""
+    result: str
+    """``destroyed``, ``failed``, ``timeout`` or ``lease-lost``."""
+    key: str | None = None
+    error: str | None = None
+
+    _wire: ClassVar[_WireTable] = (
+        ("at", "at", "whole", False),
+        ("host", "host", "text", False),
+        ("provider", "provider", "text", False),
+        ("provider_sandbox_id", "providerSandboxId", "text", False),
+        ("key", "key", "text", True),
+        ("reason", "reason", "text", False),
+        ("result", "result", "text", False),
+        ("error", "error", "text", True),
+    )
+
+
+# An unknown string a newer writer stored reads as this variant, as the core's `parse` does.
+_ENUM_FALLBACK: dict[type[enum.Enum], enum.Enum] = {LeakReason: LeakReason.DESTROY_FAILED}
+# ---- end of generated declarations [records] ----
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,20 +431,6 @@ class ExecResult:
     """The exit code; ``128 + n`` when killed by signal ``n``."""
 
 
-class LeakReason(str, enum.Enum):
-    """Why a sandbox is in the leak ledger."""
-
-    DESTROY_FAILED = "destroy-failed"
-    """A reclaim's destroy failed and the record was deleted anyway."""
-    ORPHAN = "orphan"
-    """An orphan's destroy failed during a sweep."""
-    IDLE = "idle"
-    """An idle record was expired; its destroy runs from the ledger."""
-
-    def __str__(self) -> str:
-        return self.value
-
-
 def leak_reason(value: object) -> LeakReason:
     """``value`` as a :class:`LeakReason` (``ValueError`` naming ``reason`` otherwise)."""
     try:
@@ -396,101 +438,6 @@ def leak_reason(value: object) -> LeakReason:
     except ValueError:
         allowed = ", ".join(repr(reason.value) for reason in LeakReason)
         raise ValueError(f"`reason` must be one of {allowed}, got {value!r}") from None
-
-
-_DUE_LEAK_WIRE = {**_LEAK_ENTRY_WIRE, "reason": "reason", "nextAttemptAt": "next_attempt_at"}
-_LEAK_ENTRY_REQUIRED = tuple(wire for wire in _LEAK_ENTRY_WIRE if wire != "claim")
-
-
-@dataclass(frozen=True, slots=True)
-class DueLeak(LeakEntry):
-    """A leak entry a fleet store's ``due_leaks`` answers: a ``LeakEntry``
-    (so ``resolve_leak``/``defer_leak`` take it) with why it is in the ledger
-    and when it is next due. Field order is the native store's contract."""
-
-    reason: LeakReason
-    next_attempt_at: int
-    """Epoch milliseconds before which no retry is due."""
-
-    def __post_init__(self) -> None:
-        LeakEntry.__post_init__(self)
-        if not isinstance(self.reason, LeakReason):
-            if not isinstance(self.reason, str):
-                raise _field_error("DueLeak", "reason", "reason", "a LeakReason", self.reason)
-            # A reason a newer writer knows reads as destroy-failed, as in the core.
-            known = {reason.value: reason for reason in LeakReason}
-            object.__setattr__(self, "reason", known.get(self.reason, LeakReason.DESTROY_FAILED))
-        _check_whole("DueLeak", "next_attempt_at", "nextAttemptAt", self.next_attempt_at)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> DueLeak:
-        """Reads the camelCase wire form (a ``LeakEntry``'s fields, ``reason``, ``nextAttemptAt``)."""
-        required = tuple(wire for wire in _DUE_LEAK_WIRE if wire != "claim")
-        keywords = _read_wire("DueLeak", data, _DUE_LEAK_WIRE, required)
-        for field in ("failed_at", "attempts", "next_attempt_at", "claim"):
-            value = keywords.get(field)
-            if isinstance(value, float) and value.is_integer():
-                keywords[field] = int(value)
-        return cls(**keywords)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The camelCase wire form."""
-        return _write_wire(self, _DUE_LEAK_WIRE)
-
-
-_AUDIT_WIRE = {
-    "at": "at",
-    "host": "host",
-    "provider": "provider",
-    "providerSandboxId": "provider_sandbox_id",
-    "key": "key",
-    "reason": "reason",
-    "result": "result",
-    "error": "error",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class AuditEntry:
-    """One row of a fleet store's audit log: a destroy attempt a
-    :func:`reconcile` pass made. Field order is the native store's contract."""
-
-    at: int
-    """Epoch milliseconds when the attempt settled."""
-    host: str
-    """Who ran the pass (the host name unless ``reconcile(host=...)``)."""
-    provider: str
-    provider_sandbox_id: str
-    reason: str
-    """``leak-retry``, ``orphan`` or ``idle``."""
-    result: str
-    """``destroyed``, ``failed`` or ``timeout``."""
-    key: str | None = None
-    error: str | None = None
-
-    def __post_init__(self) -> None:
-        owner = "AuditEntry"
-        _check_whole(owner, "at", "at", self.at)
-        for field, wire in (("host", "host"), ("provider", "provider"), ("provider_sandbox_id", "providerSandboxId")):
-            _check_text(owner, field, wire, getattr(self, field))
-        _check_text(owner, "reason", "reason", self.reason)
-        _check_text(owner, "result", "result", self.result)
-        _check_text(owner, "key", "key", self.key, optional=True)
-        _check_text(owner, "error", "error", self.error, optional=True)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> AuditEntry:
-        """Reads the camelCase wire form (``key`` and ``error`` optional)."""
-        required = ("at", "host", "provider", "providerSandboxId", "reason", "result")
-        keywords = _read_wire("AuditEntry", data, _AUDIT_WIRE, required)
-        at = keywords.get("at")
-        if isinstance(at, float) and at.is_integer():
-            keywords["at"] = int(at)
-        return cls(**keywords)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The camelCase wire form, absent optionals omitted."""
-        return _write_wire(self, _AUDIT_WIRE)
 
 
 @dataclass(frozen=True, slots=True)

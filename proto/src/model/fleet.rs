@@ -43,10 +43,13 @@ impl LeakReason {
     }
 }
 
-/// A leak the pass may retry now, as the store answered it.
+/// A leak the pass may retry now, as the store answered it: a leak entry
+/// (so resolving or deferring takes it as it came) with why it is in the
+/// ledger and when it is next due.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DueLeak {
+    #[serde(flatten)]
     pub entry: LeakEntry,
     pub reason: LeakReason,
     /// Epoch milliseconds before which no retry is due.
@@ -118,4 +121,34 @@ pub struct ListedSandbox {
     /// `deleting`, never destroyed again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub deleting: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The host form of a due leak is flat (a leak entry's fields beside
+    /// `reason` and `nextAttemptAt`), as the declarations generated from
+    /// this type say.
+    #[test]
+    fn a_due_leak_serialises_flat() {
+        let entry = LeakEntry {
+            key: "k".into(),
+            provider: "p".into(),
+            provider_sandbox_id: "id".into(),
+            run_id: "r".into(),
+            last_error: "e".into(),
+            failed_at: 1,
+            attempts: 2,
+            claim: Some(3),
+        };
+        let due = DueLeak { entry, reason: LeakReason::Orphan, next_attempt_at: 4 };
+        let wire = serde_json::to_value(&due).unwrap();
+        assert_eq!(wire["providerSandboxId"], "id");
+        assert_eq!(
+            (wire["claim"].as_u64(), wire["reason"].as_str(), wire["nextAttemptAt"].as_u64()),
+            (Some(3), Some("orphan"), Some(4))
+        );
+        assert_eq!(serde_json::from_value::<DueLeak>(wire).unwrap(), due);
+    }
 }

@@ -7,13 +7,16 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A leak about to be recorded (attempt 1).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A leak about to be recorded (attempt 1): what a reclaim hands a ledger
+/// store's `deleteRecordingLeak(key, leak)` when a destroy failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct NewLeak {
     pub key: String,
     pub provider: String,
     pub provider_sandbox_id: String,
     pub run_id: String,
+    /// The destroy failure's message (`message` of what it threw, or its string form).
     pub error_message: String,
     /// Epoch milliseconds of the failure.
     pub failed_at: u64,
@@ -36,7 +39,7 @@ impl NewLeak {
 }
 
 /// A sandbox that may still be running: its destroy failed and its instance
-/// record is gone. Identified by `(provider, provider_sandbox_id)`; recording
+/// record is gone. Identified by its provider and provider-side id; recording
 /// the same sandbox again bumps `attempts`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -56,7 +59,7 @@ pub struct LeakEntry {
     /// (resolve, defer, a retry failure) lands only while this generation
     /// still holds, so a holder whose lease ran out and was taken over can
     /// no longer release, resolve or overwrite the new holder's claim.
-    /// `None` on entries that were only listed (an unfenced write).
+    /// Absent on entries that were only listed (an unfenced write).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claim: Option<u64>,
 }

@@ -57,8 +57,10 @@ pub struct RunRecord {
     pub started_at: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<f64>,
+    /// TanStack's `RunError`; carried, never read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<serde_json::Value>,
+    /// TanStack's `TokenUsage`; carried, never read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<serde_json::Value>,
     /// Key of the sandbox instance this run was bound to, if it ran in one.
@@ -102,16 +104,18 @@ impl RunRecord {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SandboxInstanceRecord {
+    /// Compound sandbox key.
     pub key: String,
     /// Name of the provider that owns `provider_sandbox_id`.
     pub provider: String,
+    /// The provider's id of the sandbox.
     pub provider_sandbox_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latest_snapshot_id: Option<String>,
     pub thread_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latest_run_id: Option<String>,
-    /// Epoch milliseconds; a whole number in `0..=2^53-1`.
+    /// Epoch milliseconds of the last write; a whole number in `0..=2^53-1`.
     pub updated_at: u64,
 }
 

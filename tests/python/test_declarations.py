@@ -1,0 +1,63 @@
+"""The generator of the hosts' declarations (scripts/gen_declarations.py):
+fresh, fail-closed on Rust it does not understand, and the rules it writes
+into the Python record classes (order, enum fallbacks) hold."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import sandbox_reclaim as sr
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def generator() -> Any:
+    spec = importlib.util.spec_from_file_location("gen_declarations", REPO / "scripts" / "gen_declarations.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_checked_in_declarations_are_fresh() -> None:
+    assert generator().main(["--check"]) == 0
+
+
+@pytest.mark.parametrize(
+    "attribute",
+    ['#[serde(skip)]', '#[serde(with = "millis")]', '#[serde(default, skip_serializing_if = "Vec::is_empty")]'],
+)
+def test_a_serde_attribute_it_does_not_understand_fails_the_run(attribute: str) -> None:
+    gen = generator()
+    source = f"#[serde(rename_all = \"camelCase\")]\npub struct Probe {{\n    {attribute}\n    pub some_field: u64,\n}}\n"
+    types = gen.parse(source)
+    with pytest.raises(SystemExit, match="some_field"):
+        gen.fields(types, "Probe")
+
+
+def test_a_rust_type_without_a_python_check_fails_the_run() -> None:
+    gen = generator()
+    types = gen.parse("pub struct Probe {\n    pub wide: i128,\n}\n")
+    with pytest.raises(SystemExit, match="i128"):
+        gen.python_records(types, ["Probe"])
+
+
+def test_records_take_required_fields_first_as_the_native_module_builds_them() -> None:
+    names = [field.name for field in dataclasses.fields(sr.SandboxInstanceRecord)]
+    assert names == ["key", "provider", "provider_sandbox_id", "thread_id", "updated_at", "latest_snapshot_id", "latest_run_id"]
+    # ... while the wire form keeps the core's order.
+    record = sr.SandboxInstanceRecord("k", "p", "id", "t", 1, latest_snapshot_id="s", latest_run_id="r")
+    assert list(record.to_dict()) == ["key", "provider", "providerSandboxId", "latestSnapshotId", "threadId", "latestRunId", "updatedAt"]
+
+
+def test_an_unknown_leak_reason_reads_as_destroy_failed_as_in_the_core() -> None:
+    wire = {"key": "k", "provider": "p", "providerSandboxId": "id", "runId": "r", "lastError": "e",
+            "failedAt": 1, "attempts": 1, "reason": "from-a-newer-writer", "nextAttemptAt": 2}
+    assert sr.DueLeak.from_dict(wire).reason is sr.LeakReason.DESTROY_FAILED
+    with pytest.raises(ValueError, match="RunRecord.status must be one of"):
+        sr.RunRecord.from_dict({"runId": "r", "threadId": "t", "status": "from-a-newer-writer", "startedAt": 0})
