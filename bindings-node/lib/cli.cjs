@@ -4,9 +4,9 @@
 // does. With `--providers ./providers.mjs` the pass runs on the JS driver so
 // JS providers take part; the command crate plans it (`hostPlan`), checks
 // what the module exported and words every refusal (`hostCheckModule`),
-// opens the store (`hostOpen`), decides each step of the loop (`HostLoop`)
-// and prints every line. This file only loads the module, builds the
-// providers, runs `reconcile`, sleeps and listens for SIGINT/SIGTERM.
+// opens the store (`hostOpen`), builds the flags' providers, decides each
+// step of the loop (`HostLoop`) and prints every line. This file only loads
+// the module, runs `reconcile`, sleeps and listens for SIGINT/SIGTERM.
 
 const { existsSync, statSync } = require('node:fs');
 const { resolve } = require('node:path');
@@ -43,25 +43,6 @@ async function loadProviders(spec) {
   return found;
 }
 
-/** How a pass's rejection reads to the command crate: an option it refused, the store, or the pass. */
-function rejectionKind(error, errors) {
-  if (error instanceof TypeError) return 'option';
-  return error instanceof errors.SandboxStoreError ? 'store' : 'other';
-}
-
-/** `--docker`, `--local`, `--e2b`, `--daytona`, `--vercel` as the binary builds them (in that order), then the module's providers. */
-function buildProviders(plan, own, binding, native) {
-  const owner = plan.owner ?? undefined;
-  const providers = [];
-  if (plan.docker) {
-    providers.push(new binding.DockerProvider({ image: plan.docker.image, dockerHost: plan.docker.url ?? undefined, owner, name: plan.docker.name }));
-  }
-  if (plan.local) providers.push(new binding.LocalProvider({ baseDir: plan.local.baseDir, owner, name: plan.local.name }));
-  // Built natively from the flags, config and environment: no credential crosses to JS.
-  if (plan.hosted.length > 0) providers.push(...native.hostHostedProviders(JSON.stringify(plan)).map(require('./providers.cjs').hostedFromNative));
-  return [...providers, ...own];
-}
-
 /** SIGINT/SIGTERM go to `loop`: the first aborts the pass and wakes a sleep; at a second the loop answers the code to exit with. */
 function listenForSignals(loop) {
   const state = { controller: new AbortController(), wake: () => {} };
@@ -77,20 +58,13 @@ function listenForSignals(loop) {
   return state;
 }
 
-/** `reconcile`'s options: every option the core names, as the plan (Node's spelling) holds it. */
-function passOptions(plan, native, providers, instances, signal) {
-  const given = native.optionNames('reconcile').filter((name) => plan[name] !== null && plan[name] !== undefined);
-  return Object.assign({ providers, instances, signal }, ...given.map((name) => ({ [name]: plan[name] })));
-}
-
 /** The pass(es) with the module's providers; answers the exit code. */
 async function runHosted(plan, native) {
   const planJson = JSON.stringify(plan);
   const found = await loadProviders(plan.providers);
   const refused = native.hostCheckModule(planJson, JSON.stringify({ ...found, exported: undefined }));
   if (refused !== null && refused !== undefined) return refused;
-  const binding = require('../index.cjs');
-  const errors = require('./errors.cjs');
+  const [binding, errors] = [require('../index.cjs'), require('./errors.cjs')];
   let store;
   try {
     store = require('./stores.cjs').adoptNativeStore(plan.store.kind, await native.hostOpen(planJson));
@@ -103,20 +77,24 @@ async function runHosted(plan, native) {
   try {
     let providers;
     try {
-      providers = buildProviders(plan, found.exported, binding, native);
+      // --docker, --local, --e2b, --daytona, --vercel built natively as the binary builds them (no credential crosses to JS).
+      const { managedFromNative, hostedFromNative } = require('./providers.cjs');
+      providers = [...native.hostManagedProviders(planJson).map(managedFromNative), ...native.hostHostedProviders(planJson).map(hostedFromNative), ...found.exported];
     } catch (error) {
       return native.hostFail(planJson, JSON.stringify({ kind: 'unavailable', what: 'provider', message: error.message }));
     }
+    const options = JSON.parse(native.respellOptions('reconcile', planJson));
     // The command crate decides each step: a pass, a sleep (until a signal wakes it), the exit code.
     let step = JSON.parse(loop.start(Date.now()));
     while (step.step !== 'exit') {
       if (step.step === 'pass') {
         let next;
         try {
-          const report = await binding.reconcile(passOptions(plan, native, providers, store, signals.controller.signal));
+          const report = await binding.reconcile({ ...options, providers, instances: store, signal: signals.controller.signal });
           next = loop.passed(JSON.stringify(report), Date.now());
         } catch (error) {
-          next = loop.failed(rejectionKind(error, errors), error && error.message ? error.message : String(error), Date.now());
+          const kind = error instanceof TypeError ? 'option' : error instanceof errors.SandboxStoreError ? 'store' : 'other';
+          next = loop.failed(kind, error && error.message ? error.message : String(error), Date.now());
         }
         step = JSON.parse(next);
       } else {

@@ -17,6 +17,9 @@ function checkLabels(labels) {
   return labels;
 }
 
+/** Marks a construction over a native provider the command crate built. */
+const FROM_NATIVE = Symbol('fromNative');
+
 /** What Docker and local providers share: the methods, over one native provider. */
 class ManagedProvider {
   #native;
@@ -85,7 +88,11 @@ class DockerProvider extends ManagedProvider {
    * @param {{ image: string, keepAlive?: string[], networkMode?: string, cpus?: number,
    *   memoryBytes?: number, owner?: string, name?: string, dockerHost?: string }} options
    */
-  constructor(options) {
+  constructor(options, nativeProvider) {
+    if (options === FROM_NATIVE) {
+      super(nativeProvider);
+      return;
+    }
     checkObject(options, 'options');
     checkString(options.image, 'options.image');
     if (options.keepAlive !== undefined) checkStringArray(options.keepAlive, 'options.keepAlive');
@@ -106,7 +113,12 @@ class LocalProvider extends ManagedProvider {
    * @param {{ baseDir: string, owner?: string, keepAlive?: string[],
    *   isolation?: 'auto' | 'namespaces' | 'process-group', name?: string }} options
    */
-  constructor(options) {
+  constructor(options, nativeProvider) {
+    if (options === FROM_NATIVE) {
+      super(nativeProvider);
+      this.#isolation = nativeProvider.isolation();
+      return;
+    }
     if (typeof native.NativeProvider.local !== 'function') {
       // Namespaces and process groups: the addon has it on Unix only.
       throw new Error(`LocalProvider needs a Unix host; this addon was built for ${process.platform}`);
@@ -127,9 +139,6 @@ class LocalProvider extends ManagedProvider {
     return this.#isolation;
   }
 }
-
-/** Marks a construction over a native provider the command crate built. */
-const FROM_NATIVE = Symbol('fromNative');
 
 /**
  * What the hosted providers share: `name`, `owner`, an honest `destroy`, a
@@ -267,4 +276,11 @@ function hostedFromNative(nativeProvider) {
   return new HostedProvider(FROM_NATIVE, nativeProvider);
 }
 
-module.exports = { DockerProvider, LocalProvider, E2bProvider, DaytonaProvider, VercelProvider, ownerLabels, hostedFromNative };
+/** A facade over a native Docker or local provider the command crate built (`--docker`, `--local`). */
+function managedFromNative(nativeProvider) {
+  return new (nativeProvider.isolation() ? LocalProvider : DockerProvider)(FROM_NATIVE, nativeProvider);
+}
+
+module.exports = {
+  DockerProvider, LocalProvider, E2bProvider, DaytonaProvider, VercelProvider, ownerLabels, hostedFromNative, managedFromNative,
+};

@@ -72,6 +72,25 @@ pub fn host_hosted_providers(plan: String) -> Result<Vec<crate::hosted_provider:
     Ok(built.into_iter().map(crate::hosted_provider::NativeHostedProvider::from_built).collect())
 }
 
+/// The plan's `--docker` and `--local` providers, configured as the binary
+/// configures them, in that order.
+#[napi]
+pub fn host_managed_providers(plan: String) -> Result<Vec<crate::provider::NativeProvider>> {
+    let configs = sandbox_reclaim_cli::host::host_managed(&plan)
+        .map_err(|message| Error::new(Status::GenericFailure, message))?;
+    // A provider that cannot be built fails as the binary's would (host_open checked it first).
+    let failed = |error: Error<String>| Error::new(Status::GenericFailure, error.reason);
+    let mut built = Vec::new();
+    if let Some(docker) = configs.docker {
+        built.push(crate::provider::NativeProvider::from_docker(docker).map_err(failed)?);
+    }
+    #[cfg(unix)]
+    if let Some(local) = configs.local {
+        built.push(crate::provider::NativeProvider::from_local(local).map_err(failed)?);
+    }
+    Ok(built)
+}
+
 /// `args` without `--providers VALUE` / `--providers=VALUE`, as the program's argv.
 fn argv_without_providers(args: &[String]) -> Vec<OsString> {
     let mut argv = vec![OsString::from("sandbox-reclaim")];

@@ -127,6 +127,18 @@ pub fn option_names(flow: String) -> Result<Vec<String>> {
     Ok(options::option_names(flow, Dialect::Node).into_iter().map(str::to_owned).collect())
 }
 
+/// `flow`'s options as the command's pass plan (JSON) holds them: every
+/// option the core names, absent and null ones left out, so the hosted
+/// command passes them without a list of its own.
+#[napi]
+pub fn respell_options(flow: String, plan_json: String) -> Result<String> {
+    let flow =
+        FlowOptions::parse(&flow).ok_or_else(|| Error::new(Status::InvalidArg, messages::unknown_flow(&flow)))?;
+    let plan: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&plan_json).map_err(|error| Error::new(Status::InvalidArg, error.to_string()))?;
+    Ok(serde_json::Value::Object(options::respell(flow, &plan, Dialect::Node)).to_string())
+}
+
 /// The user's plain option values (JSON), checked by the core: an invalid
 /// one is an `InvalidArg` error carrying the core's text (the declaration
 /// raises it as a `TypeError`).

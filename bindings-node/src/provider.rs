@@ -231,6 +231,11 @@ impl NativeProvider {
             config.name = name;
         }
         config.docker_host = options.docker_host;
+        Self::from_docker(config)
+    }
+
+    /// A Docker provider for a config the core built (the command's `--docker`).
+    pub fn from_docker(config: DockerConfig) -> Result<Self, String> {
         let owner = config.owner.clone();
         let provider = napi::bindgen_prelude::within_runtime_if_available(|| DockerProvider::new(config))
             .map_err(|error| thrown(provider_error(error)))?;
@@ -255,6 +260,12 @@ impl NativeProvider {
             config.isolation = IsolationRequest::parse(&isolation, "options.isolation")
                 .map_err(|refused| thrown(type_error(refused)))?;
         }
+        Self::from_local(config)
+    }
+
+    /// A local provider for a config the core built (the command's `--local`).
+    #[cfg(unix)]
+    pub fn from_local(config: LocalConfig) -> Result<Self, String> {
         let owner = config.owner.clone();
         let provider = sandbox_reclaim::LocalProvider::new(config).map_err(|error| thrown(provider_error(error)))?;
         let isolation = Some(provider.isolation().as_str());

@@ -53,6 +53,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(sql_store::connect_postgres, module)?)?;
     module.add_class::<providers::ManagedProvider>()?;
     module.add_function(wrap_pyfunction!(providers::docker_provider, module)?)?;
+    module.add_function(wrap_pyfunction!(providers::host_managed_providers, module)?)?;
     #[cfg(unix)]
     module.add_function(wrap_pyfunction!(providers::local_provider, module)?)?;
     module.add_class::<hosted::HostedProvider>()?;

@@ -89,6 +89,11 @@ pub fn docker_provider(
         config.name = name;
     }
     config.docker_host = docker_host;
+    docker_from_config(config)
+}
+
+/// A `DockerProvider` for a config the core built (the command's `--docker`).
+fn docker_from_config(config: DockerConfig) -> PyResult<ManagedProvider> {
     // The client may look for a runtime when it is built.
     let _runtime = runtime()?.enter();
     let provider = DockerProvider::new(config).map_err(provider_error)?;
@@ -120,9 +125,33 @@ pub fn local_provider(
     if let Some(name) = name {
         config.name = name;
     }
+    local_from_config(py, config)
+}
+
+/// A `LocalProvider` for a config the core built (the command's `--local`).
+#[cfg(unix)]
+fn local_from_config(py: Python<'_>, config: LocalConfig) -> PyResult<ManagedProvider> {
     // The namespace probe runs a process: let other Python threads run meanwhile.
     let provider = py.detach(|| LocalProvider::new(config)).map_err(provider_error)?;
     Ok(ManagedProvider { inner: Arc::new(Managed::Local(provider)) })
+}
+
+/// The command plan's `--docker` and `--local` providers, configured as the
+/// binary configures them, in that order.
+#[pyfunction]
+pub fn host_managed_providers(py: Python<'_>, plan: &str) -> PyResult<Vec<ManagedProvider>> {
+    let configs = sandbox_reclaim_cli::host::host_managed(plan).map_err(PyValueError::new_err)?;
+    let mut built = Vec::new();
+    if let Some(docker) = configs.docker {
+        built.push(docker_from_config(docker)?);
+    }
+    #[cfg(unix)]
+    if let Some(local) = configs.local {
+        built.push(local_from_config(py, local)?);
+    }
+    #[cfg(not(unix))]
+    let _ = py;
+    Ok(built)
 }
 
 #[pymethods]

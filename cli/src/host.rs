@@ -89,7 +89,7 @@ fn take_providers(args: Vec<String>) -> Result<(Option<String>, Vec<String>), Re
 ///   "command": "reconcile" | "orphans" | ..., // others never need host providers
 ///   "store": {"kind": "sqlite", "path"} | {"kind": "postgres", "url", "schema"},
 ///   "storeDescribed": "...", "connectTimeoutMs": n,
-///   "docker": {"url": null | "...", "name", "image"} | null, "local": {"baseDir", "name"} | null,
+///   "docker": {"url": null | "...", "name"} | null, "local": {"baseDir", "name"} | null,
 ///   "owner": null | "...", "host": null | "...", "json": bool, "everyMs": null | n,
 ///   "dryRun": bool, "retryLeaks": bool, "concurrency": null | n, "destroyTimeoutMs",
 ///   "orphanGraceMs", "registryRetentionMs", "maxIdleMs", "budgetMs": null | n }
@@ -148,7 +148,7 @@ pub fn host_plan(args: Vec<String>) -> Result<String, Refused> {
         "store": store,
         "storeDescribed": described,
         "connectTimeoutMs": millis(Some(settings.connect_timeout)),
-        "docker": settings.docker.as_ref().map(|docker| json!({ "url": docker.url, "name": docker.name, "image": crate::providers::UNUSED_IMAGE })),
+        "docker": settings.docker.as_ref().map(|docker| json!({ "url": docker.url, "name": docker.name })),
         "local": settings.local.as_ref().map(|local| json!({ "baseDir": local.base_dir, "name": local.name })),
         // Names and flags only: a credential never enters the plan.
         "hosted": settings.hosted.iter().map(|spec| json!({ "flag": format!("--{}", spec.vendor.key()), "name": spec.name })).collect::<Vec<_>>(),
@@ -203,6 +203,27 @@ pub fn host_hosted(plan: &str) -> Result<Vec<Box<dyn sandbox_reclaim::HostedSand
         .iter()
         .map(|spec| crate::providers::build_hosted(spec, &owner).map_err(|failure| failure.to_string()))
         .collect()
+}
+
+/// The configs of the plan's `--docker` and `--local` providers, exactly as
+/// the binary configures them; a host builds its provider objects from them
+/// ([`host_open`] already pinged the engine and checked the directory).
+pub struct ManagedConfigs {
+    pub docker: Option<sandbox_reclaim::DockerConfig>,
+    #[cfg(unix)]
+    pub local: Option<sandbox_reclaim::LocalConfig>,
+}
+
+/// The plan's `--docker` and `--local` configs (see [`ManagedConfigs`]).
+pub fn host_managed(plan: &str) -> Result<ManagedConfigs, String> {
+    let plan: Value = serde_json::from_str(plan).map_err(|error| format!("malformed plan: {error}"))?;
+    let settings = settings_of(&plan).map_err(|failure| failure.to_string())?;
+    let owner = settings.owner.clone().unwrap_or_else(|| sandbox_reclaim::DEFAULT_OWNER.to_owned());
+    Ok(ManagedConfigs {
+        docker: settings.docker.as_ref().map(|docker| crate::providers::docker_config(docker, &owner)),
+        #[cfg(unix)]
+        local: settings.local.as_ref().map(|local| crate::providers::local_config(local, &owner)),
+    })
 }
 
 /// Opens the plan's store as the binary does (within `--connect-timeout`,

@@ -16,8 +16,8 @@ use crate::metrics::Metrics;
 use crate::redact::redact;
 
 /// The image of the command's Docker provider (and of a `--providers` host's,
-/// through the plan): destroy and list never create a container, so it is
-/// never pulled.
+/// built from [`docker_config`]): destroy and list never create a container,
+/// so it is never pulled.
 pub const UNUSED_IMAGE: &str = "sandbox-reclaim/unused:latest";
 
 /// A provider the command runs a pass with: the real one, timed.
@@ -103,10 +103,7 @@ impl Providers {
         let owner = settings.owner.clone().unwrap_or_else(|| DEFAULT_OWNER.to_owned());
         let mut list = Vec::new();
         if let Some(docker) = &settings.docker {
-            let mut config = DockerConfig::new(UNUSED_IMAGE);
-            config.owner = owner.clone();
-            config.docker_host = docker.url.clone();
-            config.name = docker.name.clone();
+            let config = docker_config(docker, &owner);
             let address = docker
                 .url
                 .clone()
@@ -147,11 +144,27 @@ impl Providers {
     }
 }
 
+/// `--docker` as the command configures it (the binary and a `--providers` host alike).
+pub fn docker_config(docker: &crate::config::DockerSpec, owner: &str) -> DockerConfig {
+    let mut config = DockerConfig::new(UNUSED_IMAGE);
+    config.owner = owner.to_owned();
+    config.docker_host = docker.url.clone();
+    config.name = docker.name.clone();
+    config
+}
+
+/// `--local` as the command configures it (the binary and a `--providers` host alike).
 #[cfg(unix)]
-fn local_provider(local: &crate::config::LocalSpec, owner: &str) -> Result<Box<dyn SandboxProvider>, Failure> {
+pub fn local_config(local: &crate::config::LocalSpec, owner: &str) -> sandbox_reclaim::LocalConfig {
     let mut config = sandbox_reclaim::LocalConfig::new(&local.base_dir);
     config.owner = owner.to_owned();
     config.name = local.name.clone();
+    config
+}
+
+#[cfg(unix)]
+fn local_provider(local: &crate::config::LocalSpec, owner: &str) -> Result<Box<dyn SandboxProvider>, Failure> {
+    let config = local_config(local, owner);
     let provider = sandbox_reclaim::LocalProvider::new(config)
         .map_err(|error| provider_error(error, "--local", &local.base_dir.display().to_string()))?;
     Ok(Box::new(provider))

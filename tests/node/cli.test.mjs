@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import * as binding from '../../bindings-node/index.mjs';
 import { service, tempDir, uniqueSchema } from './services.mjs';
 
-const { LocalProvider, SqliteSandboxInstanceStore } = binding;
+const { DockerProvider, LocalProvider, SqliteSandboxInstanceStore } = binding;
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = join(root, 'bindings-node', 'bin', 'sandbox-reclaim.cjs');
@@ -233,6 +233,22 @@ test('--providers: orphans the module\'s provider lists are destroyed through it
   } finally {
     await w.cleanup();
   }
+});
+
+const docker = service('DOCKER_HOST', '--providers beside --docker against podman');
+test('--providers beside --docker: the command crate configures the Docker provider as the binary does, and its orphan is destroyed', { skip: docker.skip, timeout: 120_000 }, async () => {
+  const owner = `node-cli-${process.pid}-${Date.now().toString(36)}`;
+  const image = process.env.SANDBOX_RECLAIM_TEST_IMAGE ?? 'sandbox-reclaim/busybox:latest';
+  const provider = new DockerProvider({ image, owner, dockerHost: docker.value });
+  const made = await provider.create('cli-docker-orphan');
+  assert.deepStrictEqual((await provider.list()).map((sandbox) => sandbox.id), [made.id]);
+  const empty = module('no-providers.mjs', 'export default [];\n');
+  const flags = ['--store', `sqlite:${fresh('store')}.db`, '--docker', docker.value, '--owner', owner, '--providers', empty];
+  const result = npx([...flags, 'reconcile', '--orphan-grace', '0s', '--json']);
+  assert.equal(result.status, 0, result.stderr);
+  const [report] = JSON.parse(result.stdout).report.providers;
+  assert.deepStrictEqual([report.name, report.orphans.found, report.orphans.destroyed], ['docker', 1, 1]);
+  assert.deepStrictEqual(await provider.list(), [], 'the orphan is gone from the engine');
 });
 
 test('--providers: --registry-retention reaches the pass: an unlabelled sandbox a deleted record named is swept only within it', { timeout: 120_000 }, async () => {

@@ -7,17 +7,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import selectors
 import signal
 import sqlite3
 import subprocess
 import textwrap
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from services import docker_image
 from cli_world import (
     HOUR_MS,
     LISTING_OUTCOMES,
@@ -254,6 +257,34 @@ def test_host_provider_orphans_and_leaks_are_destroyed_and_audited(
         ("fleet", "h-orphan-1", "orphan", "destroyed", world.host),
         ("fleet", "h-orphan-2", "orphan", "destroyed", world.host),
     }
+
+
+def test_host_passes_sweep_the_docker_flag_provider_built_natively(tmp_path: Path) -> None:
+    """``--docker`` beside ``--providers``: the command crate configures the
+    Docker provider (engine, ``--owner``) as the binary does; an orphan of
+    that owner on the engine is destroyed and audited under ``docker``."""
+    image, owner = docker_image(), f"py-cli-{uuid.uuid4().hex[:12]}"
+    engine = os.environ["DOCKER_HOST"]
+
+    async def orphan() -> tuple[str, list[str]]:
+        provider = sr.DockerProvider(image=image, owner=owner, docker_host=engine)
+        created = await provider.create("cli-docker-orphan")
+        return created.id, [sandbox.id for sandbox in await provider.list()]
+
+    made, listed = asyncio.run(orphan())
+    assert listed == [made]
+    write_module(tmp_path, EMPTY_MODULE, "PROVIDERS: list[object] = []\n")
+    store = f"sqlite:{tmp_path / 'store.db'}"
+    args = ["--store", store, "--docker", engine, "--owner", owner, "--providers", f"{EMPTY_MODULE}:PROVIDERS"]
+    ran = python_cli([*args, "reconcile", "--orphan-grace", "0s", "--json"], cwd=tmp_path)
+    assert ran.code == 0, ran
+    (docker,) = ran.json()["report"]["providers"]
+    assert (docker["name"], docker["orphans"]["found"], docker["orphans"]["destroyed"]) == ("docker", 1, 1), docker
+
+    async def left() -> list[str]:
+        return [sandbox.id for sandbox in await sr.DockerProvider(image=image, owner=owner, docker_host=engine).list()]
+
+    assert asyncio.run(left()) == []
 
 
 @pytest.mark.parametrize(("retention", "spared"), [([], False), (["--registry-retention", "0s"], True)], ids=["default", "0s"])

@@ -402,6 +402,15 @@ def hosted_from_native(native: _native.HostedProvider) -> _HostedProvider:
     return provider
 
 
+def managed_from_native(native: _native.ManagedProvider) -> _ManagedProvider:
+    """A facade over a native Docker or local provider the command crate
+    built (the hosted command's ``--docker``, ``--local``)."""
+    kind: type[_ManagedProvider] = DockerProvider if native.isolation() is None else LocalProvider
+    provider = kind.__new__(kind)
+    provider._native = native
+    return provider
+
+
 def owner_labels(owner: str, key: str) -> dict[str, str]:
     """The labels (E2B ``metadata``, Daytona ``labels``) to pass when creating a
     sandbox through a vendor SDK, so :func:`reconcile` knows it as ``owner``'s
