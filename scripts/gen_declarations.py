@@ -327,6 +327,212 @@ def python_records(types, names):
     return out[2:]
 
 
+# ---- each flow's options (proto/src/options/flows.rs)
+
+OPTIONS_FILE = ROOT / "proto/src/options/mod.rs"
+FLOWS_FILE = ROOT / "proto/src/options/flows.rs"
+FLOWS_PY = ROOT / "bindings-python/python/sandbox_reclaim/_flows.py"
+# A flow's module in flows.rs: its TypeScript interface, and the Python functions taking its options.
+FLOWS = {"reclaim": ("ReclaimSettings", ["reclaim_sandbox", "sandbox_reclaimer"]),
+         "reclaim_all": ("FleetReclaimSettings", ["reclaim_all"]),
+         "reconcile": ("ReconcileSettings", ["reconcile"]),
+         "retry_leaks": ("RetryLeaksSettings", ["retry_leaks"])}
+UNITS = [(86_400_000, "day"), (3_600_000, "h"), (60_000, "min"), (1000, "s")]
+
+
+def option_names(source):
+    """{const: (node, python)} of the `Name` consts in options/mod.rs."""
+    found = re.findall(r'pub const (\w+): Name =\s*(?:name|duration)\(OptionId::\w+, "([^"]+)", "([^"]+)"\);', source)
+    return {const: (node, python) for const, node, python in found}
+
+
+def option_defaults(source):
+    """{const: value} of `options::defaults` (numbers and strings)."""
+    block = source[source.index("pub mod defaults {"):]
+    block = block[:block.index("\n}\n")]
+    values = {}
+    for const, kind, expression in re.findall(r"pub const (\w+): ([^=]+) = (.+);", block):
+        if kind.strip() == "&str":
+            values[const] = json_string(expression)
+        elif re.fullmatch(r"[0-9_ *]+", expression):
+            product = 1
+            for factor in expression.split("*"):
+                product *= int(factor.strip().replace("_", ""))
+            values[const] = product
+        else:
+            raise SystemExit(f"gen_declarations: cannot read defaults::{const} = {expression}")
+    return values
+
+
+def json_string(expression):
+    m = re.fullmatch(r'"([^"\\]*)"', expression.strip())
+    if not m:
+        raise SystemExit(f"gen_declarations: not a plain string literal: {expression}")
+    return m.group(1)
+
+
+SPEC = re.compile(r"pub const (\w+): (\w+) = (flag|count|maybe_count|millis|maybe_millis|text|maybe_text)\(names::(\w+)(?:, ([^)]*))?\);")
+
+
+def flows(source, names, defaults):
+    """{flow: [(node, python, kind, minimum, default, doc)]} in each flow's `ALL` order."""
+    out = {}
+    for flow in FLOWS:
+        start = source.index(f"pub mod {flow} {{")
+        block = source[start:source.index("\n}\n", start)]
+        specs, doc = {}, []
+        for line in block.split("\n"):
+            line = line.strip()
+            if line.startswith("///"):
+                doc.append(line[3:])
+            elif line.startswith("pub const ") and not line.startswith("pub const ALL"):
+                m = SPEC.fullmatch(line)
+                if not m:
+                    raise SystemExit(f"gen_declarations: flows.rs, {flow}: one spec per line, as `pub const X: Kind = kind(names::X, ...);`: {line!r}")
+                const, kind, _, name, rest = m.groups()
+                args = [arg.strip() for arg in (rest or "").split(",") if arg.strip()]
+                minimum = int(args[0]) if kind in ("Count", "MaybeCount", "Millis", "MaybeMillis") else None
+                default = None
+                if kind in ("Count", "Millis", "Text"):
+                    default = defaults[args[-1].removeprefix("defaults::")] if args[-1].startswith("defaults::") else (
+                        json_string(args[-1]) if kind == "Text" else int(args[-1].replace("_", "")))
+                elif kind == "Flag":
+                    default = {"true": True, "false": False}[args[0]]
+                specs[const] = (*names[name], kind, minimum, default, doc_text(doc), const)
+                doc = []
+            else:
+                doc = []
+        order = re.findall(r"Spec::\w+\((\w+)\)", block[block.index("pub const ALL"):])
+        out[flow] = [specs[const] for const in order]
+    return out
+
+
+def spaced(number):
+    return f"{number:,}" if number >= 10_000 else str(number)
+
+
+def seconds(millis):
+    return spaced(millis // 1000) if millis % 1000 == 0 else f"{millis / 1000:g}"
+
+
+def human(millis):
+    for size, unit in UNITS:
+        if millis >= size and millis % size == 0:
+            count = millis // size
+            return f"{count} {unit}{'s' if unit == 'day' and count != 1 else ''}"
+    return f"{millis} ms"
+
+
+def option_tail(kind, minimum, default, host):
+    """What a host's declaration adds to an option's doc: its unit, range and default, in that host's spelling."""
+    node = host == "node"
+    if host == "rust":
+        return rust_tail(kind, minimum, default)
+    if kind == "Flag":
+        return f"Default `{str(default).lower()}`." if node else f"Default ``{default}``."
+    if kind in ("Count", "MaybeCount"):
+        text = f"A whole number, at least {minimum}."
+        return text + (f" Default {spaced(default)}." if kind == "Count" else "")
+    if kind in ("Millis", "MaybeMillis"):
+        text = f"A whole number of ms, at least {minimum}." if node else f"Seconds, at least {seconds(minimum)}."
+        if kind == "Millis":
+            shown = f"{spaced(default)} ms" if node else f"{seconds(default)} s"
+            named = human(default)
+            text += f" Default {shown}" + ("" if named.replace(" ", "") == shown.replace(" ", "") else f" ({named})") + "."
+        return text
+    if kind == "Text":
+        return f"Default `'{default}'`." if node else f'Default ``"{default}"``.'
+    return ""
+
+
+def rust_tail(kind, minimum, default):
+    """What the Rust API's doc adds to an option's: its range and default."""
+    if kind in ("Flag", "Text"):
+        return f"Default `{str(default).lower()}`." if kind == "Flag" else f'Default `"{default}"`.'
+    if kind == "MaybeText":
+        return ""
+    text = f"At least {minimum}{' ms' if 'Millis' in kind else ''}."
+    if kind == "Count":
+        return f"{text} Default {default}."
+    return f"{text} Default {human(default)}." if kind == "Millis" else text
+
+
+# The Rust API's option structs (core/src/runtime/passes.rs): {flow: struct}.
+RUST_FLOWS = {"reclaim_all": "FleetOptions", "reconcile": "ReconcileOptions"}
+RUST_PASSES = ROOT / "core/src/runtime/passes.rs"
+RUST_TYPES = {"Flag": "bool", "Count": "usize", "MaybeCount": "Option<usize>", "Millis": "Duration",
+              "MaybeMillis": "Option<Duration>", "Text": "Option<String>", "MaybeText": "Option<String>"}
+
+
+def rust_fields(specs, flow):
+    out = []
+    for _, python, kind, minimum, default, doc, _ in specs[flow]:
+        out += [f"    /// {line}" for line in textwrap.wrap(f"{doc} {rust_tail(kind, minimum, default)}".strip(), WIDTH - 8,
+                                                          break_on_hyphens=False)]
+        out.append(f"    pub {python}: {RUST_TYPES[kind]},")
+    return out
+
+
+def rust_defaults(specs, flow):
+    out = []
+    for _, python, kind, _, _, _, const in specs[flow]:
+        spec = f"flows::{flow}::{const}"
+        value = {"Flag": f"{spec}.default", "Count": f"{spec}.default as usize",
+                 "Millis": f"Duration::from_millis({spec}.default_ms)"}.get(kind, "None")
+        out.append(f"            {python}: {value},")
+    return out
+
+
+def rust_host_options(specs, flow):
+    out = []
+    for node, python, kind, *_ in specs[flow]:
+        value = {"Millis": f"millis(Some(self.{python}))", "MaybeMillis": f"millis(self.{python})"}.get(kind, f"self.{python}")
+        out.append(f'            "{node}": {value},')
+    return out
+
+
+def ts_settings(specs):
+    out = []
+    for flow, (interface, _) in FLOWS.items():
+        out += [f"/** The plain-valued options of {{@link {camel(flow)}}}, checked and defaulted by the core. */" if flow != "reclaim" else
+                "/** The plain-valued options of {@link reclaimSandbox} and {@link sandboxReclaimer}, checked by the core. */",
+                f"export interface {interface} {{"]
+        for node, _, kind, minimum, default, doc, _ in specs[flow]:
+            for other_node, other_python, *_ in specs[flow]:  # an option a doc names, in Node's spelling
+                doc = doc.replace(f"`{other_python}`", f"`{other_node}`")
+            out += ts_doc(f"{doc} {option_tail(kind, minimum, default, 'node')}".strip(), "  ")
+            ts = {"Flag": "boolean", "Text": "string", "MaybeText": "string"}.get(kind, "number")
+            out.append(f"  {node}?: {ts};")
+        out += ["}", ""]
+    return out[:-1]
+
+
+def camel(snake):
+    head, *rest = snake.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def py_parameters(specs, flow):
+    """A Python function's keyword parameters for the flow's options (the default is the core's: `DEFAULT`, or `None`)."""
+    out = []
+    for _, python, kind, *_ in specs[flow]:
+        annotation = {"Flag": "bool = DEFAULT", "Count": "int = DEFAULT", "MaybeCount": "int | None = None",
+                      "Millis": "float = DEFAULT", "MaybeMillis": "float | None = None",
+                      "Text": "str | None = None", "MaybeText": "str | None = None"}[kind]
+        out.append(f"    {python}: {annotation},")
+    return out
+
+
+def py_option_docs(specs, flow):
+    """The docstring's list of the flow's options (blank lines around it, after the RST comment marker)."""
+    out = [""]
+    for _, python, kind, minimum, default, doc, _ in specs[flow]:
+        text = f"{doc} {option_tail(kind, minimum, default, 'python')}".strip().replace("`", "``").replace("````", "``")
+        out += textwrap.wrap(f"* ``{python}``: {text}", WIDTH - 10, initial_indent="    ", subsequent_indent="      ",
+                             break_on_hyphens=False)
+    return out + [""]
+
+
 def replace_region(path, text, comment, region, body):
     """`text` (of `path`) with its `region` between the markers replaced by `body`."""
     begin, end = f"{comment} ---- {BEGIN} [{region}] ----", f"{comment} ---- {END} [{region}] ----"
@@ -334,7 +540,8 @@ def replace_region(path, text, comment, region, body):
         raise SystemExit(f"gen_declarations: {path.relative_to(ROOT)} lacks its markers ({begin!r} ... {end!r})")
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
-    return head + begin + "\n" + "\n".join(body) + "\n" + end + tail
+    indent = head[head.rfind("\n") + 1:]  # the end marker lines up with the begin marker
+    return head + begin + "\n" + "\n".join(body) + "\n" + indent + end + tail
 
 
 def main(args):
@@ -344,8 +551,20 @@ def main(args):
     missing = [name for name in RECORDS + REPORTS if name not in types]
     if missing:
         raise SystemExit(f"gen_declarations: not found in {', '.join(str(s.relative_to(ROOT)) for s in SOURCES)}: {', '.join(missing)}")
+    options = OPTIONS_FILE.read_text()
+    specs = flows(FLOWS_FILE.read_text(), option_names(options), option_defaults(options))
+    python_flows = []
+    for flow, (_, functions) in FLOWS.items():
+        for function in functions:
+            python_flows += [("#", f"{function} options", py_parameters(specs, flow)),
+                             ("..", f"{function} options doc", py_option_docs(specs, flow))]
     regions = {  # file: [(comment, region, body)]
-        TS_FILE: [("//", "records", typescript(types, RECORDS)), ("//", "reports", typescript(types, REPORTS))],
+        TS_FILE: [("//", "records", typescript(types, RECORDS)), ("//", "settings", ts_settings(specs)),
+                  ("//", "reports", typescript(types, REPORTS))],
+        FLOWS_PY: python_flows,
+        RUST_PASSES: [region for flow in RUST_FLOWS for region in [
+            ("//", f"{flow} fields", rust_fields(specs, flow)), ("//", f"{flow} defaults", rust_defaults(specs, flow)),
+            ("//", f"{flow} host options", rust_host_options(specs, flow))]],
         PY_RECORDS: [("#", "records", python_records(types, RECORDS))],
         PY_REPORTS: [("#", "reports", python(types, REPORTS))],
     }
@@ -361,7 +580,7 @@ def main(args):
             print(f"gen_declarations: {path.relative_to(ROOT)} is stale: run python3 scripts/gen_declarations.py",
                   file=sys.stderr)
         if not stale:
-            print(f"declarations: fresh ({len(RECORDS)} record and {len(REPORTS)} report types in TypeScript and Python)")
+            print(f"declarations: fresh ({len(RECORDS)} record and {len(REPORTS)} report types, {len(FLOWS)} flows' options: TypeScript, Python, the Rust API)")
         return 1 if stale else 0
     for path in stale:
         path.write_text(wanted[path])

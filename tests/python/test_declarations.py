@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import inspect
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import sandbox_reclaim as sr
+from sandbox_reclaim import _native
+from sandbox_reclaim._options import DEFAULT
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -61,3 +64,26 @@ def test_an_unknown_leak_reason_reads_as_destroy_failed_as_in_the_core() -> None
     assert sr.DueLeak.from_dict(wire).reason is sr.LeakReason.DESTROY_FAILED
     with pytest.raises(ValueError, match="RunRecord.status must be one of"):
         sr.RunRecord.from_dict({"runId": "r", "threadId": "t", "status": "from-a-newer-writer", "startedAt": 0})
+
+
+@pytest.mark.parametrize(
+    ("flow", "functions"),
+    [("reclaim", ["reclaim_sandbox", "sandbox_reclaimer"]), ("reclaimAll", ["reclaim_all"]),
+     ("reconcile", ["reconcile"]), ("retryLeaks", ["retry_leaks"])],
+)
+def test_each_flows_keyword_arguments_are_the_options_the_core_checks(flow: str, functions: list[str]) -> None:
+    """The generated signatures name exactly the options the core reads (its
+    runtime table, not the generator's reading of it), in its order, with
+    the core's defaults: ``DEFAULT`` or ``None``."""
+    names = list(_native.option_names(flow))
+    for function in functions:
+        parameters = inspect.signature(getattr(sr, function)).parameters
+        taken = [name for name in parameters if name in names]
+        assert taken == names, function
+        for name in names:
+            assert parameters[name].default is DEFAULT or parameters[name].default is None, (function, name)
+    generated = generator()
+    options = generated.OPTIONS_FILE.read_text()
+    specs = generated.flows(generated.FLOWS_FILE.read_text(), generated.option_names(options), generated.option_defaults(options))
+    snake = {"reclaim": "reclaim", "reclaimAll": "reclaim_all", "reconcile": "reconcile", "retryLeaks": "retry_leaks"}[flow]
+    assert [python for _, python, *_ in specs[snake]] == names

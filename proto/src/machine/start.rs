@@ -7,7 +7,8 @@
 use crate::machine::effects::Millis;
 use crate::machine::reconcile::ProviderPlan;
 use crate::machine::{ReclaimAllInput, ReconcileInput, RetryInput};
-use crate::options::{self, defaults, HostOptionError, HostOptions, NoneMeansDefault::*};
+use crate::options::flows::{reclaim, reclaim_all, reconcile as pass, retry_leaks};
+use crate::options::{HostOptionError, HostOptions};
 
 /// A provider of a reconcile pass, as the host read it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,10 +52,10 @@ pub fn reclaim_all(
         records,
         providers,
         store_has_ledger,
-        concurrency: options.count(options::CONCURRENCY, 1, No)?.unwrap_or(defaults::CONCURRENCY),
-        per_provider_concurrency: options.count(options::PER_PROVIDER_CONCURRENCY, 1, Yes)?,
-        destroy_timeout_ms: options.millis(options::DESTROY_TIMEOUT, 1, Yes)?,
-        budget_ms: options.millis(options::BUDGET, 1, Yes)?,
+        concurrency: options.count_of(reclaim_all::CONCURRENCY)?,
+        per_provider_concurrency: options.maybe_count_of(reclaim_all::PER_PROVIDER_CONCURRENCY)?,
+        destroy_timeout_ms: options.maybe_millis_of(reclaim_all::DESTROY_TIMEOUT)?,
+        budget_ms: options.maybe_millis_of(reclaim_all::BUDGET)?,
         progress: start.progress,
         stopped: start.stopped,
     })
@@ -69,23 +70,22 @@ pub fn reconcile(
 ) -> Result<ReconcileInput, HostOptionError> {
     let names: Vec<String> = providers.iter().map(|provider| provider.name.clone()).collect();
     options.provider_names(&names)?;
-    let dry_run = options.flag(options::DRY_RUN, No)?.unwrap_or(false);
-    let retry_leaks = options.flag(options::RETRY_LEAKS, No)?.unwrap_or(true);
-    let concurrency = options.count(options::CONCURRENCY, 1, No)?.unwrap_or(defaults::CONCURRENCY);
-    let per_provider_concurrency = options.count(options::PER_PROVIDER_CONCURRENCY, 1, Yes)?;
-    let destroy_timeout_ms = options.millis(options::DESTROY_TIMEOUT, 1, Yes)?;
-    let budget_ms = options.millis(options::BUDGET, 1, Yes)?;
-    let orphan_grace_ms = options.millis(options::ORPHAN_GRACE, 0, No)?.unwrap_or(defaults::ORPHAN_GRACE_MS);
-    let max_idle_ms = options.millis(options::MAX_IDLE, 1, Yes)?;
-    let limit = options.count(options::LIMIT, 1, No)?.unwrap_or(defaults::LIMIT);
-    let lease_ms = options.millis(options::LEASE, 1, No)?.unwrap_or(defaults::LEASE_MS);
-    let backoff_ms = options.millis(options::BACKOFF, 0, No)?.unwrap_or(defaults::BACKOFF_MS);
-    let max_backoff_ms = options.millis(options::MAX_BACKOFF, 0, No)?.unwrap_or(defaults::MAX_BACKOFF_MS);
-    let registry_retention_ms =
-        options.millis(options::REGISTRY_RETENTION, 0, No)?.unwrap_or(defaults::REGISTRY_RETENTION_MS);
-    let audit_retention_ms = options.millis(options::AUDIT_RETENTION, 0, No)?.unwrap_or(defaults::AUDIT_RETENTION_MS);
-    let owner = options.text(options::OWNER, Yes)?.unwrap_or_else(|| defaults::OWNER.to_owned());
-    let host = match options.text(options::HOST, Yes)? {
+    let dry_run = options.flag_of(pass::DRY_RUN)?;
+    let retry_leaks = options.flag_of(pass::RETRY_LEAKS)?;
+    let concurrency = options.count_of(pass::CONCURRENCY)?;
+    let per_provider_concurrency = options.maybe_count_of(pass::PER_PROVIDER_CONCURRENCY)?;
+    let destroy_timeout_ms = options.maybe_millis_of(pass::DESTROY_TIMEOUT)?;
+    let budget_ms = options.maybe_millis_of(pass::BUDGET)?;
+    let orphan_grace_ms = options.millis_of(pass::ORPHAN_GRACE)?;
+    let max_idle_ms = options.maybe_millis_of(pass::MAX_IDLE)?;
+    let limit = options.count_of(pass::LIMIT)?;
+    let lease_ms = options.millis_of(pass::LEASE)?;
+    let backoff_ms = options.millis_of(pass::BACKOFF)?;
+    let max_backoff_ms = options.millis_of(pass::MAX_BACKOFF)?;
+    let registry_retention_ms = options.millis_of(pass::REGISTRY_RETENTION)?;
+    let audit_retention_ms = options.millis_of(pass::AUDIT_RETENTION)?;
+    let owner = options.text_of(pass::OWNER)?;
+    let host = match options.maybe_text_of(pass::HOST)? {
         Some(host) => host,
         None => start.host_name.clone().filter(|name| !name.is_empty()).unwrap_or_else(host_name),
     };
@@ -124,16 +124,16 @@ pub fn reconcile(
 /// milliseconds. A binding asks only when the caller gave one, so a plain
 /// reclaim crosses no extra native call.
 pub fn reclaim_deadline(options: &HostOptions) -> Result<Option<u64>, HostOptionError> {
-    options.millis(options::DESTROY_TIMEOUT, 1, Yes)
+    options.maybe_millis_of(reclaim::DESTROY_TIMEOUT)
 }
 
 /// `retryLeaks`' input for the provider named `provider_name`.
 pub fn retry(options: &HostOptions, provider_name: String) -> Result<RetryInput, HostOptionError> {
     Ok(RetryInput {
         provider_name,
-        limit: options.count(options::LIMIT, 0, No)?.unwrap_or(defaults::RETRY_LIMIT),
-        lease_ms: options.millis(options::LEASE, 1, No)?.unwrap_or(defaults::LEASE_MS),
-        destroy_timeout_ms: options.millis(options::DESTROY_TIMEOUT, 1, Yes)?,
+        limit: options.count_of(retry_leaks::LIMIT)?,
+        lease_ms: options.millis_of(retry_leaks::LEASE)?,
+        destroy_timeout_ms: options.maybe_millis_of(retry_leaks::DESTROY_TIMEOUT)?,
     })
 }
 
@@ -159,7 +159,7 @@ pub fn pass_holder(host: &str, now: Millis) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::Dialect;
+    use crate::options::{defaults, Dialect};
 
     #[test]
     fn reconcile_defaults_come_from_the_core() {

@@ -17,6 +17,7 @@
 //! contracts, the machines or the wire.
 
 pub mod arguments;
+pub mod flows;
 pub mod provider;
 mod retry;
 
@@ -186,35 +187,20 @@ impl FlowOptions {
         }
     }
 
-    /// The plain-valued options the flow takes, in the order they are checked.
-    pub fn names(self) -> &'static [Name] {
-        const FLEET: [Name; 4] = [CONCURRENCY, PER_PROVIDER_CONCURRENCY, DESTROY_TIMEOUT, BUDGET];
-        const RECONCILE: [Name; 16] = [
-            DRY_RUN,
-            RETRY_LEAKS,
-            CONCURRENCY,
-            PER_PROVIDER_CONCURRENCY,
-            DESTROY_TIMEOUT,
-            BUDGET,
-            ORPHAN_GRACE,
-            MAX_IDLE,
-            LIMIT,
-            LEASE,
-            BACKOFF,
-            MAX_BACKOFF,
-            REGISTRY_RETENTION,
-            AUDIT_RETENTION,
-            OWNER,
-            HOST,
-        ];
-        const RETRY: [Name; 3] = [LIMIT, LEASE, DESTROY_TIMEOUT];
-        const RECLAIM: [Name; 1] = [DESTROY_TIMEOUT];
+    /// The plain-valued options the flow takes, in the order they are
+    /// checked, with their ranges and defaults ([`flows`]).
+    pub fn specs(self) -> &'static [flows::Spec] {
         match self {
-            Self::Reclaim => &RECLAIM,
-            Self::ReclaimAll => &FLEET,
-            Self::Reconcile => &RECONCILE,
-            Self::RetryLeaks => &RETRY,
+            Self::Reclaim => &flows::reclaim::ALL,
+            Self::ReclaimAll => &flows::reclaim_all::ALL,
+            Self::Reconcile => &flows::reconcile::ALL,
+            Self::RetryLeaks => &flows::retry_leaks::ALL,
         }
+    }
+
+    /// The names of [`Self::specs`], in order.
+    pub fn names(self) -> impl Iterator<Item = Name> {
+        self.specs().iter().map(|spec| spec.name())
     }
 }
 
@@ -232,7 +218,7 @@ pub fn respell(flow: FlowOptions, node_values: &Map<String, Value>, dialect: Dia
             }
             Some(value) => value.clone(),
         };
-        respelled.insert(dialect.spell(*name).to_owned(), value);
+        respelled.insert(dialect.spell(name).to_owned(), value);
     }
     respelled
 }
@@ -240,7 +226,7 @@ pub fn respell(flow: FlowOptions, node_values: &Map<String, Value>, dialect: Dia
 /// The option names of `flow` in `dialect`'s spelling: what a binding reads
 /// from the user's options object (each once) and hands to [`HostOptions`].
 pub fn option_names(flow: FlowOptions, dialect: Dialect) -> Vec<&'static str> {
-    flow.names().iter().map(|name| dialect.spell(*name)).collect()
+    flow.names().map(|name| dialect.spell(name)).collect()
 }
 
 impl Dialect {
