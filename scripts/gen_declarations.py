@@ -371,37 +371,40 @@ def json_string(expression):
     return m.group(1)
 
 
-SPEC = re.compile(r"pub const (\w+): (\w+) = (flag|count|maybe_count|millis|maybe_millis|text|maybe_text)\(names::(\w+)(?:, ([^)]*))?\);")
+SPEC = re.compile(r"pub const (\w+): (\w+) =\s*(flag|count|maybe_count|millis|maybe_millis|text|maybe_text)"
+                  r'\(\s*names::(\w+),(.*?)\s*"((?:[^"\\]|\\.)*)",?\s*\);', re.S)
+
+
+def rust_string(literal):
+    """A Rust string literal's text: a backslash-newline drops the line break and the next line's indent."""
+    text = re.sub(r"\\\n\s*", "", literal)
+    if "\\" in text:
+        raise SystemExit(f"gen_declarations: flows.rs: an escape this does not read: {literal!r}")
+    return text
 
 
 def flows(source, names, defaults):
-    """{flow: [(node, python, kind, minimum, default, doc)]} in each flow's `ALL` order."""
+    """{flow: [(node, python, kind, minimum, default, doc, const)]} in each flow's `ALL` order."""
     out = {}
     for flow in FLOWS:
         start = source.index(f"pub mod {flow} {{")
         block = source[start:source.index("\n}\n", start)]
-        specs, doc = {}, []
-        for line in block.split("\n"):
-            line = line.strip()
-            if line.startswith("///"):
-                doc.append(line[3:])
-            elif line.startswith("pub const ") and not line.startswith("pub const ALL"):
-                m = SPEC.fullmatch(line)
-                if not m:
-                    raise SystemExit(f"gen_declarations: flows.rs, {flow}: one spec per line, as `pub const X: Kind = kind(names::X, ...);`: {line!r}")
-                const, kind, _, name, rest = m.groups()
-                args = [arg.strip() for arg in (rest or "").split(",") if arg.strip()]
-                minimum = int(args[0]) if kind in ("Count", "MaybeCount", "Millis", "MaybeMillis") else None
-                default = None
-                if kind in ("Count", "Millis", "Text"):
-                    default = defaults[args[-1].removeprefix("defaults::")] if args[-1].startswith("defaults::") else (
-                        json_string(args[-1]) if kind == "Text" else int(args[-1].replace("_", "")))
-                elif kind == "Flag":
-                    default = {"true": True, "false": False}[args[0]]
-                specs[const] = (*names[name], kind, minimum, default, doc_text(doc), const)
-                doc = []
-            else:
-                doc = []
+        specs = {}
+        for statement in re.findall(r"pub const \w+: \w+ =.*?\);$", block, re.S | re.M):
+            m = SPEC.fullmatch(statement)
+            if not m:
+                raise SystemExit(f"gen_declarations: flows.rs, {flow}: not `pub const X: Kind = kind(names::X, ..., \"doc\");`: "
+                                 f"{statement!r}")
+            const, kind, _, name, rest, doc = m.groups()
+            args = [arg.strip() for arg in rest.split(",") if arg.strip()]
+            minimum = int(args[0]) if kind in ("Count", "MaybeCount", "Millis", "MaybeMillis") else None
+            default = None
+            if kind in ("Count", "Millis", "Text"):
+                default = defaults[args[-1].removeprefix("defaults::")] if args[-1].startswith("defaults::") else (
+                    json_string(args[-1]) if kind == "Text" else int(args[-1].replace("_", "")))
+            elif kind == "Flag":
+                default = {"true": True, "false": False}[args[0]]
+            specs[const] = (*names[name], kind, minimum, default, rust_string(doc), const)
         order = re.findall(r"Spec::\w+\((\w+)\)", block[block.index("pub const ALL"):])
         out[flow] = [specs[const] for const in order]
     return out

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::time::{parse_duration, parse_positive_duration};
+use crate::pass_flags::{OrphansFlags, ReconcileFlags};
+use crate::time::parse_positive_duration;
 
 /// Finds and destroys the sandboxes AI agent runs leave behind: leaks in the
 /// ledger, orphans no record references, idle records.
@@ -61,7 +62,7 @@ pub struct GlobalArgs {
     /// Owner namespace whose sandboxes are ours to sweep [default: sandbox-reclaim]
     #[arg(long, global = true, value_name = "NAME")]
     pub owner: Option<String>,
-    /// TOML config file (flags override it); see examples/sandbox-reclaim.toml
+    /// TOML config file (flags override it); see cli/examples/sandbox-reclaim.toml
     #[arg(long, global = true, env = "SANDBOX_RECLAIM_CONFIG", hide_env_values = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Print one JSON document (JSON lines with --every) instead of text
@@ -116,36 +117,9 @@ pub struct ReconcileArgs {
     /// Run a pass every DURATION until SIGINT/SIGTERM
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub every: Option<Duration>,
+    /// The pass's options: one flag per option of the core's reconcile pass (`pass_flags`).
     #[command(flatten)]
-    pub pass: PassArgs,
-    /// Expire records idle longer than this (their sandboxes are destroyed) [default: never]
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_positive_duration)]
-    pub max_idle: Option<Duration>,
-    /// Start no destroy after this long [default: no budget]
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_positive_duration)]
-    pub budget: Option<Duration>,
-}
-
-/// What a reconcile pass and an orphan sweep share.
-#[derive(Debug, Clone, Default, Args)]
-pub struct PassArgs {
-    /// Destroys in flight at once [default: 16]
-    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = clap::value_parser!(u32).range(1..))]
-    pub concurrency: Option<u32>,
-    /// Cancel a destroy (or a listing) still running after this long [default: none]
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_positive_duration)]
-    pub destroy_timeout: Option<Duration>,
-    /// Spare unreferenced sandboxes younger than this [default: 10m]
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_duration)]
-    pub orphan_grace: Option<Duration>,
-    /// An unlabelled sandbox counts as ours while the store's registry names
-    /// it: its record written or deleted within this long [default: 30d]
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_duration)]
-    pub registry_retention: Option<Duration>,
-    /// The pass holding a provider's sweep prunes its audit rows older than
-    /// this, and its registry rows past --registry-retention [default: 90d]
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_duration)]
-    pub audit_retention: Option<Duration>,
+    pub pass: ReconcileFlags,
 }
 
 #[derive(Debug, Subcommand)]
@@ -158,8 +132,9 @@ pub enum LeaksCommand {
 
 #[derive(Debug, Clone, Args)]
 pub struct RetryArgs {
-    /// Most leaks retried per provider
-    #[arg(long, value_name = "N", default_value_t = 100, allow_hyphen_values = true, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Most leaks retried per provider (the core's default; at least one here,
+    /// where the core's API also takes 0 for a call that retries nothing)
+    #[arg(long, value_name = "N", default_value_t = sandbox_reclaim::options::flows::retry_leaks::LIMIT.default, allow_hyphen_values = true, value_parser = clap::value_parser!(u32).range(1..))]
     pub limit: u32,
     /// Cancel a destroy still running after this long [default: none]
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_positive_duration)]
@@ -171,8 +146,9 @@ pub struct OrphansArgs {
     /// Plan only: list the orphans that would be destroyed
     #[arg(long)]
     pub dry_run: bool,
+    /// The sweep's options (`pass_flags`).
     #[command(flatten)]
-    pub pass: PassArgs,
+    pub pass: OrphansFlags,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -240,38 +216,30 @@ mod tests {
 
     #[test]
     fn registry_retention_and_sweep_unlabelled() {
-        let retention = |cli: Cli| match cli.command {
-            Command::Reconcile(args) => args.pass.registry_retention,
-            Command::Orphans(args) => args.pass.registry_retention,
+        let values = |cli: Cli| match cli.command {
+            Command::Reconcile(args) => args.pass.0,
+            Command::Orphans(args) => args.pass.0,
             _ => unreachable!(),
         };
-        assert_eq!(
-            retention(parse(&["x", "reconcile", "--registry-retention=90d"])),
-            Some(Duration::from_secs(7_776_000))
-        );
-        assert_eq!(retention(parse(&["x", "orphans", "--registry-retention", "0s"])), Some(Duration::ZERO));
-        assert_eq!(retention(parse(&["x", "reconcile"])), None);
-        for bad in ["soon", "-1d", ""] {
-            let error = Cli::try_parse_from(["x", "reconcile", "--registry-retention", bad]).unwrap_err();
-            assert_eq!(error.exit_code(), 2);
-            assert!(error.to_string().contains("--registry-retention"), "{error}");
+        for (flag, key) in [("--registry-retention", "registryRetentionMs"), ("--audit-retention", "auditRetentionMs")]
+        {
+            let given = values(parse(&["x", "reconcile", &format!("{flag}=90d")]));
+            assert_eq!(given.get(key), Some(&serde_json::json!(7_776_000_000_u64)));
+            assert_eq!(values(parse(&["x", "orphans", flag, "0s"])).get(key), Some(&serde_json::json!(0)));
+            assert_eq!(values(parse(&["x", "reconcile"])).get(key), None);
+            for bad in ["soon", "-1d", ""] {
+                let error = Cli::try_parse_from(["x", "reconcile", flag, bad]).unwrap_err();
+                assert_eq!(error.exit_code(), 2);
+                assert!(error.to_string().contains(flag), "{error}");
+            }
+            assert!(Cli::try_parse_from(["x", "status", &format!("{flag}=1d")]).is_err(), "a pass flag only");
         }
-        assert!(Cli::try_parse_from(["x", "status", "--registry-retention=1d"]).is_err(), "a pass flag only");
-
-        let audit = |cli: Cli| match cli.command {
-            Command::Reconcile(args) => args.pass.audit_retention,
-            Command::Orphans(args) => args.pass.audit_retention,
-            _ => unreachable!(),
-        };
-        assert_eq!(audit(parse(&["x", "reconcile", "--audit-retention=7d"])), Some(Duration::from_secs(604_800)));
-        assert_eq!(audit(parse(&["x", "orphans", "--audit-retention", "0s"])), Some(Duration::ZERO));
-        assert_eq!(audit(parse(&["x", "reconcile"])), None);
-        for bad in ["soon", "-1d", ""] {
-            let error = Cli::try_parse_from(["x", "reconcile", "--audit-retention", bad]).unwrap_err();
-            assert_eq!(error.exit_code(), 2);
-            assert!(error.to_string().contains("--audit-retention"), "{error}");
-        }
-        assert!(Cli::try_parse_from(["x", "status", "--audit-retention=1d"]).is_err(), "a pass flag only");
+        // The core's pass options are flags; `orphans` takes only the sweep's.
+        let given = values(parse(&["x", "reconcile", "--lease", "2m", "--limit", "10", "--max-idle", "1h"]));
+        assert_eq!(given.get("leaseMs"), Some(&serde_json::json!(120_000)));
+        assert_eq!(given.get("limit"), Some(&serde_json::json!(10)));
+        assert!(Cli::try_parse_from(["x", "orphans", "--max-idle", "1h"]).is_err(), "orphans expire nothing");
+        assert!(Cli::try_parse_from(["x", "reconcile", "--concurrency", "0"]).is_err(), "the core's minimum");
 
         assert!(parse(&["x", "--sweep-unlabelled", "reconcile"]).global.sweep_unlabelled);
         assert!(parse(&["x", "orphans", "--daytona", "--sweep-unlabelled"]).global.sweep_unlabelled);

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::args::{GlobalArgs, LogFormat, PassArgs, ReconcileArgs};
+use crate::args::{GlobalArgs, LogFormat, OrphansArgs, ReconcileArgs};
 use crate::error::Failure;
+use crate::pass_flags::{Pass, PassValues};
 use crate::redact::{redact, redact_text};
 use crate::time::{parse_duration, parse_positive_duration};
 
@@ -30,7 +31,8 @@ pub struct ConfigFile {
     pub e2b: Option<HostedSection>,
     pub daytona: Option<HostedSection>,
     pub vercel: Option<VercelSection>,
-    pub reconcile: Option<ReconcileSection>,
+    /// A pass's options by their flags' names (`pass_flags::from_config` reads them).
+    pub reconcile: Option<toml::Table>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -112,18 +114,6 @@ impl std::fmt::Debug for VercelSection {
     }
 }
 
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct ReconcileSection {
-    pub concurrency: Option<u32>,
-    pub destroy_timeout: Option<String>,
-    pub orphan_grace: Option<String>,
-    pub registry_retention: Option<String>,
-    pub audit_retention: Option<String>,
-    pub max_idle: Option<String>,
-    pub budget: Option<String>,
-}
-
 /// Where the store lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreSpec {
@@ -187,18 +177,13 @@ impl std::fmt::Debug for HostedSpec {
     }
 }
 
-/// A pass's tuning after flags and config merged. `every` is a flag only:
-/// a config file never turns a one-off pass into a service.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// A pass's tuning after flags and config merged: its option values as the
+/// plan carries them (`pass_flags`). `every` is a flag only: a config file
+/// never turns a one-off pass into a service.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct PassSettings {
     pub every: Option<Duration>,
-    pub concurrency: Option<u32>,
-    pub destroy_timeout: Option<Duration>,
-    pub orphan_grace: Option<Duration>,
-    pub registry_retention: Option<Duration>,
-    pub audit_retention: Option<Duration>,
-    pub max_idle: Option<Duration>,
-    pub budget: Option<Duration>,
+    pub values: PassValues,
 }
 
 /// Everything the command runs with.
@@ -401,24 +386,9 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
         (None, None) => None,
     };
 
-    let section = file.reconcile.unwrap_or_default();
-    if section.concurrency == Some(0) {
-        return Err(Failure::usage(key("reconcile.concurrency"), "must be at least 1"));
-    }
-    let pass = PassSettings {
-        every: None,
-        concurrency: section.concurrency,
-        destroy_timeout: config_duration("reconcile.destroy-timeout", section.destroy_timeout.as_ref(), true)?,
-        orphan_grace: config_duration("reconcile.orphan-grace", section.orphan_grace.as_ref(), false)?,
-        registry_retention: config_duration(
-            "reconcile.registry-retention",
-            section.registry_retention.as_ref(),
-            false,
-        )?,
-        audit_retention: config_duration("reconcile.audit-retention", section.audit_retention.as_ref(), false)?,
-        max_idle: config_duration("reconcile.max-idle", section.max_idle.as_ref(), true)?,
-        budget: config_duration("reconcile.budget", section.budget.as_ref(), true)?,
-    };
+    let values = crate::pass_flags::from_config(&file.reconcile.unwrap_or_default())
+        .map_err(|(name, message)| Failure::usage(key(&format!("reconcile.{name}")), message))?;
+    let pass = PassSettings { every: None, values };
 
     Ok(Settings {
         store,
@@ -439,25 +409,20 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
 impl PassSettings {
     /// `reconcile`'s flags over the config file's `[reconcile]`.
     pub fn with_reconcile(&self, args: &ReconcileArgs) -> Self {
-        Self {
-            every: args.every.or(self.every),
-            max_idle: args.max_idle.or(self.max_idle),
-            budget: args.budget.or(self.budget),
-            ..self.with_pass(&args.pass)
-        }
+        Self { every: args.every.or(self.every), values: merged(Pass::Reconcile, &self.values, &args.pass.0) }
     }
 
-    /// The shared pass flags over the config file's `[reconcile]`.
-    pub fn with_pass(&self, args: &PassArgs) -> Self {
-        Self {
-            concurrency: args.concurrency.or(self.concurrency),
-            destroy_timeout: args.destroy_timeout.or(self.destroy_timeout),
-            orphan_grace: args.orphan_grace.or(self.orphan_grace),
-            registry_retention: args.registry_retention.or(self.registry_retention),
-            audit_retention: args.audit_retention.or(self.audit_retention),
-            ..self.clone()
-        }
+    /// `orphans`' flags over the config file's `[reconcile]` (what the sweep takes of it).
+    pub fn with_orphans(&self, args: &OrphansArgs) -> Self {
+        Self { every: self.every, values: merged(Pass::Orphans, &self.values, &args.pass.0) }
     }
+}
+
+/// `pass`'s own values of the file, the flags winning.
+fn merged(pass: Pass, file: &PassValues, flags: &PassValues) -> PassValues {
+    let mut values = pass.only_its_own(file);
+    values.extend(flags.iter().map(|(key, value)| (*key, value.clone())));
+    values
 }
 
 /// `sqlite:PATH` (also `sqlite://PATH`) or `postgres://...` / `postgresql://...`.
@@ -565,39 +530,39 @@ mod tests {
     }
 
     #[test]
-    fn registry_retention_from_the_config_and_the_flags() {
-        let settings = resolved(&sqlite(), "[reconcile]\nregistry-retention = \"90d\"\n").unwrap();
-        assert_eq!(settings.pass.registry_retention, Some(Duration::from_secs(90 * 86_400)));
-        assert_eq!(resolved(&sqlite(), "").unwrap().pass.registry_retention, None, "the core's default");
+    fn pass_options_from_the_config_and_the_flags() {
+        use crate::pass_flags::{OrphansFlags, ReconcileFlags};
+        use serde_json::json;
+
+        let text = "[reconcile]\nregistry-retention = \"90d\"\naudit-retention = \"7d\"\nmax-idle = \"1h\"\n";
+        let settings = resolved(&sqlite(), text).unwrap();
+        assert_eq!(settings.pass.values.get("registryRetentionMs"), Some(&json!(90 * 86_400_000_u64)));
+        assert_eq!(settings.pass.values.get("auditRetentionMs"), Some(&json!(7 * 86_400_000_u64)));
+        assert!(resolved(&sqlite(), "").unwrap().pass.values.is_empty(), "the core's defaults");
         let zero = resolved(&sqlite(), "[reconcile]\nregistry-retention = \"0s\"\n").unwrap();
-        assert_eq!(zero.pass.registry_retention, Some(Duration::ZERO));
-        // The flag (reconcile and orphans) wins over the file.
-        let flag = PassArgs { registry_retention: Some(Duration::from_secs(3600)), ..PassArgs::default() };
-        assert_eq!(settings.pass.with_pass(&flag).registry_retention, Some(Duration::from_secs(3600)));
-        let reconcile = ReconcileArgs { pass: flag, ..ReconcileArgs::default() };
-        assert_eq!(settings.pass.with_reconcile(&reconcile).registry_retention, Some(Duration::from_secs(3600)));
-        assert_eq!(settings.pass.with_pass(&PassArgs::default()).registry_retention, settings.pass.registry_retention);
+        assert_eq!(zero.pass.values.get("registryRetentionMs"), Some(&json!(0)));
+        // The flag (reconcile and orphans) wins over the file; orphans drops what it does not take.
+        let flags = PassValues::from([("registryRetentionMs", json!(3_600_000))]);
+        let reconcile = ReconcileArgs { pass: ReconcileFlags(flags.clone()), ..ReconcileArgs::default() };
+        let merged = settings.pass.with_reconcile(&reconcile);
+        assert_eq!(merged.values.get("registryRetentionMs"), Some(&json!(3_600_000)));
+        assert_eq!(merged.values.get("maxIdleMs"), Some(&json!(3_600_000)));
+        let orphans = settings.pass.with_orphans(&OrphansArgs { pass: OrphansFlags(flags), ..OrphansArgs::default() });
+        assert_eq!(orphans.values.get("registryRetentionMs"), Some(&json!(3_600_000)));
+        assert_eq!(orphans.values.get("auditRetentionMs"), Some(&json!(7 * 86_400_000_u64)));
+        assert_eq!(orphans.values.get("maxIdleMs"), None, "orphans expire nothing");
 
-        for bad in ["\"a month\"", "\"-1d\"", "\"\""] {
-            let error = resolved(&sqlite(), &format!("[reconcile]\nregistry-retention = {bad}\n")).unwrap_err();
-            assert!(error.to_string().starts_with("reconcile.registry-retention: "), "{bad}: {error}");
+        for (key, bad) in [
+            ("registry-retention", "\"a month\""),
+            ("registry-retention", "\"-1d\""),
+            ("audit-retention", "\"\""),
+            ("audit-retention", "30"),
+            ("concurrency", "0"),
+            ("destroy-timeout", "\"0s\""),
+        ] {
+            let error = resolved(&sqlite(), &format!("[reconcile]\n{key} = {bad}\n")).unwrap_err();
+            assert!(error.to_string().starts_with(&format!("reconcile.{key}: ")), "{bad}: {error}");
             assert_eq!(error.exit_code(), crate::error::EXIT_USAGE);
-        }
-        let file: Result<ConfigFile, _> = toml::from_str("[reconcile]\nregistry-retention = 30\n");
-        assert!(file.unwrap_err().to_string().contains("registry-retention"));
-    }
-
-    #[test]
-    fn audit_retention_from_the_config_and_the_flags() {
-        let settings = resolved(&sqlite(), "[reconcile]\naudit-retention = \"7d\"\n").unwrap();
-        assert_eq!(settings.pass.audit_retention, Some(Duration::from_secs(7 * 86_400)));
-        assert_eq!(resolved(&sqlite(), "").unwrap().pass.audit_retention, None, "the core's default");
-        let flag = PassArgs { audit_retention: Some(Duration::from_secs(3600)), ..PassArgs::default() };
-        assert_eq!(settings.pass.with_pass(&flag).audit_retention, Some(Duration::from_secs(3600)));
-        assert_eq!(settings.pass.with_pass(&PassArgs::default()).audit_retention, settings.pass.audit_retention);
-        for bad in ["\"forever\"", "\"-1d\""] {
-            let error = resolved(&sqlite(), &format!("[reconcile]\naudit-retention = {bad}\n")).unwrap_err();
-            assert!(error.to_string().starts_with("reconcile.audit-retention: "), "{bad}: {error}");
         }
     }
 

@@ -113,24 +113,16 @@ pub fn from_reclaim(error: sandbox_reclaim::ReclaimError) -> Failure {
     }
 }
 
-/// The flag behind each pass option a plan carries, keyed by the option's id.
-const OPTION_FLAGS: [(OptionId, &str); 11] = [
-    (OptionId::DryRun, "--dry-run"),
-    (OptionId::Concurrency, "--concurrency"),
-    (OptionId::DestroyTimeout, "--destroy-timeout"),
-    (OptionId::OrphanGrace, "--orphan-grace"),
-    (OptionId::RegistryRetention, "--registry-retention"),
-    (OptionId::AuditRetention, "--audit-retention"),
-    (OptionId::MaxIdle, "--max-idle"),
-    (OptionId::Budget, "--budget"),
-    (OptionId::Owner, "--owner"),
-    (OptionId::Host, "--host"),
-    (OptionId::Limit, "--limit"),
-];
+/// The flags behind the options the command decides itself, keyed by the
+/// option's id; every other pass option is a flag named by its spec
+/// (`pass_flags::flag_of`).
+const OPTION_FLAGS: [(OptionId, &str); 3] =
+    [(OptionId::DryRun, "--dry-run"), (OptionId::Owner, "--owner"), (OptionId::Host, "--host")];
 
 /// The flag that sets `option`; `providers` for anything else: what the
 /// provider flags decide (`--docker/...` in the binary, `--providers` for a
 /// providers module).
-pub fn flag_of(option: Option<OptionId>, providers: &'static str) -> &'static str {
-    OPTION_FLAGS.iter().find(|(id, _)| Some(*id) == option).map_or(providers, |(_, flag)| flag)
+pub fn flag_of(option: Option<OptionId>, providers: &'static str) -> String {
+    let own = OPTION_FLAGS.iter().find(|(id, _)| Some(*id) == option).map(|(_, flag)| (*flag).to_owned());
+    own.or_else(|| option.and_then(crate::pass_flags::flag_of)).unwrap_or_else(|| providers.to_owned())
 }

@@ -21,7 +21,8 @@ use crate::commands::reconcile::emit_to;
 use crate::config::{self, StoreSpec};
 use crate::error::EXIT_USAGE;
 use crate::output::Mode;
-use crate::pass_options::{millis, pass_options};
+use crate::pass_flags::millis;
+use crate::pass_options::pass_options;
 
 /// Runs the command with `args` (without the program name); answers its
 /// exit code. Usage errors and `--help` print as the binary prints them.
@@ -117,14 +118,12 @@ pub fn host_plan(args: Vec<String>) -> Result<String, Refused> {
             "error: --metrics-addr: metrics are served by the native command; run without --providers to serve them",
         ));
     }
-    let (dry_run, every, pass, max_idle, budget) = match &cli.command {
-        Command::Reconcile(args) => {
-            let pass = settings.pass.with_reconcile(args);
-            (args.dry_run, pass.every, pass.clone(), pass.max_idle, pass.budget)
-        }
-        Command::Orphans(args) => (args.dry_run, None, settings.pass.with_pass(&args.pass), None, None),
+    let (dry_run, pass) = match &cli.command {
+        Command::Reconcile(args) => (args.dry_run, settings.pass.with_reconcile(args)),
+        Command::Orphans(args) => (args.dry_run, settings.pass.with_orphans(args)),
         _ => return Ok(json!({ "providers": null, "args": rest }).to_string()),
     };
+    let every = pass.every;
     let store = match &settings.store {
         StoreSpec::Sqlite(path) => json!({ "kind": "sqlite", "path": path }),
         StoreSpec::Postgres { url, schema } => json!({ "kind": "postgres", "url": url, "schema": schema }),
@@ -139,21 +138,20 @@ pub fn host_plan(args: Vec<String>) -> Result<String, Refused> {
             }
         }
     }
-    let options =
-        pass_options(&settings, &pass, dry_run, matches!(cli.command, Command::Reconcile(_)), max_idle, budget);
+    let options = pass_options(&settings, &pass, dry_run, matches!(cli.command, Command::Reconcile(_)));
     let mut plan = json!({
         "providers": providers,
         "args": rest,
         "command": cli.command.name(),
         "store": store,
         "storeDescribed": described,
-        "connectTimeoutMs": millis(Some(settings.connect_timeout)),
+        "connectTimeoutMs": millis(settings.connect_timeout),
         "docker": settings.docker.as_ref().map(|docker| json!({ "url": docker.url, "name": docker.name })),
         "local": settings.local.as_ref().map(|local| json!({ "baseDir": local.base_dir, "name": local.name })),
         // Names and flags only: a credential never enters the plan.
         "hosted": settings.hosted.iter().map(|spec| json!({ "flag": format!("--{}", spec.vendor.key()), "name": spec.name })).collect::<Vec<_>>(),
         "json": settings.json,
-        "everyMs": millis(every),
+        "everyMs": every.map_or(Value::Null, millis),
     });
     if let Value::Object(plan) = &mut plan {
         plan.extend(options);
@@ -267,6 +265,18 @@ mod tests {
         let refused = host_plan(args.into_iter().map(String::from).collect()).unwrap_err();
         assert_eq!(refused.exit_code, EXIT_USAGE);
         assert!(refused.message.contains("--registry-retention"), "{refused:?}");
+    }
+
+    #[test]
+    fn the_plan_carries_every_pass_flag_under_its_node_name() {
+        let base = ["--providers=./p.mjs", "--store=sqlite:/nonexistent/s.db", "--local=/nonexistent/l"];
+        let with = |extra: &[&str]| plan(&[&base[..], extra].concat());
+        let planned = with(&["reconcile", "--lease=2m", "--backoff=1s", "--per-provider-concurrency=3"]);
+        assert_eq!((planned["leaseMs"].clone(), planned["backoffMs"].clone()), (json!(120_000), json!(1000)));
+        assert_eq!(planned["perProviderConcurrency"], 3);
+        assert_eq!(with(&["orphans", "--lease=1m"])["leaseMs"], 60_000);
+        let args = [&base[..], &["orphans", "--max-idle=1h"]].concat();
+        assert_eq!(host_plan(args.into_iter().map(String::from).collect()).unwrap_err().exit_code, EXIT_USAGE);
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod host;
 pub mod hosted;
 pub mod metrics;
 pub mod output;
+pub mod pass_flags;
 pub mod pass_options;
 pub mod progress;
 pub mod providers;

@@ -14,40 +14,28 @@ use sandbox_reclaim::options::{self, Dialect, FlowOptions, HostOptions};
 use crate::config::{PassSettings, Settings};
 use crate::error::{flag_of, Failure};
 
-/// A duration as the plan carries it: whole milliseconds (saturating), or `null`.
-pub fn millis(duration: Option<std::time::Duration>) -> Value {
-    duration.map_or(Value::Null, |duration| json!(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)))
-}
-
 /// A pass's options as the core's host path reads them (Node's spelling,
-/// milliseconds): what a `--providers` plan hands its host, and what the
-/// binary has the core check ([`check_plan_options`]) before
-/// it opens anything, so both refuse the same values naming the same flag.
+/// milliseconds): what a `--providers` plan hands its host, what the binary
+/// has the core check ([`check_plan_options`]) before it opens anything, so
+/// both refuse the same values naming the same flag, and what the binary's
+/// pass runs with. `pass` holds the subcommand's own option values
+/// (`pass_flags`); the command adds what it decides itself.
 pub fn pass_options(
     settings: &Settings,
     pass: &PassSettings,
     dry_run: bool,
     reconcile: bool,
-    max_idle: Option<std::time::Duration>,
-    budget: Option<std::time::Duration>,
 ) -> serde_json::Map<String, Value> {
-    let options = json!({
-        "owner": settings.owner,
-        "host": settings.host,
-        "dryRun": dry_run,
-        "retryLeaks": reconcile,
-        "concurrency": pass.concurrency,
-        "destroyTimeoutMs": millis(pass.destroy_timeout),
-        "orphanGraceMs": millis(pass.orphan_grace),
-        "registryRetentionMs": millis(pass.registry_retention),
-        "auditRetentionMs": millis(pass.audit_retention),
-        "maxIdleMs": millis(max_idle),
-        "budgetMs": millis(budget),
-    });
-    match options {
-        Value::Object(options) => options,
-        _ => serde_json::Map::new(),
+    let mut options: serde_json::Map<String, Value> =
+        pass.values.iter().map(|(key, value)| ((*key).to_owned(), value.clone())).collect();
+    options.insert("dryRun".to_owned(), json!(dry_run));
+    options.insert("retryLeaks".to_owned(), json!(reconcile));
+    for (key, value) in [("owner", &settings.owner), ("host", &settings.host)] {
+        if let Some(value) = value {
+            options.insert(key.to_owned(), json!(value));
+        }
     }
+    options
 }
 
 /// The plan's pass options (`host_plan`), checked by the core before any pass

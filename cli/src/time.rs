@@ -18,9 +18,15 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// A duration of at least one millisecond.
 pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
+    parse_duration_at_least(text, 1)
+}
+
+/// A duration of at least `min_ms` milliseconds (a pass option's minimum, as the core states it).
+pub fn parse_duration_at_least(text: &str, min_ms: u64) -> Result<Duration, String> {
     let duration = parse_duration(text)?;
-    if duration < Duration::from_millis(1) {
-        return Err(format!("`{text}` is too short: must be at least 1ms"));
+    let minimum = Duration::from_millis(min_ms);
+    if duration < minimum {
+        return Err(format!("`{text}` is too short: must be at least {}", humantime::format_duration(minimum)));
     }
     Ok(duration)
 }

@@ -60,6 +60,10 @@ fn word() -> impl Strategy<Value = String> {
         "--orphan-grace",
         "--registry-retention",
         "--audit-retention",
+        "--lease",
+        "--backoff",
+        "--max-backoff",
+        "--per-provider-concurrency",
         "--owner",
         "--host",
         "--pg-schema",
@@ -132,7 +136,8 @@ proptest! {
         "store", "pg-schema", "connect-timeout", "owner", "host", "metrics-addr", "log-format",
         "docker.url", "docker.name", "local.base-dir", "e2b.api-key", "daytona.api-url", "vercel.project-id",
         "reconcile.budget", "reconcile.max-idle", "reconcile.orphan-grace", "reconcile.registry-retention",
-        "reconcile.audit-retention", "reconcile.destroy-timeout",
+        "reconcile.audit-retention", "reconcile.destroy-timeout", "reconcile.lease", "reconcile.concurrency",
+        "reconcile.no-such-key",
     ])) {
         let path = Path::new("/nonexistent/sandbox-reclaim.toml");
         let _ = config::parse(&raw, path);

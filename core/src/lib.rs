@@ -59,7 +59,9 @@ pub use providers::{HostedError, HostedSandboxProvider};
 pub use providers::{VercelConfig, VercelProvider};
 pub use runtime::api::{reclaim_sandbox, retry_leaks, sandbox_reclaimer, ReclaimOptions};
 pub use runtime::driver::{ProgressCallback, StopSignal};
-pub use runtime::passes::{reclaim_all, reconcile, FleetOptions, InvalidOption, ReconcileOptions, DEFAULT_OWNER};
+pub use runtime::passes::{
+    reclaim_all, reconcile, reconcile_values, FleetOptions, InvalidOption, PassHosts, ReconcileOptions, DEFAULT_OWNER,
+};
 pub use stores::memory::InMemorySandboxInstanceStore;
 // Namespaces, process groups and pid start times: Unix only (a Windows build
 // of the bindings has DockerProvider, and LocalProvider says it is missing).

@@ -1,5 +1,7 @@
 //! `leaks list` and `leaks retry`.
 
+use std::time::Duration;
+
 use sandbox_reclaim::{retry_leaks, LeakEntry, LeakReason, RetryOptions, SandboxProvider, ScheduledLeak, StoreError};
 use serde_json::{json, Value};
 
@@ -136,7 +138,16 @@ pub async fn retry(context: &Context, args: &RetryArgs) -> Result<i32, Failure> 
     let providers = Providers::build(&context.settings, None, true).await?;
     let options = RetryOptions {
         limit: args.limit as usize,
-        destroy_timeout: args.destroy_timeout.or(context.settings.pass.destroy_timeout),
+        // The flag, else `[reconcile] destroy-timeout`.
+        destroy_timeout: args.destroy_timeout.or_else(|| {
+            context
+                .settings
+                .pass
+                .values
+                .get("destroyTimeoutMs")
+                .and_then(serde_json::Value::as_u64)
+                .map(Duration::from_millis)
+        }),
         ..RetryOptions::default()
     };
     let mut rows = Vec::new();

@@ -10,7 +10,7 @@ pub mod status;
 
 use std::time::Duration;
 
-use sandbox_reclaim::{FleetStore, ReconcileOptions, ReconcileReport, StopSignal};
+use sandbox_reclaim::{FleetStore, PassHosts, ReconcileReport, StopSignal};
 use tokio::sync::watch;
 
 use crate::config::PassSettings;
@@ -76,10 +76,12 @@ pub struct PassPlan<'a> {
 /// `--providers` refuses (a duration too long for the core, say), naming the
 /// same flag through the option's id.
 pub fn check_pass(context: &Context, plan: &PassPlan<'_>) -> Result<(), Failure> {
-    let max_idle = if plan.orphans_only { None } else { plan.settings.max_idle };
-    let (reconcile, budget) = (!plan.orphans_only, plan.settings.budget);
-    let options = pass_options(&context.settings, plan.settings, plan.dry_run, reconcile, max_idle, budget);
-    check_plan_options(&serde_json::Value::Object(options), sandbox_reclaim::options::Dialect::Node)
+    check_plan_options(&serde_json::Value::Object(options_of(context, plan)), sandbox_reclaim::options::Dialect::Node)
+}
+
+/// The pass's options as the core reads them (the plan's keys).
+fn options_of(context: &Context, plan: &PassPlan<'_>) -> serde_json::Map<String, serde_json::Value> {
+    pass_options(&context.settings, plan.settings, plan.dry_run, !plan.orphans_only)
 }
 
 /// Runs one reconcile pass with a progress bar.
@@ -92,29 +94,9 @@ pub async fn run_pass(
 ) -> Result<ReconcileReport, Failure> {
     let progress = Progress::start(true);
     let on_progress = |event: &serde_json::Value| progress.event(event);
-    let mut options = ReconcileOptions::new(providers.as_dyn(), store);
-    options.dry_run = plan.dry_run;
-    if let Some(concurrency) = plan.settings.concurrency {
-        options.concurrency = concurrency as usize;
-    }
-    options.destroy_timeout = plan.settings.destroy_timeout;
-    options.budget = plan.settings.budget;
-    if let Some(grace) = plan.settings.orphan_grace {
-        options.orphan_grace = grace;
-    }
-    if let Some(retention) = plan.settings.registry_retention {
-        options.registry_retention = retention;
-    }
-    if let Some(retention) = plan.settings.audit_retention {
-        options.audit_retention = retention;
-    }
-    options.max_idle = if plan.orphans_only { None } else { plan.settings.max_idle };
-    options.retry_leaks = !plan.orphans_only;
-    options.owner = context.settings.owner.clone();
-    options.host = context.settings.host.clone();
-    options.on_progress = Some(&on_progress);
-    options.stop = Some(stop);
-    let result = sandbox_reclaim::reconcile(options).await;
+    // The options as checked by `check_pass`: the command maps none of them by hand.
+    let hosts = PassHosts { providers: providers.as_dyn(), store, on_progress: Some(&on_progress), stop: Some(stop) };
+    let result = sandbox_reclaim::reconcile_values(options_of(context, plan), hosts).await;
     progress.finish();
     result.map_err(from_reclaim)
 }

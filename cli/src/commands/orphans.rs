@@ -12,7 +12,7 @@ use crate::providers::Providers;
 use crate::Context;
 
 pub async fn run(context: &Context, args: &OrphansArgs) -> Result<i32, Failure> {
-    let settings = context.settings.pass.with_pass(&args.pass);
+    let settings = context.settings.pass.with_orphans(args);
     let plan = PassPlan { settings: &settings, dry_run: args.dry_run, orphans_only: true };
     check_pass(context, &plan)?;
     let store = context.open_store().await?;

@@ -250,7 +250,31 @@ pub async fn reclaim_all(records: &[RunRecord], options: FleetOptions<'_>) -> Re
 /// host's options take: a refusal is [`ReclaimError::InvalidOption`], whose
 /// [`HostOptionError`] names the field (Node's spelling) and its `OptionId`.
 pub async fn reconcile(options: ReconcileOptions<'_>) -> Result<ReconcileReport, ReclaimError> {
-    let providers = options
+    let values = options.host_options();
+    let ReconcileOptions { providers, store, on_progress, stop, .. } = options;
+    reconcile_with(values, PassHosts { providers, store, on_progress, stop }).await
+}
+
+/// What a reconcile pass runs on, beside its option values.
+pub struct PassHosts<'a> {
+    pub providers: Vec<&'a dyn SandboxProvider>,
+    pub store: &'a dyn FleetStore,
+    pub on_progress: Option<ProgressCallback<'a>>,
+    pub stop: Option<&'a StopSignal>,
+}
+
+/// One reconcile pass with its options given as a Node host gives them
+/// (`values`: Node's spelling, milliseconds; what the command's pass plan
+/// holds): the same checks, defaults and refusals as [`reconcile`].
+pub async fn reconcile_values(
+    values: Map<String, Value>,
+    hosts: PassHosts<'_>,
+) -> Result<ReconcileReport, ReclaimError> {
+    reconcile_with(HostOptions::from_values(object(Value::Object(values)), Dialect::Node), hosts).await
+}
+
+async fn reconcile_with(options: HostOptions, hosts: PassHosts<'_>) -> Result<ReconcileReport, ReclaimError> {
+    let providers = hosts
         .providers
         .iter()
         .map(|provider| HostProvider {
@@ -262,20 +286,20 @@ pub async fn reconcile(options: ReconcileOptions<'_>) -> Result<ReconcileReport,
     // Every store this crate ships keeps the registry and prunes; a Rust
     // store without them answers with the contract's defaults.
     let start = PassStart {
-        progress: options.on_progress.is_some(),
-        stopped: options.stop.is_some_and(StopSignal::is_stopped),
+        progress: hosts.on_progress.is_some(),
+        stopped: hosts.stop.is_some_and(StopSignal::is_stopped),
         host_name: None,
         registry: true,
         prune: true,
     };
     let now = now_millis();
-    let input = start::reconcile(&options.host_options(), providers, start, now)?;
+    let input = start::reconcile(&options, providers, start, now)?;
     let mut flow = Reconcile::new(input, now);
     let host = Host {
-        providers: options.providers.clone(),
-        fleet: Some(options.store),
-        progress: options.on_progress,
-        stop: options.stop,
+        providers: hosts.providers.clone(),
+        fleet: Some(hosts.store),
+        progress: hosts.on_progress,
+        stop: hosts.stop,
         ..Host::default()
     };
     match run(&mut flow, host).await? {

@@ -21,6 +21,7 @@ pub mod flows;
 pub mod provider;
 mod retry;
 
+pub use flows::{option_names, respell, FlowOptions};
 pub use retry::RetryOptions;
 
 use serde_json::{Map, Value};
@@ -164,70 +165,6 @@ pub const AUDIT_RETENTION: Name = duration(OptionId::AuditRetention, "auditReten
 pub const OWNER: Name = name(OptionId::Owner, "owner", "owner");
 pub const HOST: Name = name(OptionId::Host, "host", "host");
 pub const PROVIDERS: Name = name(OptionId::Providers, "providers", "providers");
-
-/// The flows whose options a host hands over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FlowOptions {
-    /// `reclaimSandbox` / `sandboxReclaimer` (only when the caller gives a deadline).
-    Reclaim,
-    ReclaimAll,
-    Reconcile,
-    RetryLeaks,
-}
-
-impl FlowOptions {
-    /// Parses the flow's name as the bindings say it (`reclaim`, `reclaimAll`, `reconcile`, `retryLeaks`).
-    pub fn parse(flow: &str) -> Option<Self> {
-        match flow {
-            "reclaim" => Some(Self::Reclaim),
-            "reclaimAll" => Some(Self::ReclaimAll),
-            "reconcile" => Some(Self::Reconcile),
-            "retryLeaks" => Some(Self::RetryLeaks),
-            _ => None,
-        }
-    }
-
-    /// The plain-valued options the flow takes, in the order they are
-    /// checked, with their ranges and defaults ([`flows`]).
-    pub fn specs(self) -> &'static [flows::Spec] {
-        match self {
-            Self::Reclaim => &flows::reclaim::ALL,
-            Self::ReclaimAll => &flows::reclaim_all::ALL,
-            Self::Reconcile => &flows::reconcile::ALL,
-            Self::RetryLeaks => &flows::retry_leaks::ALL,
-        }
-    }
-
-    /// The names of [`Self::specs`], in order.
-    pub fn names(self) -> impl Iterator<Item = Name> {
-        self.specs().iter().map(|spec| spec.name())
-    }
-}
-
-/// `flow`'s options as given in the Node spelling (camelCase, durations in
-/// milliseconds: what the command's pass plan holds), respelled for
-/// `dialect` (Python: snake_case, seconds). Options absent or null are left
-/// out; nothing is checked here (the flow's start checks what it is given).
-pub fn respell(flow: FlowOptions, node_values: &Map<String, Value>, dialect: Dialect) -> Map<String, Value> {
-    let mut respelled = Map::new();
-    for name in flow.names() {
-        let value = match node_values.get(name.node) {
-            None | Some(Value::Null) => continue,
-            Some(Value::Number(millis)) if name.duration && dialect == Dialect::Python => {
-                millis.as_f64().map_or(Value::Null, |millis| Value::from(millis / 1000.0))
-            }
-            Some(value) => value.clone(),
-        };
-        respelled.insert(dialect.spell(name).to_owned(), value);
-    }
-    respelled
-}
-
-/// The option names of `flow` in `dialect`'s spelling: what a binding reads
-/// from the user's options object (each once) and hands to [`HostOptions`].
-pub fn option_names(flow: FlowOptions, dialect: Dialect) -> Vec<&'static str> {
-    flow.names().map(|name| dialect.spell(name)).collect()
-}
 
 impl Dialect {
     /// `name` as this host spells it.
