@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use sandbox_reclaim::report::messages;
 use serde::Deserialize;
 
 use crate::args::{GlobalArgs, LogFormat, OrphansArgs, ReconcileArgs};
@@ -211,7 +212,8 @@ const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Reads and parses `--config FILE`.
 pub fn load(path: &Path) -> Result<ConfigFile, Failure> {
     let flag = format!("--config {}", path.display());
-    let text = std::fs::read_to_string(path).map_err(|error| Failure::usage(&flag, format!("cannot read: {error}")))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| Failure::usage(&flag, messages::command::config_unreadable(&error.to_string())))?;
     parse(&text, path)
 }
 
@@ -230,7 +232,7 @@ pub fn parse(text: &str, path: &Path) -> Result<ConfigFile, Failure> {
                 let before = text.get(..span.start).unwrap_or(text);
                 let line = before.matches('\n').count() + 1;
                 let column = before.rsplit('\n').next().map_or(0, |last| last.chars().count()) + 1;
-                Failure::usage(&flag, format!("line {line}, column {column}: {message}"))
+                Failure::usage(&flag, messages::command::config_at(line, column, &message))
             }
             None => Failure::usage(&flag, message),
         }
@@ -306,7 +308,7 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
     if let Some(local) = &local {
         if local.base_dir.as_os_str().is_empty() {
             let flag = if global.local.is_some() { "--local".to_owned() } else { key("local.base-dir") };
-            return Err(Failure::usage(flag, "must be a non-empty directory path"));
+            return Err(Failure::usage(flag, messages::command::EMPTY_DIRECTORY));
         }
         check_name(&local.name, &key("local.name"))?;
     }
@@ -327,7 +329,7 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
         for (field, value) in texts.into_iter().chain([("project-id", &section.project_id)]) {
             if value.as_deref() == Some("") {
                 let flag = key(&format!("{}.{field}", vendor.key()));
-                return Err(Failure::usage(flag, "must not be empty (leave it out to use the vendor's variable)"));
+                return Err(Failure::usage(flag, messages::command::EMPTY_CREDENTIAL));
             }
         }
         // The flag turns it on for every hosted provider; the key per section.
@@ -336,10 +338,7 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
         hosted.push(HostedSpec { vendor, name, api_key, api_url, team_id, project_id, sweep_unlabelled });
     }
     if global.sweep_unlabelled && hosted.is_empty() {
-        return Err(Failure::usage(
-            "--sweep-unlabelled",
-            "no hosted provider to apply it to: pass --e2b, --daytona and/or --vercel (or their sections in --config)",
-        ));
+        return Err(Failure::usage("--sweep-unlabelled", messages::command::SWEEP_UNLABELLED_ALONE));
     }
     // Records name their provider: two providers of one name would be one.
     let mut named: Vec<(&str, &str)> = Vec::new();
@@ -357,10 +356,10 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
         if let Some((_, first)) = named[..index].iter().find(|(other, _)| other == name) {
             return Err(Failure::usage(
                 key(config_key),
-                format!(
-                    "the providers of [{}] and [{}] are both named `{name}`; give one another name",
+                messages::command::sections_share_a_name(
                     first.trim_end_matches(".name"),
-                    config_key.trim_end_matches(".name")
+                    config_key.trim_end_matches(".name"),
+                    name,
                 ),
             ));
         }
@@ -375,13 +374,13 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
     if let Some(host) = &host {
         let flag = if global.host.is_some() { "--host".to_owned() } else { key("host") };
         if host.trim().is_empty() || host.contains('\0') {
-            return Err(Failure::usage(flag, "must be a non-empty name"));
+            return Err(Failure::usage(flag, messages::command::EMPTY_HOST_NAME));
         }
     }
     let metrics_addr = match (global.metrics_addr, &file.metrics_addr) {
         (Some(addr), _) => Some(addr),
         (None, Some(text)) => Some(text.parse::<SocketAddr>().map_err(|error| {
-            Failure::usage(key("metrics-addr"), format!("`{text}` is not an address like 127.0.0.1:9464 ({error})"))
+            Failure::usage(key("metrics-addr"), messages::command::not_an_address(text, &error.to_string()))
         })?),
         (None, None) => None,
     };
@@ -430,20 +429,14 @@ pub fn parse_store(text: &str, flag: &str, pg_schema: String) -> Result<StoreSpe
     if let Some(path) = text.strip_prefix("sqlite:") {
         let path = path.strip_prefix("//").unwrap_or(path);
         if path.is_empty() {
-            return Err(Failure::usage(
-                flag,
-                "`sqlite:` needs a file path, e.g. sqlite:/var/lib/sandbox-reclaim/store.db",
-            ));
+            return Err(Failure::usage(flag, messages::command::SQLITE_NEEDS_A_PATH));
         }
         return Ok(StoreSpec::Sqlite(PathBuf::from(path)));
     }
     if text.starts_with("postgres://") || text.starts_with("postgresql://") {
         return Ok(StoreSpec::Postgres { url: text.to_owned(), schema: pg_schema });
     }
-    Err(Failure::usage(
-        flag,
-        format!("`{}` is not a store URL: write sqlite:PATH or postgres://user@host:port/db", redact(text)),
-    ))
+    Err(Failure::usage(flag, messages::command::not_a_store_url(&redact(text))))
 }
 
 /// The default store: `store.db` in the platform's data directory
@@ -451,7 +444,7 @@ pub fn parse_store(text: &str, flag: &str, pg_schema: String) -> Result<StoreSpe
 pub fn default_sqlite_path() -> Result<PathBuf, Failure> {
     directories::ProjectDirs::from("", "", "sandbox-reclaim")
         .map(|dirs| dirs.data_dir().join("store.db"))
-        .ok_or_else(|| Failure::usage("--store", "no home directory to keep the default store in; pass --store"))
+        .ok_or_else(|| Failure::usage("--store", messages::command::NO_HOME_FOR_THE_STORE))
 }
 
 fn check_docker_url(url: &str, flag: &str) -> Result<(), Failure> {
@@ -459,29 +452,19 @@ fn check_docker_url(url: &str, flag: &str) -> Result<(), Failure> {
     if SCHEMES.iter().any(|scheme| url.starts_with(scheme)) {
         return Ok(());
     }
-    Err(Failure::usage(
-        flag,
-        format!(
-            "`{}` is not a Docker engine URL (unix:///path/docker.sock, tcp://host:2375); before a subcommand \
-             write --docker=URL, or --docker alone after it",
-            redact(url)
-        ),
-    ))
+    Err(Failure::usage(flag, messages::command::not_a_docker_url(&redact(url))))
 }
 
 fn check_name(name: &str, flag: &str) -> Result<(), Failure> {
     if name.is_empty() || name.contains('\0') {
-        return Err(Failure::usage(flag, "a provider name must be a non-empty string"));
+        return Err(Failure::usage(flag, messages::command::EMPTY_PROVIDER_NAME));
     }
     Ok(())
 }
 
 fn check_owner(owner: &str, flag: &str) -> Result<(), Failure> {
-    // The providers' own rule (`validate_owner`), checked before anything starts.
-    if owner.is_empty() || owner.contains('\0') || owner.len() > 128 {
-        return Err(Failure::usage(flag, "an owner must be a non-empty string of at most 128 bytes without NUL"));
-    }
-    Ok(())
+    // The providers' own rule, checked before anything starts.
+    sandbox_reclaim::providers::validate_owner(owner).map_err(|invalid| Failure::usage(flag, invalid.reason))
 }
 
 #[cfg(test)]

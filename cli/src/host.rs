@@ -115,7 +115,10 @@ pub fn host_plan(args: Vec<String>) -> Result<String, Refused> {
     if settings.metrics_addr.is_some() {
         return Err(refused(
             EXIT_USAGE,
-            "error: --metrics-addr: metrics are served by the native command; run without --providers to serve them",
+            format!(
+                "error: --metrics-addr: {}",
+                sandbox_reclaim::report::messages::command::METRICS_NOT_WITH_PROVIDERS
+            ),
         ));
     }
     let (dry_run, pass) = match &cli.command {

@@ -77,12 +77,14 @@ async fn execute(cli: Cli) -> Result<i32, Failure> {
     if cli.global.providers.is_some() {
         return Err(Failure::usage(
             "--providers",
-            "host-language providers are loaded by `npx sandbox-reclaim` (a JS module) or the pip console \
-             script (package.module:attribute); this binary has --docker and --local",
+            sandbox_reclaim::report::messages::command::PROVIDERS_NOT_IN_THE_BINARY,
         ));
     }
     if context.metrics_flag && !service {
-        return Err(Failure::usage("--metrics-addr", "metrics are served only by `reconcile --every DURATION`"));
+        return Err(Failure::usage(
+            "--metrics-addr",
+            sandbox_reclaim::report::messages::command::METRICS_ONLY_WITH_EVERY,
+        ));
     }
     match &cli.command {
         Command::Reconcile(args) => commands::reconcile::run(&context, args).await,

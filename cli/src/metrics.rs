@@ -219,9 +219,12 @@ pub async fn serve(
     addr: SocketAddr,
     metrics: Arc<Metrics>,
 ) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), Failure> {
-    let listener = TcpListener::bind(addr)
-        .await
-        .map_err(|error| Failure::usage("--metrics-addr", format!("cannot listen on {addr}: {error}")))?;
+    let listener = TcpListener::bind(addr).await.map_err(|error| {
+        Failure::usage(
+            "--metrics-addr",
+            sandbox_reclaim::report::messages::command::cannot_listen(&addr.to_string(), &error.to_string()),
+        )
+    })?;
     let bound = listener.local_addr().unwrap_or(addr);
     let task = tokio::spawn(async move {
         let listener = &listener;

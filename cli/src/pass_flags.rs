@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 
 use sandbox_reclaim::options::flows::{self, Spec};
 use sandbox_reclaim::options::OptionId;
+use sandbox_reclaim::report::messages;
 
 use crate::time::parse_duration_at_least;
 
@@ -142,7 +143,7 @@ pub fn from_config(table: &toml::Table) -> Result<PassValues, (String, String)> 
     for (name, value) in table {
         let Some(spec) = specs.iter().copied().find(|spec| key(*spec) == *name) else {
             let known: Vec<String> = specs.iter().map(|spec| format!("`{}`", key(*spec))).collect();
-            return Err((name.clone(), format!("unknown key; expected one of {}", known.join(", "))));
+            return Err((name.clone(), messages::command::unknown_pass_key(&known)));
         };
         let refused = |message: String| (name.clone(), message);
         let parsed = match (spec, value) {
@@ -151,7 +152,7 @@ pub fn from_config(table: &toml::Table) -> Result<PassValues, (String, String)> 
                 toml::Value::Integer(count),
             ) => match u32::try_from(*count) {
                 Ok(count) if count >= min => json!(count),
-                _ => return Err(refused(format!("must be a whole number from {min} below 2^32, got {count}"))),
+                _ => return Err(refused(messages::command::pass_count_range(min, *count))),
             },
             (
                 Spec::Millis(flows::Millis { min_ms, .. }) | Spec::MaybeMillis(flows::MaybeMillis { min_ms, .. }),
@@ -159,9 +160,9 @@ pub fn from_config(table: &toml::Table) -> Result<PassValues, (String, String)> 
             ) => millis(parse_duration_at_least(text, min_ms).map_err(refused)?),
             (Spec::Text(_) | Spec::MaybeText(_), toml::Value::String(text)) => json!(text),
             (Spec::Count(_) | Spec::MaybeCount(_), other) => {
-                return Err(refused(format!("must be a whole number, got {}", other.type_str())))
+                return Err(refused(messages::command::pass_count_type(other.type_str())))
             }
-            (_, other) => return Err(refused(format!("must be a string like \"10m\", got {}", other.type_str()))),
+            (_, other) => return Err(refused(messages::command::pass_duration_type(other.type_str()))),
         };
         values.insert(spec.name().node, parsed);
     }

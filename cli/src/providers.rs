@@ -114,7 +114,7 @@ impl Providers {
             provider.ping().await.map_err(|error| {
                 Failure::unavailable(
                     "Docker engine",
-                    format!("{} does not answer (--docker, DOCKER_HOST): {error}", redact(&address)),
+                    sandbox_reclaim::report::messages::command::engine_silent(&redact(&address), &error.to_string()),
                 )
             })?;
             list.push(TimedProvider::new(Box::new(provider), metrics.clone()));
@@ -128,8 +128,7 @@ impl Providers {
         if required && list.is_empty() {
             return Err(Failure::usage(
                 "--docker/--local/--e2b/--daytona/--vercel",
-                "no provider to reclaim with: pass --docker, --local BASE_DIR, --e2b, --daytona and/or --vercel (or \
-                 their sections in --config)",
+                sandbox_reclaim::report::messages::command::NO_PROVIDER,
             ));
         }
         Ok(Self { list })
@@ -274,7 +273,7 @@ fn invalid_input(error: &ProviderError) -> Option<&InvalidInput> {
 
 #[cfg(not(unix))]
 fn local_provider(_local: &crate::config::LocalSpec, _owner: &str) -> Result<Box<dyn SandboxProvider>, Failure> {
-    Err(Failure::usage("--local", "LocalProvider sandboxes need a Unix host"))
+    Err(Failure::usage("--local", sandbox_reclaim::report::messages::command::LOCAL_NEEDS_UNIX))
 }
 
 /// Bad config is a usage error naming the flag; anything else means the

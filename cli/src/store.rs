@@ -11,6 +11,8 @@ use sandbox_reclaim::{
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::Connection;
 
+use sandbox_reclaim::report::messages;
+
 use crate::config::StoreSpec;
 use crate::error::Failure;
 use crate::redact::{redact, redact_text};
@@ -27,22 +29,23 @@ impl Store {
     /// reached within `timeout`, or refuses us, is unavailable.
     pub async fn open(spec: &StoreSpec, create_dir: bool, timeout: Duration) -> Result<Self, Failure> {
         let described = describe(spec);
-        let within = |what: &str| {
-            format!("{what} {described} within {} (--connect-timeout)", humantime::format_duration(timeout))
-        };
+        let timeout_text = humantime::format_duration(timeout).to_string();
+        let within = |verb: &str, what: &str| messages::command::not_within(verb, what, &described, &timeout_text);
         match spec {
             StoreSpec::Sqlite(path) => {
                 if create_dir {
                     if let Some(parent) = path.parent().filter(|parent| !parent.as_os_str().is_empty()) {
                         std::fs::create_dir_all(parent).map_err(|error| {
-                            Failure::unavailable("store", format!("cannot create {}: {error}", parent.display()))
+                            Failure::unavailable(
+                                "store",
+                                messages::command::cannot_create(&parent.display().to_string(), &error.to_string()),
+                            )
                         })?;
                     }
                 }
-                let opened =
-                    tokio::time::timeout(timeout, SqliteSandboxInstanceStore::open(path)).await.map_err(|_| {
-                        Failure::unavailable("store", format!("could not open {}", within("the SQLite store")))
-                    })?;
+                let opened = tokio::time::timeout(timeout, SqliteSandboxInstanceStore::open(path))
+                    .await
+                    .map_err(|_| Failure::unavailable("store", within("open", "the SQLite store")))?;
                 opened.map(Self::Sqlite).map_err(|error| open_error(error, &described))
             }
             StoreSpec::Postgres { url, schema } => {
@@ -56,25 +59,18 @@ impl Store {
                 // it timed out; this says why.
                 let probe = tokio::time::timeout(timeout, PgConnection::connect_with(&connect))
                     .await
-                    .map_err(|_| {
-                        Failure::unavailable("store", format!("could not connect to {}", within("PostgreSQL")))
-                    })?
+                    .map_err(|_| Failure::unavailable("store", within("connect to", "PostgreSQL")))?
                     .map_err(|error| {
                         Failure::unavailable(
                             "store",
-                            format!(
-                                "could not connect to PostgreSQL at {described}: {}",
-                                redact_text(&error.to_string())
-                            ),
+                            messages::command::postgres_refused(&described, &redact_text(&error.to_string())),
                         )
                     })?;
                 let _ = probe.close().await;
                 let connected =
                     tokio::time::timeout(timeout, PostgresSandboxInstanceStore::connect(url, options.clone()))
                         .await
-                        .map_err(|_| {
-                            Failure::unavailable("store", format!("could not open {}", within("the PostgreSQL store")))
-                        })?;
+                        .map_err(|_| Failure::unavailable("store", within("open", "the PostgreSQL store")))?;
                 let store = connected.map_err(|error| open_error(error, &described))?;
                 Ok(Self::Postgres { store, url: url.clone(), options })
             }
@@ -146,7 +142,7 @@ fn open_error(error: StoreOpenError, described: &str) -> Failure {
     match error {
         StoreOpenError::InvalidOption { field: "schema", reason } => Failure::usage("--pg-schema", reason),
         StoreOpenError::InvalidOption { field, reason } => {
-            Failure::usage("--store", format!("{described}: invalid `{field}`: {reason}"))
+            Failure::usage("--store", messages::command::invalid_store_field(described, field, &reason))
         }
         other => Failure::unavailable("store", format!("{described}: {}", redact_text(&other.to_string()))),
     }

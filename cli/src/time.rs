@@ -3,6 +3,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use sandbox_reclaim::report::messages;
+
 /// The largest time the store contract holds: 2^53 − 1 milliseconds.
 pub const MAX_MILLIS: u64 = 9_007_199_254_740_991;
 
@@ -10,10 +12,9 @@ pub const MAX_MILLIS: u64 = 9_007_199_254_740_991;
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     if text.is_empty() {
-        return Err("expected a duration like 30s, 10m, 24h or 1h30m".to_owned());
+        return Err(messages::command::EMPTY_DURATION.to_owned());
     }
-    humantime::parse_duration(text)
-        .map_err(|error| format!("`{text}` is not a duration ({error}); write e.g. 30s, 10m, 24h or 1h30m"))
+    humantime::parse_duration(text).map_err(|error| messages::command::not_a_duration(text, &error.to_string()))
 }
 
 /// A duration of at least one millisecond.
@@ -26,7 +27,7 @@ pub fn parse_duration_at_least(text: &str, min_ms: u64) -> Result<Duration, Stri
     let duration = parse_duration(text)?;
     let minimum = Duration::from_millis(min_ms);
     if duration < minimum {
-        return Err(format!("`{text}` is too short: must be at least {}", humantime::format_duration(minimum)));
+        return Err(messages::command::duration_too_short(text, &humantime::format_duration(minimum).to_string()));
     }
     Ok(duration)
 }

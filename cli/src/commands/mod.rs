@@ -29,8 +29,13 @@ pub fn install_signals(stop: StopSignal) -> Result<watch::Receiver<bool>, Failur
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
-        let listen =
-            |kind| signal(kind).map_err(|error| Failure::failed(format!("cannot listen for signals: {error}")));
+        let listen = |kind| {
+            signal(kind).map_err(|error| {
+                Failure::failed(sandbox_reclaim::report::messages::command::cannot_listen_for_signals(
+                    &error.to_string(),
+                ))
+            })
+        };
         let mut terminate = listen(SignalKind::terminate())?;
         let mut interrupt = listen(SignalKind::interrupt())?;
         tokio::spawn(async move {

@@ -394,3 +394,95 @@ mod tests {
         }
     }
 }
+
+/// The command's own texts (`sandbox-reclaim`, also run by `npx` and the pip
+/// console script): its configuration, its store and its providers. A
+/// refusal of one of the core's options is worded by the checks above.
+pub mod command {
+    /// `--config FILE` could not be read.
+    pub fn config_unreadable(error: &str) -> String {
+        format!("cannot read: {error}")
+    }
+    /// Where in `--config FILE` the TOML is wrong (its own text: never the offending line, which may hold a secret).
+    pub fn config_at(line: usize, column: usize, message: &str) -> String {
+        format!("line {line}, column {column}: {message}")
+    }
+    pub const EMPTY_DIRECTORY: &str = "must be a non-empty directory path";
+    pub const EMPTY_CREDENTIAL: &str = "must not be empty (leave it out to use the vendor's variable)";
+    pub const SWEEP_UNLABELLED_ALONE: &str =
+        "no hosted provider to apply it to: pass --e2b, --daytona and/or --vercel (or their sections in --config)";
+    /// Two hosted sections name their providers alike (records name their provider).
+    pub fn sections_share_a_name(first: &str, second: &str, name: &str) -> String {
+        format!("the providers of [{first}] and [{second}] are both named `{name}`; give one another name")
+    }
+    pub fn not_an_address(text: &str, error: &str) -> String {
+        format!("`{text}` is not an address like 127.0.0.1:9464 ({error})")
+    }
+    pub const SQLITE_NEEDS_A_PATH: &str = "`sqlite:` needs a file path, e.g. sqlite:/var/lib/sandbox-reclaim/store.db";
+    /// `shown` is the text, redacted.
+    pub fn not_a_store_url(shown: &str) -> String {
+        format!("`{shown}` is not a store URL: write sqlite:PATH or postgres://user@host:port/db")
+    }
+    pub const NO_HOME_FOR_THE_STORE: &str = "no home directory to keep the default store in; pass --store";
+    /// `shown` is the text, redacted.
+    pub fn not_a_docker_url(shown: &str) -> String {
+        format!(
+            "`{shown}` is not a Docker engine URL (unix:///path/docker.sock, tcp://host:2375); before a subcommand \
+             write --docker=URL, or --docker alone after it"
+        )
+    }
+    pub const EMPTY_PROVIDER_NAME: &str = "a provider name must be a non-empty string";
+    /// A `[reconcile]` key no pass flag has.
+    pub fn unknown_pass_key(known: &[String]) -> String {
+        format!("unknown key; expected one of {}", known.join(", "))
+    }
+    pub fn pass_count_range(minimum: u32, got: i64) -> String {
+        format!("must be a whole number from {minimum} below 2^32, got {got}")
+    }
+    pub fn pass_count_type(got: &str) -> String {
+        format!("must be a whole number, got {got}")
+    }
+    pub fn pass_duration_type(got: &str) -> String {
+        format!("must be a string like \"10m\", got {got}")
+    }
+    pub const EMPTY_DURATION: &str = "expected a duration like 30s, 10m, 24h or 1h30m";
+    pub fn not_a_duration(text: &str, error: &str) -> String {
+        format!("`{text}` is not a duration ({error}); write e.g. 30s, 10m, 24h or 1h30m")
+    }
+    /// `minimum` as the duration is written (`1ms`).
+    pub fn duration_too_short(text: &str, minimum: &str) -> String {
+        format!("`{text}` is too short: must be at least {minimum}")
+    }
+    pub fn cannot_create(directory: &str, error: &str) -> String {
+        format!("cannot create {directory}: {error}")
+    }
+    /// `what` (`the SQLite store`, `PostgreSQL`) did not open within `--connect-timeout`.
+    pub fn not_within(verb: &str, what: &str, described: &str, timeout: &str) -> String {
+        format!("could not {verb} {what} {described} within {timeout} (--connect-timeout)")
+    }
+    pub fn postgres_refused(described: &str, error: &str) -> String {
+        format!("could not connect to PostgreSQL at {described}: {error}")
+    }
+    pub fn invalid_store_field(described: &str, field: &str, reason: &str) -> String {
+        format!("{described}: invalid `{field}`: {reason}")
+    }
+    pub const PROVIDERS_NOT_IN_THE_BINARY: &str = "host-language providers are loaded by `npx sandbox-reclaim` (a JS \
+                                                   module) or the pip console script (package.module:attribute); \
+                                                   this binary has --docker and --local";
+    pub const METRICS_ONLY_WITH_EVERY: &str = "metrics are served only by `reconcile --every DURATION`";
+    pub const METRICS_NOT_WITH_PROVIDERS: &str =
+        "metrics are served by the native command; run without --providers to serve them";
+    pub fn cannot_listen(address: &str, error: &str) -> String {
+        format!("cannot listen on {address}: {error}")
+    }
+    pub fn engine_silent(address: &str, error: &str) -> String {
+        format!("{address} does not answer (--docker, DOCKER_HOST): {error}")
+    }
+    pub const NO_PROVIDER: &str = "no provider to reclaim with: pass --docker, --local BASE_DIR, --e2b, --daytona \
+                                   and/or --vercel (or their sections in --config)";
+    pub const LOCAL_NEEDS_UNIX: &str = "LocalProvider sandboxes need a Unix host";
+    pub const EMPTY_HOST_NAME: &str = "must be a non-empty name";
+    pub fn cannot_listen_for_signals(error: &str) -> String {
+        format!("cannot listen for signals: {error}")
+    }
+}
