@@ -1,21 +1,29 @@
 #!/usr/bin/env python3
-"""Generate the hosts' declarations of the pass reports from the Rust types.
+"""Generate the hosts' declarations from the Rust types and tables.
 
-Why: the reports (`reclaimAll`'s, `reconcile`'s and `retryLeaks`') are
-defined once, in `proto/src/report/mod.rs` and `proto/src/model/ledger.rs`,
-and serialized by the core; the TypeScript
-interfaces (`bindings-node/index.d.ts`) and the Python report classes
-(`bindings-python/python/sandbox_reclaim/_reports.py`) restated them by hand
-and drifted. This reads the Rust structs and enums (fields, types, serde
-renames and defaults, `///` docs) and writes both, each between its markers;
-a report field is then added to the Rust type, its doc comment and its
-vector, and this run. `--check` (make lint) fails when a file is stale.
+Why: what a user of the Node or Python package reads and writes is defined
+once, in Rust: the records (`proto/src/model/`), the pass reports
+(`proto/src/report/mod.rs`), each flow's options (`proto/src/options/flows.rs`)
+and the fleet store a host hands a pass (`proto/src/contract/host.rs`). The
+TypeScript declarations (`bindings-node/index.d.ts`), the Python classes,
+keyword arguments and protocols (`_records.py`, `_reports.py`, `_flows.py`,
+`_protocols.py`) and the Rust API's option fields (`core/src/runtime/passes.rs`)
+restated them by hand and drifted. This reads the Rust (struct and enum
+fields, types, serde renames, defaults and flattening, `///` docs; the
+option specs and store methods, docs included) and writes each region
+between its markers. A field, an option or a store method is then added in
+Rust, with its doc and its vector, and this run; `--check` (make lint, hence
+make test) fails while a file is stale.
 
 Rust subset understood: `pub struct` with `pub` fields and `pub enum` with
 unit variants, `#[serde(rename_all = ...)]`, `#[serde(rename = ...)]`,
-`#[serde(default)]` (field or container), `#[serde(skip_serializing_if)]`;
-types u32/u64/usize/i64, bool, String, Option<T>, Vec<T> and the types
-generated here. Dependency-free.
+`#[serde(default)]` (field or container), `#[serde(skip_serializing_if)]`,
+`#[serde(flatten)]` (of another generated struct: the host type extends it),
+`#[default]` on a variant (a Python record then reads an unknown string as
+that variant, as the Rust `parse` does); types u32/u64/usize/i64, f64, bool,
+String, `serde_json::Value`, Option<T>, Vec<T> and the types generated here;
+option specs and store methods written as `flows.rs` and `host.rs` say.
+Anything else fails the run, so a declaration never lies. Dependency-free.
 """
 import re
 import sys
@@ -536,6 +544,78 @@ def py_option_docs(specs, flow):
     return out + [""]
 
 
+# ---- the fleet store a host hands a pass (proto/src/contract/host.rs)
+
+HOST_FILE = ROOT / "proto/src/contract/host.rs"
+PROTOCOLS_PY = ROOT / "bindings-python/python/sandbox_reclaim/_protocols.py"
+HOST_TS = {"Text": "string", "Number": "number", "MaybeNumber": "number | undefined", "Flag": "boolean",
+           "NewLeak": "SandboxLeak", "Entry": "SandboxLeakEntry", "Reason": "LeakReason", "AuditRows": "AuditEntry[]",
+           "Nothing": "void", "Held": "boolean | void", "Ids": "string[]", "Records": "SandboxInstanceRecord[]",
+           "DueEntries": "DueLeakEntry[]"}
+HOST_PY = {"Text": "str", "Number": "int", "MaybeNumber": "int | None", "Flag": "bool", "NewLeak": "NewLeak",
+           "Entry": "LeakEntry", "Reason": "LeakReason", "AuditRows": "list[AuditEntry]"}
+PARAM = re.compile(r'const (\w+): Param = param\("(\w+)", "(\w+)", (\w+)\);')
+METHOD = re.compile(r'method\(\s*"(\w+)",\s*"(\w+)",\s*&\[(.*?)\],\s*(\w+),\s*(true|false),\s*"((?:[^"\\]|\\.)*)",?\s*\)', re.S)
+
+
+def host_methods(source):
+    """[(node, python, [(node, python, kind)], answer, optional, doc)] of `FLEET_STORE`, in order."""
+    consts = {const: (node, python, kind) for const, node, python, kind in PARAM.findall(source)}
+    block = source[source.index("pub const FLEET_STORE"):]
+    methods = []
+    for node, python, params, answer, optional, doc in METHOD.findall(block):
+        listed = []
+        for item in re.findall(r'param\("\w+", "\w+", \w+\)|\w+', params):
+            m = re.fullmatch(r'param\("(\w+)", "(\w+)", (\w+)\)', item)
+            listed.append(m.groups() if m else consts[item])
+        methods.append((node, python, listed, answer, optional == "true", rust_string(doc)))
+    if len(methods) != int(re.search(r"FLEET_STORE: \[Method; (\d+)\]", source).group(1)):
+        raise SystemExit("gen_declarations: contract/host.rs: a FLEET_STORE method this cannot read")
+    return methods
+
+
+def ts_fleet_store(methods):
+    out = []
+    for node, _, params, answer, optional, doc in methods:
+        out += ts_doc(("Optional: " if optional else "") + doc, "  ")
+        args = ", ".join(f"{name}: {HOST_TS[kind]}" for name, _, kind in params)
+        answered = HOST_TS[answer]
+        both = f"Promise<{answered}> | {answered}"
+        out.append(f"  {node}{'?' if optional else ''}({args}): {both};")
+    return out
+
+
+def py_host_doc(doc, methods):
+    """A method's doc in Python's spelling: parameter names snake_case, literals Python's."""
+    for _, _, params, *_ in methods:
+        for node, python, _ in params:
+            doc = doc.replace(f"`{node}`", f"`{python}`").replace(f"+ {node}`", f"+ {python}`")
+    for node, python, *_ in methods:
+        doc = doc.replace(f"`{node}`", f"`{python}`")
+    doc = doc.replace("`false`", "`False`").replace("`''`", '`""`').replace("providerSandboxId", "provider_sandbox_id")
+    return doc.replace("`", "``").replace("````", "``")
+
+
+def py_fleet_store(methods):
+    out = []
+    for node, python, params, answer, optional, doc in methods:
+        if optional:
+            continue
+        args = ", ".join(f"{name}: {HOST_PY[kind]}" for _, name, kind in params)
+        out += ["", f"    def {python}(self, {args}, /) -> object:"]
+        out += py_doc(py_host_doc(doc, methods), "        ") + ["        ..."]
+    return out[1:]
+
+
+def py_fleet_store_optional(methods):
+    out = [""]
+    for node, python, params, answer, optional, doc in methods:
+        if optional:
+            text = f"* ``{python}({', '.join(name for _, name, _ in params)})``: {py_host_doc(doc, methods)}"
+            out += textwrap.wrap(text, WIDTH - 10, initial_indent="    ", subsequent_indent="      ", break_on_hyphens=False)
+    return out + [""]
+
+
 def replace_region(path, text, comment, region, body):
     """`text` (of `path`) with its `region` between the markers replaced by `body`."""
     begin, end = f"{comment} ---- {BEGIN} [{region}] ----", f"{comment} ---- {END} [{region}] ----"
@@ -561,9 +641,12 @@ def main(args):
         for function in functions:
             python_flows += [("#", f"{function} options", py_parameters(specs, flow)),
                              ("..", f"{function} options doc", py_option_docs(specs, flow))]
+    methods = host_methods(HOST_FILE.read_text())
     regions = {  # file: [(comment, region, body)]
-        TS_FILE: [("//", "records", typescript(types, RECORDS)), ("//", "settings", ts_settings(specs)),
-                  ("//", "reports", typescript(types, REPORTS))],
+        TS_FILE: [("//", "records", typescript(types, RECORDS)), ("//", "fleet store", ts_fleet_store(methods)),
+                  ("//", "settings", ts_settings(specs)), ("//", "reports", typescript(types, REPORTS))],
+        PROTOCOLS_PY: [("..", "fleet store optional methods", py_fleet_store_optional(methods)),
+                       ("#", "fleet store", py_fleet_store(methods))],
         FLOWS_PY: python_flows,
         RUST_PASSES: [region for flow in RUST_FLOWS for region in [
             ("//", f"{flow} fields", rust_fields(specs, flow)), ("//", f"{flow} defaults", rust_defaults(specs, flow)),
@@ -583,7 +666,7 @@ def main(args):
             print(f"gen_declarations: {path.relative_to(ROOT)} is stale: run python3 scripts/gen_declarations.py",
                   file=sys.stderr)
         if not stale:
-            print(f"declarations: fresh ({len(RECORDS)} record and {len(REPORTS)} report types, {len(FLOWS)} flows' options: TypeScript, Python, the Rust API)")
+            print(f"declarations: fresh ({len(RECORDS)} record and {len(REPORTS)} report types, {len(FLOWS)} flows' options, the fleet store: TypeScript, Python, the Rust API)")
         return 1 if stale else 0
     for path in stale:
         path.write_text(wanted[path])

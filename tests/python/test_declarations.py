@@ -87,3 +87,10 @@ def test_each_flows_keyword_arguments_are_the_options_the_core_checks(flow: str,
     specs = generated.flows(generated.FLOWS_FILE.read_text(), generated.option_names(options), generated.option_defaults(options))
     snake = {"reclaim": "reclaim", "reclaimAll": "reclaim_all", "reconcile": "reconcile", "retryLeaks": "retry_leaks"}[flow]
     assert [python for _, python, *_ in specs[snake]] == names
+
+
+def test_a_fleet_store_method_the_generator_cannot_read_fails_the_run() -> None:
+    gen = generator()
+    source = 'pub const FLEET_STORE: [Method; 1] = [\n    method("listStale", "list_stale", &[OLDER], Records, maybe, "x"),\n];\n'
+    with pytest.raises(SystemExit, match="cannot read"):
+        gen.host_methods(source)

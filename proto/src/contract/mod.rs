@@ -8,6 +8,7 @@
 //! the wire. Traits only: no runtime, no I/O (`async_trait` is a macro).
 
 pub mod errors;
+pub mod host;
 mod logger;
 mod provider;
 mod store;

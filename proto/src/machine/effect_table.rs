@@ -328,3 +328,40 @@ pub fn answered_with_json(op: u32) -> bool {
         spec.answer.as_bytes() == answer::JSON.as_bytes() || spec.answer.as_bytes() == answer::HELD.as_bytes()
     })
 }
+
+#[cfg(test)]
+mod host_contract {
+    use super::*;
+    use crate::contract::host::{Kind, FLEET_STORE};
+
+    /// The fleet store the hosts' declarations describe is the one the
+    /// drivers call: each declared method is an effect's, with as many
+    /// parameters as the effect has operands, of the kinds it passes; and
+    /// every store effect a pass makes beyond the instance store and the
+    /// leak ledger is declared.
+    #[test]
+    fn the_declared_fleet_store_is_the_one_the_effects_call() {
+        for declared in FLEET_STORE {
+            let row = EFFECTS.iter().find(|row| row.method == declared.node).expect(declared.node);
+            assert_eq!((row.python, row.target), (declared.python, target::STORE), "{}", declared.node);
+            assert_eq!(row.operands.len(), declared.params.len(), "{}", declared.node);
+            for (operand, param) in row.operands.iter().zip(declared.params) {
+                let expected = match param.kind {
+                    Kind::NewLeak => operand::LEAK,
+                    Kind::Entry => operand::ENTRY,
+                    Kind::Reason => operand::REASON,
+                    Kind::AuditRows => operand::AUDIT,
+                    _ => operand::VALUE,
+                };
+                assert_eq!(*operand, expected, "{}.{}", declared.node, param.node);
+            }
+            let held = declared.answer == Kind::Held;
+            assert_eq!(row.answer == answer::HELD, held, "{}", declared.node);
+        }
+        let instance_and_ledger = ["get", "delete", "deleteRecordingLeak", "claimLeaks", "recordRetryFailure"];
+        for row in EFFECTS.iter().filter(|row| row.target == target::STORE) {
+            let declared = FLEET_STORE.iter().any(|method| method.node == row.method);
+            assert!(declared || instance_and_ledger.contains(&row.method), "{} is not declared", row.method);
+        }
+    }
+}

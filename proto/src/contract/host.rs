@@ -1,0 +1,206 @@
+//! The fleet store a host hands a reconcile pass, as data: each method a
+//! pass calls on it, its parameters and its answer, in each host's spelling.
+//!
+//! The [`FleetStore`](crate::contract::FleetStore) trait is the Rust side of
+//! this contract; a JavaScript or Python store is called through the effect
+//! table (`machine::effect_table`), and this table is what its declaration
+//! says: `scripts/gen_declarations.py` writes TypeScript's `FleetStore`
+//! interface (`index.d.ts`) and Python's `FleetStore` protocol
+//! (`_protocols.py`) from it, and a test in `machine::effect_table` checks
+//! every row against the effect that calls it (method names, operand count).
+//!
+//! Write one method per `method(...)` call, its doc a plain string literal:
+//! the generator reads them with a pattern.
+
+/// What one parameter or answer is, for a host's declaration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A string.
+    Text,
+    /// A whole number (epoch or lease milliseconds, a count).
+    Number,
+    /// A number, or absent (Node `undefined`, Python `None`).
+    MaybeNumber,
+    /// A bool.
+    Flag,
+    /// A new leak (`SandboxLeak` / `NewLeak`).
+    NewLeak,
+    /// A ledger entry as the store handed it out (`SandboxLeakEntry` / `LeakEntry`).
+    Entry,
+    /// A leak reason.
+    Reason,
+    /// Audit rows (`AuditEntry[]`).
+    AuditRows,
+    /// Nothing (the answer is not read).
+    Nothing,
+    /// A fenced write's answer: `false` when the claim no longer held.
+    Held,
+    /// `providerSandboxId`s.
+    Ids,
+    /// Instance records.
+    Records,
+    /// Due entries (`DueLeakEntry[]` / `DueLeak`s).
+    DueEntries,
+}
+
+/// One parameter: its name in each host's contract and its kind.
+#[derive(Debug, Clone, Copy)]
+pub struct Param {
+    pub node: &'static str,
+    pub python: &'static str,
+    pub kind: Kind,
+}
+
+/// One method of the host's fleet store.
+#[derive(Debug, Clone, Copy)]
+pub struct Method {
+    pub node: &'static str,
+    pub python: &'static str,
+    pub params: &'static [Param],
+    pub answer: Kind,
+    /// A store may leave it out (the pass then does without).
+    pub optional: bool,
+    /// What it does (both hosts' declarations say it).
+    pub doc: &'static str,
+}
+
+const fn param(node: &'static str, python: &'static str, kind: Kind) -> Param {
+    Param { node, python, kind }
+}
+
+const fn method(
+    node: &'static str,
+    python: &'static str,
+    params: &'static [Param],
+    answer: Kind,
+    optional: bool,
+    doc: &'static str,
+) -> Method {
+    Method { node, python, params, answer, optional, doc }
+}
+
+use Kind::*;
+
+const PROVIDER: Param = param("provider", "provider", Text);
+const KEY: Param = param("key", "key", Text);
+const LIMIT: Param = param("limit", "limit", Number);
+const NOW: Param = param("now", "now", Number);
+const HOLDER: Param = param("holder", "holder", Text);
+const LEASE: Param = param("leaseMs", "lease_ms", Number);
+const ENTRY: Param = param("entry", "entry", Entry);
+const LEAK: Param = param("leak", "leak", NewLeak);
+const MESSAGE: Param = param("message", "message", Text);
+const FAILED_AT: Param = param("failedAt", "failed_at", Number);
+const NEXT_ATTEMPT_AT: Param = param("nextAttemptAt", "next_attempt_at", Number);
+
+/// What a reconcile pass calls on its store beyond the leak ledger, in the order the declarations list them.
+pub const FLEET_STORE: [Method; 12] = [
+    method(
+        "listStale",
+        "list_stale",
+        &[param("olderThan", "older_than", Number), LIMIT],
+        Records,
+        false,
+        "Instance records last updated before `olderThan`, oldest first, at most `limit`.",
+    ),
+    method(
+        "expireIdle",
+        "expire_idle",
+        &[KEY, param("updatedAt", "updated_at", Number), LEAK],
+        Flag,
+        false,
+        "In one transaction: deletes record `key` only if its `updatedAt` is still `updatedAt`, and records `leak` \
+         (reason `idle`, due at once). `false`: the record was touched or is gone, and nothing was written.",
+    ),
+    method(
+        "sandboxReferences",
+        "sandbox_references",
+        &[PROVIDER, param("destroyedSince", "destroyed_since", Number)],
+        Ids,
+        false,
+        "Every `providerSandboxId` of `provider` that a record or a leak entry references, and every one an audit \
+         row says was destroyed at or after `destroyedSince` (epoch ms): a listing lags, and what a pass just \
+         destroyed is nobody's orphan.",
+    ),
+    method(
+        "registeredSandboxes",
+        "registered_sandboxes",
+        &[PROVIDER, param("since", "since", Number)],
+        Ids,
+        true,
+        "The registry of every sandbox an instance record of `provider` named, kept after the record is deleted: \
+         the `providerSandboxId`s whose record still exists or was last written or deleted at or after `since` \
+         (epoch ms). With it, the orphan sweep also takes a sandbox listed without an owner label (owner `''`) \
+         for ours when this names it; a store without it names none (an unlabelled sandbox is never destroyed).",
+    ),
+    method(
+        "prune",
+        "prune",
+        &[PROVIDER, param("registryBefore", "registry_before", Number), param("auditBefore", "audit_before", Number)],
+        Nothing,
+        true,
+        "Bounded growth: deletes `provider`'s registry rows last seen before `registryBefore` and its audit rows \
+         from before `auditBefore` (epoch ms). A pass calls it once per provider from the pass that took that \
+         provider's sweep (never in a dry run); a failure is ignored (the next holder prunes). A store without it \
+         keeps every row.",
+    ),
+    method(
+        "recordLeak",
+        "record_leak",
+        &[LEAK, param("reason", "reason", Reason), NEXT_ATTEMPT_AT],
+        Nothing,
+        false,
+        "Records a leak without touching any record; a known sandbox's attempts are bumped.",
+    ),
+    method(
+        "dueLeaks",
+        "due_leaks",
+        &[PROVIDER, LIMIT, param("leaseMs", "lease_ms", MaybeNumber), NOW],
+        DueEntries,
+        false,
+        "`provider`'s entries due at `now` and not claimed by another pass, oldest first, at most `limit`; with \
+         `leaseMs`, claims them until `now + leaseMs` (without: a dry run's listing).",
+    ),
+    method(
+        "deferLeak",
+        "defer_leak",
+        &[ENTRY, MESSAGE, FAILED_AT, NEXT_ATTEMPT_AT],
+        Held,
+        false,
+        "A claimed entry's destroy failed again: attempts + 1, keep `message`, due at `nextAttemptAt`, claim \
+         released; only while the entry's `claim` still holds (`false` when it does not).",
+    ),
+    method(
+        "resolveLeak",
+        "resolve_leak",
+        &[ENTRY],
+        Held,
+        false,
+        "Removes an entry whose sandbox is now destroyed, only while the entry's `claim` still holds, answering \
+         `false` when it does not (any other answer counts as written).",
+    ),
+    method(
+        "claimSweep",
+        "claim_sweep",
+        &[PROVIDER, HOLDER, LEASE, NOW],
+        Flag,
+        false,
+        "Takes `provider`'s orphan sweep for `holder` until `now + leaseMs`, unless another holder's lease runs.",
+    ),
+    method(
+        "releaseSweep",
+        "release_sweep",
+        &[PROVIDER, HOLDER],
+        Nothing,
+        false,
+        "Gives `provider`'s sweep back, if `holder` still holds it.",
+    ),
+    method(
+        "appendAudit",
+        "append_audit",
+        &[param("entries", "entries", AuditRows)],
+        Nothing,
+        false,
+        "Appends audit rows, in order.",
+    ),
+];
