@@ -548,20 +548,21 @@ def py_option_docs(specs, flow):
 
 HOST_FILE = ROOT / "proto/src/contract/host.rs"
 PROTOCOLS_PY = ROOT / "bindings-python/python/sandbox_reclaim/_protocols.py"
-HOST_TS = {"Text": "string", "Number": "number", "MaybeNumber": "number | undefined", "Flag": "boolean",
+HOST_TS = {"Text": "string", "Number": "number", "Lease": "number", "Entries": "SandboxLeakEntry[]", "MaybeNumber": "number | undefined", "Flag": "boolean",
            "NewLeak": "SandboxLeak", "Entry": "SandboxLeakEntry", "Reason": "LeakReason", "AuditRows": "AuditEntry[]",
            "Nothing": "void", "Held": "boolean | void", "Ids": "string[]", "Records": "SandboxInstanceRecord[]",
            "DueEntries": "DueLeakEntry[]"}
-HOST_PY = {"Text": "str", "Number": "int", "MaybeNumber": "int | None", "Flag": "bool", "NewLeak": "NewLeak",
+HOST_PY = {"Text": "str", "Number": "int", "Lease": "float", "MaybeNumber": "int | None", "Flag": "bool", "NewLeak": "NewLeak",
            "Entry": "LeakEntry", "Reason": "LeakReason", "AuditRows": "list[AuditEntry]"}
 PARAM = re.compile(r'const (\w+): Param = param\("(\w+)", "(\w+)", (\w+)\);')
 METHOD = re.compile(r'method\(\s*"(\w+)",\s*"(\w+)",\s*&\[(.*?)\],\s*(\w+),\s*(true|false),\s*"((?:[^"\\]|\\.)*)",?\s*\)', re.S)
 
 
-def host_methods(source):
-    """[(node, python, [(node, python, kind)], answer, optional, doc)] of `FLEET_STORE`, in order."""
+def host_methods(source, table="FLEET_STORE"):
+    """[(node, python, [(node, python, kind)], answer, optional, doc)] of `table`, in order."""
     consts = {const: (node, python, kind) for const, node, python, kind in PARAM.findall(source)}
-    block = source[source.index("pub const FLEET_STORE"):]
+    block = source[source.index(f"pub const {table}"):]
+    block = block[:block.index("\n];\n")]
     methods = []
     for node, python, params, answer, optional, doc in METHOD.findall(block):
         listed = []
@@ -569,8 +570,8 @@ def host_methods(source):
             m = re.fullmatch(r'param\("(\w+)", "(\w+)", (\w+)\)', item)
             listed.append(m.groups() if m else consts[item])
         methods.append((node, python, listed, answer, optional == "true", rust_string(doc)))
-    if len(methods) != int(re.search(r"FLEET_STORE: \[Method; (\d+)\]", source).group(1)):
-        raise SystemExit("gen_declarations: contract/host.rs: a FLEET_STORE method this cannot read")
+    if len(methods) != int(re.search(table + r": \[Method; (\d+)\]", source).group(1)):
+        raise SystemExit(f"gen_declarations: contract/host.rs: a {table} method this cannot read")
     return methods
 
 
@@ -641,12 +642,15 @@ def main(args):
         for function in functions:
             python_flows += [("#", f"{function} options", py_parameters(specs, flow)),
                              ("..", f"{function} options doc", py_option_docs(specs, flow))]
-    methods = host_methods(HOST_FILE.read_text())
+    host = HOST_FILE.read_text()
+    methods, ledger = host_methods(host), host_methods(host, "RETRY_LEDGER")
     regions = {  # file: [(comment, region, body)]
-        TS_FILE: [("//", "records", typescript(types, RECORDS)), ("//", "fleet store", ts_fleet_store(methods)),
+        TS_FILE: [("//", "records", typescript(types, RECORDS)), ("//", "retry ledger store", ts_fleet_store(ledger)),
+                  ("//", "fleet store", ts_fleet_store(methods)),
                   ("//", "settings", ts_settings(specs)), ("//", "reports", typescript(types, REPORTS))],
         PROTOCOLS_PY: [("..", "fleet store optional methods", py_fleet_store_optional(methods)),
-                       ("#", "fleet store", py_fleet_store(methods))],
+                       ("#", "fleet store", py_fleet_store(methods)),
+                       ("#", "retry ledger store", py_fleet_store(ledger))],
         FLOWS_PY: python_flows,
         RUST_PASSES: [region for flow in RUST_FLOWS for region in [
             ("//", f"{flow} fields", rust_fields(specs, flow)), ("//", f"{flow} defaults", rust_defaults(specs, flow)),

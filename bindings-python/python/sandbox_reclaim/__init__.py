@@ -52,7 +52,14 @@ from ._providers import (
     VercelProvider,
     owner_labels,
 )
-from ._protocols import FleetStore, LeakLedgerStore, ReclaimLogger, SandboxInstanceStore, SandboxProvider
+from ._protocols import (
+    FleetStore,
+    LeakLedgerStore,
+    ReclaimLogger,
+    RetryLedgerStore,
+    SandboxInstanceStore,
+    SandboxProvider,
+)
 from ._records import (
     AuditEntry,
     DueLeak,
@@ -113,6 +120,7 @@ __all__ = [
     "ExecResult",
     "FleetReclaimReport",
     "FleetStore",
+    "RetryLedgerStore",
     "IdleCounts",
     "InMemoryLeakLedgerStore",
     "InMemorySandboxInstanceStore",

@@ -1,13 +1,17 @@
-//! The fleet store a host hands a reconcile pass, as data: each method a
-//! pass calls on it, its parameters and its answer, in each host's spelling.
+//! The stores a host hands a flow, as data: each method a flow calls on
+//! them, its parameters and its answer, in each host's spelling: the fleet
+//! store of a reconcile pass ([`FLEET_STORE`]) and the leak ledger a leak
+//! retry works on ([`RETRY_LEDGER`]).
 //!
-//! The [`FleetStore`](crate::contract::FleetStore) trait is the Rust side of
+//! The [`FleetStore`](crate::contract::FleetStore) and
+//! [`LeakLedger`](crate::contract::LeakLedger) traits are the Rust side of
 //! this contract; a JavaScript or Python store is called through the effect
-//! table (`machine::effect_table`), and this table is what its declaration
-//! says: `scripts/gen_declarations.py` writes TypeScript's `FleetStore`
-//! interface (`index.d.ts`) and Python's `FleetStore` protocol
-//! (`_protocols.py`) from it, and a test in `machine::effect_table` checks
-//! every row against the effect that calls it (method names, operand count).
+//! table (`machine::effect_table`), and these tables are what its
+//! declarations say: `scripts/gen_declarations.py` writes TypeScript's
+//! `FleetStore` and `RetryLedgerStore` interfaces (`index.d.ts`) and Python's
+//! protocols of the same names (`_protocols.py`) from them, and a test in
+//! `machine::effect_table` checks every row against the effect that calls it
+//! (method names, operand count and kinds).
 //!
 //! Write one method per `method(...)` call, its doc a plain string literal:
 //! the generator reads them with a pattern.
@@ -19,6 +23,8 @@ pub enum Kind {
     Text,
     /// A whole number (epoch or lease milliseconds, a count).
     Number,
+    /// A claim's lease: milliseconds in Node, seconds (a float) in Python.
+    Lease,
     /// A number, or absent (Node `undefined`, Python `None`).
     MaybeNumber,
     /// A bool.
@@ -41,6 +47,8 @@ pub enum Kind {
     Records,
     /// Due entries (`DueLeakEntry[]` / `DueLeak`s).
     DueEntries,
+    /// Claimed entries (`SandboxLeakEntry[]` / `LeakEntry`s).
+    Entries,
 }
 
 /// One parameter: its name in each host's contract and its kind.
@@ -202,5 +210,37 @@ pub const FLEET_STORE: [Method; 12] = [
         Nothing,
         false,
         "Appends audit rows, in order.",
+    ),
+];
+
+/// What a leak retry (`retryLeaks` / `retry_leaks`) calls on its store, in the order the declarations list them.
+pub const RETRY_LEDGER: [Method; 3] = [
+    method(
+        "claimLeaks",
+        "claim_leaks",
+        &[PROVIDER, LIMIT, param("leaseMs", "lease", Lease)],
+        Entries,
+        false,
+        "Claims up to `limit` of `provider`'s leaks for the lease: an entry claimed by another retrier whose lease \
+         has not ended is skipped. Each entry comes back with its `claim`; a lease of 0 claims with a lease that \
+         has already ended.",
+    ),
+    method(
+        "resolveLeak",
+        "resolve_leak",
+        &[ENTRY],
+        Held,
+        false,
+        "Removes a claimed leak whose sandbox is now destroyed, only while the entry's `claim` still holds. \
+         `false`: another retrier took the entry after the lease ran out, and nothing was written (any other \
+         answer counts as written).",
+    ),
+    method(
+        "recordRetryFailure",
+        "record_retry_failure",
+        &[ENTRY, MESSAGE, FAILED_AT],
+        Held,
+        false,
+        "Bumps a claimed leak's attempts, keeps `message` and releases the claim; `false` as for `resolveLeak`.",
     ),
 ];
