@@ -774,8 +774,9 @@ export interface FleetStore {
    */
   deferLeak(entry: SandboxLeakEntry, message: string, failedAt: number, nextAttemptAt: number): Promise<boolean | void> | boolean | void;
   /**
-   * Removes an entry whose sandbox is now destroyed, only while the entry's `claim` still holds, answering
-   * `false` when it does not (any other answer counts as written).
+   * Removes a claimed leak whose sandbox is now destroyed, only while the entry's `claim` still holds.
+   * `false`: another retrier took the entry after the lease ran out, and nothing was written (any other
+   * answer counts as written).
    */
   resolveLeak(entry: SandboxLeakEntry): Promise<boolean | void> | boolean | void;
   /**

@@ -561,10 +561,17 @@ METHOD = re.compile(r'method\(\s*"(\w+)",\s*"(\w+)",\s*&\[(.*?)\],\s*(\w+),\s*(t
 def host_methods(source, table="FLEET_STORE"):
     """[(node, python, [(node, python, kind)], answer, optional, doc)] of `table`, in order."""
     consts = {const: (node, python, kind) for const, node, python, kind in PARAM.findall(source)}
+    named = {m.group(1): m.group(2) for m in re.finditer(r"const (\w+): Method = (method\(.*?\));", source, re.S)}
     block = source[source.index(f"pub const {table}"):]
-    block = block[:block.index("\n];\n")]
+    block = block[block.index("= [") + 3:block.index("\n];\n")]
+    # The table's rows in order: a `method(...)` call, or a named method const.
+    rows = re.findall(r"method\(.*?\),?\s*$|^\s*[A-Z_]+,\s*$", block, re.S | re.M)
     methods = []
-    for node, python, params, answer, optional, doc in METHOD.findall(block):
+    for row in rows:
+        m = METHOD.match(named.get(row.strip().rstrip(","), row.strip()))
+        if not m:
+            raise SystemExit(f"gen_declarations: contract/host.rs: a {table} method this cannot read: {row!r}")
+        node, python, params, answer, optional, doc = m.groups()
         listed = []
         for item in re.findall(r'param\("\w+", "\w+", \w+\)|\w+', params):
             m = re.fullmatch(r'param\("(\w+)", "(\w+)", (\w+)\)', item)

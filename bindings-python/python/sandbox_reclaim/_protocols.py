@@ -114,8 +114,9 @@ class FleetStore(Protocol):
         ...
 
     def resolve_leak(self, entry: LeakEntry, /) -> object:
-        """Removes an entry whose sandbox is now destroyed, only while the entry's ``claim`` still holds,
-        answering ``False`` when it does not (any other answer counts as written)."""
+        """Removes a claimed leak whose sandbox is now destroyed, only while the entry's ``claim`` still
+        holds. ``False``: another retrier took the entry after the lease ran out, and nothing was written (any
+        other answer counts as written)."""
         ...
 
     def claim_sweep(self, provider: str, holder: str, lease_ms: int, now: int, /) -> object:

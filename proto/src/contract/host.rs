@@ -13,8 +13,9 @@
 //! `machine::effect_table` checks every row against the effect that calls it
 //! (method names, operand count and kinds).
 //!
-//! Write one method per `method(...)` call, its doc a plain string literal:
-//! the generator reads them with a pattern.
+//! Write one method per `method(...)` call (one both tables list is a named
+//! `const`), its doc a plain string literal: the generator reads them with a
+//! pattern.
 
 /// What one parameter or answer is, for a host's declaration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +102,18 @@ const MESSAGE: Param = param("message", "message", Text);
 const FAILED_AT: Param = param("failedAt", "failed_at", Number);
 const NEXT_ATTEMPT_AT: Param = param("nextAttemptAt", "next_attempt_at", Number);
 
+/// A method both flows call (a reconcile pass's leak retries and a leak retry).
+const RESOLVE_LEAK: Method = method(
+    "resolveLeak",
+    "resolve_leak",
+    &[ENTRY],
+    Held,
+    false,
+    "Removes a claimed leak whose sandbox is now destroyed, only while the entry's `claim` still holds. `false`: \
+     another retrier took the entry after the lease ran out, and nothing was written (any other answer counts \
+     as written).",
+);
+
 /// What a reconcile pass calls on its store beyond the leak ledger, in the order the declarations list them.
 pub const FLEET_STORE: [Method; 12] = [
     method(
@@ -178,15 +191,7 @@ pub const FLEET_STORE: [Method; 12] = [
         "A claimed entry's destroy failed again: attempts + 1, keep `message`, due at `nextAttemptAt`, claim \
          released; only while the entry's `claim` still holds (`false` when it does not).",
     ),
-    method(
-        "resolveLeak",
-        "resolve_leak",
-        &[ENTRY],
-        Held,
-        false,
-        "Removes an entry whose sandbox is now destroyed, only while the entry's `claim` still holds, answering \
-         `false` when it does not (any other answer counts as written).",
-    ),
+    RESOLVE_LEAK,
     method(
         "claimSweep",
         "claim_sweep",
@@ -225,16 +230,7 @@ pub const RETRY_LEDGER: [Method; 3] = [
          has not ended is skipped. Each entry comes back with its `claim`; a lease of 0 claims with a lease that \
          has already ended.",
     ),
-    method(
-        "resolveLeak",
-        "resolve_leak",
-        &[ENTRY],
-        Held,
-        false,
-        "Removes a claimed leak whose sandbox is now destroyed, only while the entry's `claim` still holds. \
-         `false`: another retrier took the entry after the lease ran out, and nothing was written (any other \
-         answer counts as written).",
-    ),
+    RESOLVE_LEAK,
     method(
         "recordRetryFailure",
         "record_retry_failure",
