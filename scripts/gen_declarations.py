@@ -551,75 +551,113 @@ PROTOCOLS_PY = ROOT / "bindings-python/python/sandbox_reclaim/_protocols.py"
 HOST_TS = {"Text": "string", "Number": "number", "Lease": "number", "Entries": "SandboxLeakEntry[]", "MaybeNumber": "number | undefined", "Flag": "boolean",
            "NewLeak": "SandboxLeak", "Entry": "SandboxLeakEntry", "Reason": "LeakReason", "AuditRows": "AuditEntry[]",
            "Nothing": "void", "Held": "boolean | void", "Ids": "string[]", "Records": "SandboxInstanceRecord[]",
-           "DueEntries": "DueLeakEntry[]"}
+           "DueEntries": "DueLeakEntry[]", "Record": "SandboxInstanceRecord", "Instance": "SandboxInstanceRecord | null",
+           "Destroy": "ReclaimDestroyInput", "ListInput": "FleetListInput", "Listed": "readonly ListedSandbox[]",
+           "Meta": "Record<string, unknown>", "Anything": "unknown", "Unread": "void"}
+# Parameters a TypeScript implementation may leave out (a host passes them, a narrower method still fits).
+HOST_TS_OPTIONAL = {"ListInput", "Meta"}
 HOST_PY = {"Text": "str", "Number": "int", "Lease": "float", "MaybeNumber": "int | None", "Flag": "bool", "NewLeak": "NewLeak",
-           "Entry": "LeakEntry", "Reason": "LeakReason", "AuditRows": "list[AuditEntry]"}
-PARAM = re.compile(r'const (\w+): Param = param\("(\w+)", "(\w+)", (\w+)\);')
+           "Entry": "LeakEntry", "Reason": "LeakReason", "AuditRows": "list[AuditEntry]", "Record": "SandboxInstanceRecord",
+           "Destroy": "str", "Meta": "dict[str, Any]"}
+# Python answers are `object` (a plain or an awaitable value both fit) but where a flow reads them.
+HOST_PY_ANSWER = {"Instance": "InstanceAnswer | Awaitable[InstanceAnswer]"}
+PARAM = re.compile(r'const (\w+): Param = param\("(\w+)", "(\w*)", (\w+)\);')
 METHOD = re.compile(r'method\(\s*"(\w+)",\s*"(\w+)",\s*&\[(.*?)\],\s*(\w+),\s*(true|false),\s*"((?:[^"\\]|\\.)*)",?\s*\)', re.S)
+PROPERTY = re.compile(r'property\(\s*"(\w+)",\s*"(\w+)",\s*(\w+),\s*(true|false),\s*"((?:[^"\\]|\\.)*)",?\s*\)', re.S)
+HOST_TABLES = ["INSTANCE_STORE", "LEDGER_INSTANCE_STORE", "SANDBOX_PROVIDER", "FLEET_PROVIDER", "LOGGER", "FLEET_STORE",
+               "RETRY_LEDGER"]
 
 
-def host_methods(source, table="FLEET_STORE"):
-    """[(node, python, [(node, python, kind)], answer, optional, doc)] of `table`, in order."""
+class Member(tuple):
+    """(node, python, [(node, python, kind)], answer, optional, doc) and whether it is a property."""
+    property = False
+
+
+def host_members(source, table):
+    """The members of `table` (contract/host.rs), in order."""
     consts = {const: (node, python, kind) for const, node, python, kind in PARAM.findall(source)}
-    named = {m.group(1): m.group(2) for m in re.finditer(r"const (\w+): Method = (method\(.*?\));", source, re.S)}
-    block = source[source.index(f"pub const {table}"):]
-    block = block[block.index("= [") + 3:block.index("\n];\n")]
-    # The table's rows in order: a `method(...)` call, or a named method const.
-    rows = re.findall(r"method\(.*?\),?\s*$|^\s*[A-Z_]+,\s*$", block, re.S | re.M)
-    methods = []
+    named = {m.group(1): m.group(2) for m in re.finditer(r"const (\w+): Method = ((?:method|property)\(.*?\));", source, re.S)}
+    found = re.search(rf"pub const {table}: \[Method; (\d+)\] = \[(.*?)\];\n", source, re.S)
+    if not found:
+        raise SystemExit(f"gen_declarations: contract/host.rs has no table {table}")
+    # The table's rows in order: a `method(...)` or `property(...)` call, or a named const.
+    rows = re.findall(r"(?:method|property)\(.*?\),?\s*$|^\s*[A-Z_]+,\s*$", found.group(2), re.S | re.M)
+    members = []
     for row in rows:
-        m = METHOD.match(named.get(row.strip().rstrip(","), row.strip()))
-        if not m:
-            raise SystemExit(f"gen_declarations: contract/host.rs: a {table} method this cannot read: {row!r}")
-        node, python, params, answer, optional, doc = m.groups()
-        listed = []
-        for item in re.findall(r'param\("\w+", "\w+", \w+\)|\w+', params):
-            m = re.fullmatch(r'param\("(\w+)", "(\w+)", (\w+)\)', item)
-            listed.append(m.groups() if m else consts[item])
-        methods.append((node, python, listed, answer, optional == "true", rust_string(doc)))
-    if len(methods) != int(re.search(table + r": \[Method; (\d+)\]", source).group(1)):
-        raise SystemExit(f"gen_declarations: contract/host.rs: a {table} method this cannot read")
-    return methods
+        row = named.get(row.strip().rstrip(","), row.strip())
+        if m := PROPERTY.match(row):
+            node, python, kind, optional, doc = m.groups()
+            member = Member((node, python, [], kind, optional == "true", rust_string(doc)))
+            member.property = True
+        elif m := METHOD.match(row):
+            node, python, params, answer, optional, doc = m.groups()
+            listed = []
+            for item in re.findall(r'param\("\w+", "\w*", \w+\)|\w+', params):
+                m = re.fullmatch(r'param\("(\w+)", "(\w*)", (\w+)\)', item)
+                listed.append(m.groups() if m else consts[item])
+            member = Member((node, python, listed, answer, optional == "true", rust_string(doc)))
+        else:
+            raise SystemExit(f"gen_declarations: contract/host.rs: a {table} member this cannot read: {row!r}")
+        for kind in [member[3]] + [kind for *_, kind in member[2]]:
+            if kind not in HOST_TS:
+                raise SystemExit(f"gen_declarations: contract/host.rs: {table}.{member[0]}: unknown kind {kind}")
+        members.append(member)
+    if len(members) != int(found.group(1)):
+        raise SystemExit(f"gen_declarations: contract/host.rs: a {table} member this cannot read")
+    return members
 
 
-def ts_fleet_store(methods):
+def ts_members(members):
     out = []
-    for node, _, params, answer, optional, doc in methods:
-        out += ts_doc(("Optional: " if optional else "") + doc, "  ")
-        args = ", ".join(f"{name}: {HOST_TS[kind]}" for name, _, kind in params)
+    for member in members:
+        node, _, params, answer, optional, doc = member
+        out += ts_doc(("Optional: " if optional and not member.property else "") + doc, "  ")
+        mark = "?" if optional else ""
+        if member.property:
+            out.append(f"  readonly {node}{mark}: {HOST_TS[answer]};")
+            continue
+        args = ", ".join(f"{name}{'?' if kind in HOST_TS_OPTIONAL else ''}: {HOST_TS[kind]}" for name, _, kind in params)
         answered = HOST_TS[answer]
-        both = f"Promise<{answered}> | {answered}"
-        out.append(f"  {node}{'?' if optional else ''}({args}): {both};")
+        both = "void" if answer == "Unread" else f"Promise<{answered}> | {answered}"
+        out.append(f"  {node}{mark}({args}): {both};")
     return out
 
 
-def py_host_doc(doc, methods):
-    """A method's doc in Python's spelling: parameter names snake_case, literals Python's."""
-    for _, _, params, *_ in methods:
+def py_host_doc(doc, members):
+    """A member's doc in Python's spelling: parameter names snake_case, literals Python's."""
+    for _, _, params, *_ in members:
         for node, python, _ in params:
-            doc = doc.replace(f"`{node}`", f"`{python}`").replace(f"+ {node}`", f"+ {python}`")
-    for node, python, *_ in methods:
+            if python:
+                doc = doc.replace(f"`{node}`", f"`{python}`").replace(f"+ {node}`", f"+ {python}`")
+    for node, python, *_ in members:
         doc = doc.replace(f"`{node}`", f"`{python}`")
-    doc = doc.replace("`false`", "`False`").replace("`''`", '`""`').replace("providerSandboxId", "provider_sandbox_id")
+    doc = doc.replace("`false`", "`False`").replace("`null`", "`None`").replace("`''`", '`""`')
+    doc = doc.replace("providerSandboxId", "provider_sandbox_id")
     return doc.replace("`", "``").replace("````", "``")
 
 
-def py_fleet_store(methods):
+def py_members(members):
     out = []
-    for node, python, params, answer, optional, doc in methods:
+    for member in members:
+        _, python, params, answer, optional, doc = member
         if optional:
             continue
-        args = ", ".join(f"{name}: {HOST_PY[kind]}" for _, name, kind in params)
-        out += ["", f"    def {python}(self, {args}, /) -> object:"]
-        out += py_doc(py_host_doc(doc, methods), "        ") + ["        ..."]
+        if member.property:
+            out += ["", "    @property", f"    def {python}(self) -> {HOST_PY[answer]}:"]
+        else:
+            args = "".join(f", {name}: {HOST_PY[kind]}" for _, name, kind in params if name)
+            out += ["", f"    def {python}(self{args}, /) -> {HOST_PY_ANSWER.get(answer, 'object')}:"]
+        out += py_doc(py_host_doc(doc, members), "        ") + ["        ..."]
     return out[1:]
 
 
-def py_fleet_store_optional(methods):
+def py_optional_members(members):
     out = [""]
-    for node, python, params, answer, optional, doc in methods:
+    for member in members:
+        _, python, params, answer, optional, doc = member
         if optional:
-            text = f"* ``{python}({', '.join(name for _, name, _ in params)})``: {py_host_doc(doc, methods)}"
+            call = "" if member.property else f"({', '.join(name for _, name, _ in params if name)})"
+            text = f"* ``{python}{call}``: {py_host_doc(doc, members)}"
             out += textwrap.wrap(text, WIDTH - 10, initial_indent="    ", subsequent_indent="      ", break_on_hyphens=False)
     return out + [""]
 
@@ -650,14 +688,17 @@ def main(args):
             python_flows += [("#", f"{function} options", py_parameters(specs, flow)),
                              ("..", f"{function} options doc", py_option_docs(specs, flow))]
     host = HOST_FILE.read_text()
-    methods, ledger = host_methods(host), host_methods(host, "RETRY_LEDGER")
+    tables = {table: host_members(host, table) for table in HOST_TABLES}
+    contracts = [("instance store", "INSTANCE_STORE"), ("ledger instance store", "LEDGER_INSTANCE_STORE"),
+                 ("provider", "SANDBOX_PROVIDER"), ("fleet provider", "FLEET_PROVIDER"), ("logger", "LOGGER"),
+                 ("retry ledger store", "RETRY_LEDGER"), ("fleet store", "FLEET_STORE")]
     regions = {  # file: [(comment, region, body)]
-        TS_FILE: [("//", "records", typescript(types, RECORDS)), ("//", "retry ledger store", ts_fleet_store(ledger)),
-                  ("//", "fleet store", ts_fleet_store(methods)),
-                  ("//", "settings", ts_settings(specs)), ("//", "reports", typescript(types, REPORTS))],
-        PROTOCOLS_PY: [("..", "fleet store optional methods", py_fleet_store_optional(methods)),
-                       ("#", "fleet store", py_fleet_store(methods)),
-                       ("#", "retry ledger store", py_fleet_store(ledger))],
+        TS_FILE: [("//", "records", typescript(types, RECORDS)), ("//", "settings", ts_settings(specs)),
+                  ("//", "reports", typescript(types, REPORTS))]
+                 + [("//", region, ts_members(tables[table])) for region, table in contracts],
+        PROTOCOLS_PY: [("#", region, py_members(tables[table])) for region, table in contracts if region != "fleet provider"]
+                      + [("..", f"{region} optional members", py_optional_members(tables[table]))
+                         for region, table in contracts if any(member[4] for member in tables[table])],
         FLOWS_PY: python_flows,
         RUST_PASSES: [region for flow in RUST_FLOWS for region in [
             ("//", f"{flow} fields", rust_fields(specs, flow)), ("//", f"{flow} defaults", rust_defaults(specs, flow)),
@@ -677,7 +718,7 @@ def main(args):
             print(f"gen_declarations: {path.relative_to(ROOT)} is stale: run python3 scripts/gen_declarations.py",
                   file=sys.stderr)
         if not stale:
-            print(f"declarations: fresh ({len(RECORDS)} record and {len(REPORTS)} report types, {len(FLOWS)} flows' options, the fleet store: TypeScript, Python, the Rust API)")
+            print(f"declarations: fresh ({len(RECORDS)} record and {len(REPORTS)} report types, {len(FLOWS)} flows' options, {len(HOST_TABLES)} host contracts: TypeScript, Python, the Rust API)")
         return 1 if stale else 0
     for path in stale:
         path.write_text(wanted[path])

@@ -93,4 +93,11 @@ def test_a_fleet_store_method_the_generator_cannot_read_fails_the_run() -> None:
     gen = generator()
     source = 'pub const FLEET_STORE: [Method; 1] = [\n    method("listStale", "list_stale", &[OLDER], Records, maybe, "x"),\n];\n'
     with pytest.raises(SystemExit, match="cannot read"):
-        gen.host_methods(source)
+        gen.host_members(source, "FLEET_STORE")
+
+
+def test_a_host_member_of_a_kind_the_generator_does_not_know_fails_the_run() -> None:
+    gen = generator()
+    source = 'pub const PROVIDER: [Method; 1] = [\n    property("name", "name", Colour, false, "x"),\n];\n'
+    with pytest.raises(SystemExit, match="unknown kind Colour"):
+        gen.host_members(source, "PROVIDER")

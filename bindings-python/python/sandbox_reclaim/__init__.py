@@ -53,6 +53,7 @@ from ._providers import (
     owner_labels,
 )
 from ._protocols import (
+    FleetProvider,
     FleetStore,
     LeakLedgerStore,
     ReclaimLogger,
@@ -118,6 +119,7 @@ __all__ = [
     "DueLeak",
     "E2bProvider",
     "ExecResult",
+    "FleetProvider",
     "FleetReclaimReport",
     "FleetStore",
     "RetryLedgerStore",

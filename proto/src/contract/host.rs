@@ -1,21 +1,26 @@
-//! The stores a host hands a flow, as data: each method a flow calls on
-//! them, its parameters and its answer, in each host's spelling: the fleet
-//! store of a reconcile pass ([`FLEET_STORE`]) and the leak ledger a leak
-//! retry works on ([`RETRY_LEDGER`]).
+//! The objects a host hands a flow, as data: each member a flow reads or
+//! calls, its parameters and its answer, in each host's spelling:
 //!
-//! The [`FleetStore`](crate::contract::FleetStore) and
-//! [`LeakLedger`](crate::contract::LeakLedger) traits are the Rust side of
-//! this contract; a JavaScript or Python store is called through the effect
-//! table (`machine::effect_table`), and these tables are what its
-//! declarations say: `scripts/gen_declarations.py` writes TypeScript's
-//! `FleetStore` and `RetryLedgerStore` interfaces (`index.d.ts`) and Python's
-//! protocols of the same names (`_protocols.py`) from them, and a test in
-//! `machine::effect_table` checks every row against the effect that calls it
-//! (method names, operand count and kinds).
+//! - the instance store every reclaim works on ([`INSTANCE_STORE`], TanStack's
+//!   `SandboxStore`) and its leak-recording delete ([`LEDGER_INSTANCE_STORE`]);
+//! - the provider ([`SANDBOX_PROVIDER`]) and what an orphan sweep also reads of it
+//!   ([`FLEET_PROVIDER`]);
+//! - the logger ([`LOGGER`], TanStack's `InternalLogger`);
+//! - the fleet store of a reconcile pass ([`FLEET_STORE`]) and the leak
+//!   ledger a leak retry works on ([`RETRY_LEDGER`]).
 //!
-//! Write one method per `method(...)` call (one both tables list is a named
-//! `const`), its doc a plain string literal: the generator reads them with a
-//! pattern.
+//! The traits of `contract` are the Rust side of this contract; a JavaScript
+//! or Python object is called through the effect table
+//! (`machine::effect_table`), and these tables are what its declarations say:
+//! `scripts/gen_declarations.py` writes the TypeScript interfaces
+//! (`index.d.ts`) and the Python protocols (`_protocols.py`) from them, and a
+//! test in `machine::effect_table` checks every row against the effect that
+//! calls it (method names, operand count and kinds) and the logger's against
+//! the log levels.
+//!
+//! Write one member per `method(...)` or `property(...)` call (one two tables
+//! list is a named `const`), its doc a plain string literal: the generator
+//! reads them with a pattern.
 
 /// What one parameter or answer is, for a host's declaration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +55,22 @@ pub enum Kind {
     DueEntries,
     /// Claimed entries (`SandboxLeakEntry[]` / `LeakEntry`s).
     Entries,
+    /// An instance record (`SandboxInstanceRecord`).
+    Record,
+    /// What a store's `get` answers: a record or none (Python also takes its wire-form mapping).
+    Instance,
+    /// What `destroy` is handed: Node's `{ id, signal? }` (`ReclaimDestroyInput`), Python's sandbox id.
+    Destroy,
+    /// What `list` is handed: Node's `{ signal? }` (`FleetListInput`), nothing in Python.
+    ListInput,
+    /// What `list` answers: the provider's sandboxes (`ListedSandbox`es).
+    Listed,
+    /// A log line's meta: a fresh object of the reference's camelCase keys.
+    Meta,
+    /// Anything: the answer is awaited when it can be, then ignored (a throw is the failure).
+    Anything,
+    /// Nothing, and never awaited: the call is synchronous (the logger's).
+    Unread,
 }
 
 /// One parameter: its name in each host's contract and its kind.
@@ -60,13 +81,16 @@ pub struct Param {
     pub kind: Kind,
 }
 
-/// One method of the host's fleet store.
+/// One member of a host object: a method, or (with `property`) a property
+/// whose kind is `answer`.
 #[derive(Debug, Clone, Copy)]
 pub struct Method {
     pub node: &'static str,
     pub python: &'static str,
     pub params: &'static [Param],
     pub answer: Kind,
+    /// A property read once, not a method.
+    pub property: bool,
     /// A store may leave it out (the pass then does without).
     pub optional: bool,
     /// What it does (both hosts' declarations say it).
@@ -85,7 +109,11 @@ const fn method(
     optional: bool,
     doc: &'static str,
 ) -> Method {
-    Method { node, python, params, answer, optional, doc }
+    Method { node, python, params, answer, property: false, optional, doc }
+}
+
+const fn property(node: &'static str, python: &'static str, kind: Kind, optional: bool, doc: &'static str) -> Method {
+    Method { node, python, params: &[], answer: kind, property: true, optional, doc }
 }
 
 use Kind::*;
@@ -100,7 +128,76 @@ const ENTRY: Param = param("entry", "entry", Entry);
 const LEAK: Param = param("leak", "leak", NewLeak);
 const MESSAGE: Param = param("message", "message", Text);
 const FAILED_AT: Param = param("failedAt", "failed_at", Number);
+const META: Param = param("meta", "meta", Meta);
 const NEXT_ATTEMPT_AT: Param = param("nextAttemptAt", "next_attempt_at", Number);
+
+/// What every reclaim calls on its instance store (TanStack's `SandboxStore`), in the order the declarations list
+/// them; `upsert` is the app's (a flow never writes a record).
+pub const INSTANCE_STORE: [Method; 3] = [
+    method("get", "get", &[KEY], Instance, false, "The record under `key`, or `null` when there is none."),
+    method(
+        "upsert",
+        "upsert",
+        &[param("record", "record", Record)],
+        Nothing,
+        false,
+        "Stores `record`, replacing any record under its key.",
+    ),
+    method("delete", "delete", &[KEY], Nothing, false, "Removes the record under `key`; a missing key is a no-op."),
+];
+
+/// What makes an instance store one with a leak ledger: a reclaim whose destroy failed calls it instead of `delete`.
+pub const LEDGER_INSTANCE_STORE: [Method; 1] = [method(
+    "deleteRecordingLeak",
+    "delete_recording_leak",
+    &[KEY, LEAK],
+    Nothing,
+    false,
+    "Deletes the record under `key` and records `leak`, in one transaction.",
+)];
+
+/// The part of a provider every flow uses.
+pub const SANDBOX_PROVIDER: [Method; 2] = [
+    property(
+        "name",
+        "name",
+        Text,
+        false,
+        "Compared exactly (case-sensitive) with the instance record's `provider` before anything is destroyed; read \
+         once per flow.",
+    ),
+    method(
+        "destroy",
+        "destroy",
+        &[param("input", "sandbox_id", Destroy)],
+        Anything,
+        false,
+        "Destroys the sandbox with this provider-side id; an already-gone sandbox should count as destroyed. A \
+         throw (or a rejected answer) is the `destroy-failed` path.",
+    ),
+];
+
+/// What a reconcile pass also reads of a provider: both optional.
+pub const FLEET_PROVIDER: [Method; 2] = [
+    property("owner", "owner", Text, true, "The owner namespace its sandboxes carry; wins over the pass's `owner`."),
+    method(
+        "list",
+        "list",
+        &[param("input", "", ListInput)],
+        Listed,
+        true,
+        "Its sandboxes, for the orphan sweep; a throw (or a rejected answer) makes the sweep `unavailable`, and \
+         a provider without it gets no sweep (reported `unavailable`).",
+    ),
+];
+
+/// Where reclaim lines go: TanStack's `InternalLogger` methods, one per log level, called synchronously (never
+/// awaited) with the message and a fresh meta object; a logger that throws changes nothing.
+pub const LOGGER: [Method; 3] = [
+    method("warn", "warn", &[MESSAGE, META], Unread, false, "Something is wrong but the flow goes on."),
+    method("errors", "errors", &[MESSAGE, META], Unread, false, "The flow failed its job: a sandbox may be leaking."),
+    method("sandbox", "sandbox", &[MESSAGE, META], Unread, false, "Routine sandbox lifecycle news."),
+];
 
 /// A method both flows call (a reconcile pass's leak retries and a leak retry).
 const RESOLVE_LEAK: Method = method(

@@ -332,39 +332,75 @@ pub fn answered_with_json(op: u32) -> bool {
 #[cfg(test)]
 mod host_contract {
     use super::*;
-    use crate::contract::host::{Kind, Method, FLEET_STORE, RETRY_LEDGER};
+    use crate::contract::host::{
+        Kind, Method, FLEET_PROVIDER, FLEET_STORE, INSTANCE_STORE, LEDGER_INSTANCE_STORE, LOGGER, RETRY_LEDGER,
+        SANDBOX_PROVIDER,
+    };
+    use crate::machine::effects::LogLevel;
 
-    /// The fleet store the hosts' declarations describe is the one the
-    /// drivers call: each declared method is an effect's, with as many
-    /// parameters as the effect has operands, of the kinds it passes; and
-    /// every store effect a pass makes beyond the instance store and the
-    /// leak ledger is declared.
-    #[test]
-    fn the_declared_fleet_store_is_the_one_the_effects_call() {
-        let declarations: Vec<Method> = FLEET_STORE.into_iter().chain(RETRY_LEDGER).collect();
-        for declared in declarations.iter().copied() {
-            let row = EFFECTS.iter().find(|row| row.method == declared.node).expect(declared.node);
-            assert_eq!((row.python, row.target), (declared.python, target::STORE), "{}", declared.node);
-            assert_eq!(row.operands.len(), declared.params.len(), "{}", declared.node);
-            for (operand, param) in row.operands.iter().zip(declared.params) {
-                let expected = match param.kind {
-                    Kind::NewLeak => operand::LEAK,
-                    Kind::Entry => operand::ENTRY,
-                    Kind::Reason => operand::REASON,
-                    Kind::AuditRows => operand::AUDIT,
-                    Kind::Lease => operand::LEASE,
-                    _ => operand::VALUE,
-                };
-                assert_eq!(*operand, expected, "{}.{}", declared.node, param.node);
+    /// The operand an effect passes for a parameter of this kind.
+    fn operand_of(kind: Kind) -> &'static str {
+        match kind {
+            Kind::NewLeak => operand::LEAK,
+            Kind::Entry => operand::ENTRY,
+            Kind::Reason => operand::REASON,
+            Kind::AuditRows => operand::AUDIT,
+            Kind::Lease => operand::LEASE,
+            Kind::Destroy => operand::SANDBOX,
+            Kind::ListInput => operand::SIGNAL,
+            _ => operand::VALUE,
+        }
+    }
+
+    /// Each declared method of `target` is an effect's: the same names, as
+    /// many parameters as the effect has operands (a provider call's first
+    /// operand picks the provider and is no argument), of the kinds it passes.
+    fn check(target: &str, declared: &[Method]) {
+        for declared in declared.iter().filter(|member| !member.property) {
+            let Some(row) = EFFECTS.iter().find(|row| row.method == declared.node) else {
+                // The app's own call (a flow never writes a record).
+                assert_eq!(declared.node, "upsert", "{} is no effect's", declared.node);
+                continue;
+            };
+            assert_eq!((row.python, row.target), (declared.python, target), "{}", declared.node);
+            let operands = match row.operands.split_first() {
+                Some((&operand::PROVIDER, rest)) => rest,
+                _ => row.operands,
+            };
+            assert_eq!(operands.len(), declared.params.len(), "{}", declared.node);
+            for (operand, param) in operands.iter().zip(declared.params) {
+                assert_eq!(*operand, operand_of(param.kind), "{}.{}", declared.node, param.node);
             }
             let held = declared.answer == Kind::Held;
             assert_eq!(row.answer == answer::HELD, held, "{}", declared.node);
         }
-        // The instance store's methods are TanStack's (`SandboxStore`), declared as the reference does.
-        let instance_store = ["get", "delete", "deleteRecordingLeak"];
-        for row in EFFECTS.iter().filter(|row| row.target == target::STORE) {
-            let declared = declarations.iter().any(|method| method.node == row.method);
-            assert!(declared || instance_store.contains(&row.method), "{} is not declared", row.method);
+    }
+
+    /// The stores, providers and logger the hosts' declarations describe
+    /// are the ones the drivers call, and every effect a flow makes on a
+    /// store or a provider is declared.
+    #[test]
+    fn the_declared_host_objects_are_the_ones_the_effects_call() {
+        let stores: Vec<Method> = [&INSTANCE_STORE[..], &LEDGER_INSTANCE_STORE, &FLEET_STORE, &RETRY_LEDGER].concat();
+        let providers: Vec<Method> = [&SANDBOX_PROVIDER[..], &FLEET_PROVIDER].concat();
+        check(target::STORE, &stores);
+        check(target::PROVIDER, &providers);
+        for row in EFFECTS.iter() {
+            let declared = match row.target {
+                target::STORE => &stores,
+                target::PROVIDER => &providers,
+                _ => continue,
+            };
+            assert!(declared.iter().any(|method| method.node == row.method), "{} is not declared", row.method);
         }
+    }
+
+    /// The logger's declared methods are the log levels, in order.
+    #[test]
+    fn the_declared_logger_is_one_method_per_log_level() {
+        let declared: Vec<&str> = LOGGER.iter().map(|method| method.node).collect();
+        let levels: Vec<&str> = LogLevel::ALL.iter().map(|level| level.as_str()).collect();
+        assert_eq!(declared, levels);
+        assert!(LOGGER.iter().all(|method| method.python == method.node && method.answer == Kind::Unread));
     }
 }
