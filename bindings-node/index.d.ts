@@ -132,6 +132,36 @@ export interface DueLeakEntry extends SandboxLeakEntry {
   /** Epoch milliseconds before which no retry is due. */
   nextAttemptAt: number;
 }
+
+/** One row of the audit log: a destroy attempt made by a fleet pass. */
+export interface AuditEntry {
+  /** Epoch milliseconds when the attempt settled. */
+  at: number;
+  /** Who ran the pass (host name unless configured). */
+  host: string;
+  provider: string;
+  providerSandboxId: string;
+  key?: string;
+  /** Why it was destroyed: `leak-retry`, `orphan` or `idle` (an action's reason). */
+  reason: ActionReason;
+  /** What became of it: an `AuditResult`'s name. */
+  result: AuditResult;
+  error?: string;
+}
+
+/** What became of an audited destroy attempt: an audit row's `result`. */
+export type AuditResult =
+  /** The sandbox is gone. */
+  | 'destroyed'
+  /** The destroy failed. */
+  | 'failed'
+  /** The destroy did not settle within the pass's destroy timeout. */
+  | 'timeout'
+  /**
+   * The store refused to write a leak's outcome: another pass had taken the entry's `claim` after the lease
+   * ran out.
+   */
+  | 'lease-lost';
 // ---- end of generated declarations [records] ----
 
 /** What a reclaim reads of a run: any `RunRecord` will do. */
@@ -686,22 +716,6 @@ export declare class SchemaTooNewError extends SandboxStoreOpenError {
 }
 
 // ------------------------------------------------ fleet passes
-
-/** One audit row: a destroy attempt a fleet pass made. */
-export interface AuditEntry {
-  /** Epoch milliseconds when the attempt settled. */
-  at: number;
-  /** Who ran the pass (`ReconcileOptions.host`). */
-  host: string;
-  provider: string;
-  providerSandboxId: string;
-  key?: string;
-  /** Why it was destroyed. */
-  reason: ActionReason;
-  /** `'timeout'`: the destroy did not settle within `destroyTimeoutMs`. */
-  result: 'destroyed' | 'failed' | 'timeout';
-  error?: string;
-}
 
 /** `listAudit`'s options. */
 export interface ListAuditOptions {

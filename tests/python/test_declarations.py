@@ -101,3 +101,30 @@ def test_a_host_member_of_a_kind_the_generator_does_not_know_fails_the_run() -> 
     source = 'pub const PROVIDER: [Method; 1] = [\n    property("name", "name", Colour, false, "x"),\n];\n'
     with pytest.raises(SystemExit, match="unknown kind Colour"):
         gen.host_members(source, "PROVIDER")
+
+
+def test_a_narrowed_field_that_is_not_the_structs_fails_the_run() -> None:
+    gen = generator()
+    types = {}
+    for source in gen.SOURCES:
+        types.update(gen.parse(source.read_text()))
+    with pytest.raises(SystemExit, match="AuditEntry.outcome narrowed to AuditResult"):
+        gen.typescript(types, gen.RECORDS, {("AuditEntry", "outcome"): "AuditResult"})
+
+
+def test_the_hand_written_listed_sandbox_has_the_rust_wire_fields() -> None:
+    """``ListedSandbox`` stays hand-written in both hosts (each accepts more than
+    the Rust wire form: a field left out or ``null``, Python an aware datetime),
+    so its fields are checked against the Rust type's here."""
+    import re
+
+    source = (REPO / "proto/src/model/fleet.rs").read_text()
+    struct = source[source.index("pub struct ListedSandbox {"):]
+    rust = re.findall(r"^\s*pub (\w+):", struct[: struct.index("\n}")], re.M)
+    wire = ["".join([word if i == 0 else word.capitalize() for i, word in enumerate(name.split("_"))]) for name in rust]
+    assert [field.name for field in dataclasses.fields(sr.ListedSandbox)] == rust
+    full = sr.ListedSandbox(id="i", created_at=1, owner="o", key="k", deleting=True).to_dict()
+    assert list(full) == wire
+    declarations = (REPO / "bindings-node/index.d.ts").read_text()
+    interface = declarations[declarations.index("export interface ListedSandbox {"):]
+    assert re.findall(r"^  (\w+)\??:", interface[: interface.index("\n}")], re.M) == wire

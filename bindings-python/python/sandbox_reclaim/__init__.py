@@ -63,6 +63,7 @@ from ._protocols import (
 )
 from ._records import (
     AuditEntry,
+    AuditResult,
     DueLeak,
     ExecResult,
     JsonValue,
@@ -114,6 +115,7 @@ __all__ = [
     "ActionReason",
     "ActionResult",
     "AuditEntry",
+    "AuditResult",
     "DaytonaProvider",
     "DockerProvider",
     "DueLeak",

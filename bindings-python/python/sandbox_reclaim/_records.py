@@ -386,9 +386,9 @@ class AuditEntry(_Record):
     provider: str
     provider_sandbox_id: str
     reason: str
-    """``leak-retry``, ``orphan`` or ``idle``."""
+    """Why it was destroyed: ``leak-retry``, ``orphan`` or ``idle`` (an action's reason)."""
     result: str
-    """``destroyed``, ``failed``, ``timeout`` or ``lease-lost``."""
+    """What became of it: an ``AuditResult``'s name."""
     key: str | None = None
     error: str | None = None
 
@@ -402,6 +402,23 @@ class AuditEntry(_Record):
         ("result", "result", "text", False),
         ("error", "error", "text", True),
     )
+
+
+class AuditResult(str, enum.Enum):
+    """What became of an audited destroy attempt: an audit row's ``result``."""
+
+    DESTROYED = "destroyed"
+    """The sandbox is gone."""
+    FAILED = "failed"
+    """The destroy failed."""
+    TIMEOUT = "timeout"
+    """The destroy did not settle within the pass's destroy timeout."""
+    LEASE_LOST = "lease-lost"
+    """The store refused to write a leak's outcome: another pass had taken the entry's ``claim`` after the
+    lease ran out."""
+
+    def __str__(self) -> str:
+        return self.value
 
 
 # An unknown string a newer writer stored reads as this variant, as the core's `parse` does.

@@ -39,7 +39,7 @@ use crate::machine::effects::{
     Completion, DueFields, Effect, EffectId, Ending, Flow, HostRef, Millis, Misuse, Output, StaleRecord,
 };
 use crate::machine::outbox::Outbox;
-use crate::model::fleet::{AuditEntry, LeakReason, ListedSandbox, AUDIT_DESTROYED, AUDIT_LEASE_LOST};
+use crate::model::fleet::{AuditEntry, AuditResult, LeakReason, ListedSandbox};
 use crate::model::ledger::NewLeak;
 use crate::report::messages;
 pub use crate::report::{
@@ -649,7 +649,7 @@ impl Reconcile {
         if let Origin::Leak { entry, .. } = self.jobs[job].origin {
             self.ask(Effect::ResolveLeak { entry }, Pending::Write { job });
         }
-        self.audit_row(job, AUDIT_DESTROYED, None, now);
+        self.audit_row(job, AuditResult::Destroyed, None, now);
         self.job_result(job, ActionResult::Destroyed, None, now);
     }
 
@@ -675,7 +675,8 @@ impl Reconcile {
                 self.ask(effect, Pending::Write { job });
             }
         }
-        self.audit_row(job, if timed_out { "timeout" } else { "failed" }, Some(message.clone()), now);
+        let result = if timed_out { AuditResult::Timeout } else { AuditResult::Failed };
+        self.audit_row(job, result, Some(message.clone()), now);
         self.job_result(job, ActionResult::Failed, Some(message), now);
     }
 
@@ -720,7 +721,7 @@ impl Reconcile {
         }
     }
 
-    fn audit_row(&mut self, job: usize, result: &str, error: Option<String>, now: Millis) {
+    fn audit_row(&mut self, job: usize, result: AuditResult, error: Option<String>, now: Millis) {
         let job = &self.jobs[job];
         self.audit.push(AuditEntry {
             at: now,
@@ -729,7 +730,7 @@ impl Reconcile {
             provider_sandbox_id: job.sandbox_id.clone(),
             key: job.key.clone(),
             reason: job.reason.as_str().to_owned(),
-            result: result.to_owned(),
+            result: result.as_str().to_owned(),
             error,
         });
     }
@@ -739,7 +740,7 @@ impl Reconcile {
     /// entry is that pass's now. Counted and audited, never hidden.
     fn lease_lost(&mut self, job: usize, now: Millis) {
         self.report.providers[self.jobs[job].provider].leaks.lease_lost += 1;
-        self.audit_row(job, AUDIT_LEASE_LOST, Some(messages::LEASE_LOST.to_owned()), now);
+        self.audit_row(job, AuditResult::LeaseLost, Some(messages::LEASE_LOST.to_owned()), now);
     }
 
     /// Writes audit rows in groups (one transaction each), and the rest

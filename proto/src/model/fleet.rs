@@ -68,19 +68,51 @@ pub struct AuditEntry {
     pub provider_sandbox_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
-    /// `leak-retry`, `orphan` or `idle`.
+    /// Why it was destroyed: `leak-retry`, `orphan` or `idle` (an action's reason).
     pub reason: String,
-    /// `destroyed`, `failed`, `timeout` or `lease-lost`.
+    /// What became of it: an [`AuditResult`]'s name.
     pub result: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
+/// What became of an audited destroy attempt: an audit row's `result`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AuditResult {
+    /// The sandbox is gone.
+    Destroyed,
+    /// The destroy failed.
+    Failed,
+    /// The destroy did not settle within the pass's destroy timeout.
+    Timeout,
+    /// The store refused to write a leak's outcome: another pass had taken
+    /// the entry's `claim` after the lease ran out.
+    LeaseLost,
+}
+
+impl AuditResult {
+    /// The text an audit row stores.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Destroyed => "destroyed",
+            Self::Failed => "failed",
+            Self::Timeout => "timeout",
+            Self::LeaseLost => "lease-lost",
+        }
+    }
+}
+
 /// An audit row's `result` for a destroy that succeeded.
-pub const AUDIT_DESTROYED: &str = "destroyed";
-/// An audit row's `result` for a leak whose outcome the store refused to
-/// write: another pass had taken its claim (see [`crate::model::ledger::LeakEntry::claim`]).
-pub const AUDIT_LEASE_LOST: &str = "lease-lost";
+pub const AUDIT_DESTROYED: &str = AuditResult::Destroyed.as_str();
+/// An audit row's `result` for a leak whose outcome the store refused to write.
+pub const AUDIT_LEASE_LOST: &str = AuditResult::LeaseLost.as_str();
+
+/// The types the hosts' declarations give [`AuditEntry`]'s text fields
+/// (`scripts/gen_declarations.py` reads this): the enums whose names the core
+/// writes there. A row is read back as it was stored, so the Rust type stays
+/// text (and Python's a `str`); TypeScript narrows it, as Node always has.
+pub const AUDIT_ENTRY_HOST_TYPES: [(&str, &str); 2] = [("reason", "ActionReason"), ("result", "AuditResult")];
 
 /// See [`crate::contract::FleetStore::scheduled_leaks`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,6 +158,29 @@ pub struct ListedSandbox {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An audit row stores each result by its serde name, and the fields
+    /// the hosts' declarations narrow are the row's.
+    #[test]
+    fn audit_results_are_stored_by_their_serde_names() {
+        for result in [AuditResult::Destroyed, AuditResult::Failed, AuditResult::Timeout, AuditResult::LeaseLost] {
+            assert_eq!(serde_json::to_value(result).unwrap(), result.as_str());
+        }
+        let row = AuditEntry {
+            at: 1,
+            host: "h".into(),
+            provider: "p".into(),
+            provider_sandbox_id: "id".into(),
+            key: None,
+            reason: "orphan".into(),
+            result: AUDIT_DESTROYED.into(),
+            error: None,
+        };
+        let wire = serde_json::to_value(row).unwrap();
+        for (field, _) in AUDIT_ENTRY_HOST_TYPES {
+            assert!(wire.get(field).is_some_and(|value| value.is_string()), "{field}");
+        }
+    }
 
     /// The host form of a due leak is flat (a leak entry's fields beside
     /// `reason` and `nextAttemptAt`), as the declarations generated from
