@@ -133,6 +133,20 @@ _CHECKS = {
 }
 
 
+_WIRE_MAPS: dict[type, tuple[dict[str, str], tuple[str, ...]]] = {}
+
+
+def _wire_maps(record: type[_Record]) -> tuple[dict[str, str], tuple[str, ...]]:
+    """A record class's attributes by wire key (in the core's order) and its
+    required wire keys, built once per class (a store reads thousands of rows)."""
+    maps = _WIRE_MAPS.get(record)
+    if maps is None:
+        table = record._wire
+        maps = ({wire: field for field, wire, _, _ in table}, tuple(wire for _, wire, _, optional in table if not optional))
+        _WIRE_MAPS[record] = maps
+    return maps
+
+
 class _Record:
     """Checks, reads and writes a generated record by its ``_wire`` table."""
 
@@ -157,8 +171,7 @@ class _Record:
         Unknown keys are refused (a snake_case key is a likely typo), and a
         ``null`` optional reads as absent; a whole-number float is an int
         where the core holds an integer, and JSON values are deep-copied."""
-        fields = {wire: field for field, wire, _, _ in cls._wire}
-        required = tuple(wire for _, wire, _, optional in cls._wire if not optional)
+        fields, required = _wire_maps(cls)
         keywords = _read_wire(cls.__name__, data, fields, required)
         for field, _, check, _ in cls._wire:
             value = keywords.get(field)
@@ -171,7 +184,7 @@ class _Record:
     def to_dict(self) -> dict[str, Any]:
         """The camelCase wire form in the core's field order, absent optionals
         omitted (as ``JSON.stringify`` does)."""
-        return _write_wire(self, {wire: field for field, wire, _, _ in self._wire})
+        return _write_wire(self, _wire_maps(type(self))[0])
 
 
 class _RunStatusRules:
