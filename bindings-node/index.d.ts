@@ -834,34 +834,6 @@ export interface FleetStore {
   // ---- end of generated declarations [fleet store] ----
 }
 
-/** A progress event of {@link reclaimAll}: after each record. */
-export interface RecordProgressEvent {
-  kind: 'record';
-  /** Records concluded so far, of `total`. */
-  done: number;
-  total: number;
-  runId: string;
-  sandboxKey: string | null;
-  outcome: RecordOutcome;
-  /** Since the pass started. */
-  elapsedMs: number;
-}
-
-/** A progress event of {@link reconcile}: after each destroy settles (or is deferred). */
-export interface ActionProgressEvent {
-  kind: 'action';
-  done: number;
-  total: number;
-  reason: ActionReason;
-  provider: string;
-  providerSandboxId: string;
-  result: ActionResult;
-  elapsedMs: number;
-}
-
-/** Any fleet pass's progress event. */
-export type ProgressEvent = RecordProgressEvent | ActionProgressEvent;
-
 /** What both fleet passes take (besides their store). */
 export interface FleetPassOptions<Provider extends ReclaimProvider> {
   /** The one provider; or give `providers`. */
@@ -1222,6 +1194,40 @@ export interface RetrySummary {
    * what the destroy did.
    */
   leaseLost: number;
+}
+
+/** A fleet pass's progress event, handed to `onProgress` / `on_progress` as it happens (never awaited). */
+export type ProgressEvent =
+  /** `reclaimAll`: after each record concludes. */
+  | RecordProgressEvent
+  /** `reconcile`: after each destroy settles (or is deferred). */
+  | ActionProgressEvent;
+
+/** A progress event of `reclaimAll`: after each record concludes. */
+export interface RecordProgressEvent {
+  kind: 'record';
+  /** Records concluded so far, of `total`. */
+  done: number;
+  total: number;
+  runId: string;
+  sandboxKey: string | null;
+  outcome: RecordOutcome;
+  /** Since the pass started, on the driver's clock. */
+  elapsedMs: number;
+}
+
+/** A progress event of `reconcile`: after each destroy settles (or is deferred). */
+export interface ActionProgressEvent {
+  kind: 'action';
+  /** Destroys settled so far, of `total`. */
+  done: number;
+  total: number;
+  reason: ActionReason;
+  provider: string;
+  providerSandboxId: string;
+  result: ActionResult;
+  /** Since the pass started, on the driver's clock. */
+  elapsedMs: number;
 }
 // ---- end of generated declarations [reports] ----
 

@@ -43,9 +43,13 @@ RECORDS = ["RunStatus", "RunRecord", "SandboxInstanceRecord", "ReclaimOutcome", 
            "LeakReason", "DueLeak", "AuditEntry", "AuditResult"]
 REPORTS = ["RecordOutcome", "RecordReport", "OutcomeCounts", "FleetReclaimReport", "ActionReason", "ActionResult",
            "Action", "SweepStatus", "LeakCounts", "OrphanCounts", "ProviderReport", "IdleCounts", "ActionCounts",
-           "ReconcileReport", "RetrySummary"]
+           "ReconcileReport", "RetrySummary", "ProgressEvent", "RecordProgress", "ActionProgress"]
+# Declared for TypeScript only: Python hands a progress event to `on_progress`
+# as the dict of its wire form (the same keys).
+PY_SKIP = {"ProgressEvent", "RecordProgress", "ActionProgress"}
 # Node's names where TanStack's (or the Node API's) differ from the Rust ones.
-TS_NAMES = {"NewLeak": "SandboxLeak", "LeakEntry": "SandboxLeakEntry", "DueLeak": "DueLeakEntry"}
+TS_NAMES = {"NewLeak": "SandboxLeak", "LeakEntry": "SandboxLeakEntry", "DueLeak": "DueLeakEntry",
+            "RecordProgress": "RecordProgressEvent", "ActionProgress": "ActionProgressEvent"}
 # A struct's text fields TypeScript narrows to a generated union, as a Rust
 # table says (`pub const <STRUCT>_HOST_TYPES` in the struct's file: field, type).
 HOST_TYPES = re.compile(r"pub const (\w+)_HOST_TYPES: \[\(&str, &str\); \d+\] = \[(.*?)\];", re.S)
@@ -101,10 +105,11 @@ def parse(source):
             elif line.startswith("#["):
                 mattrs.append(line)
             elif line:
-                fm = re.match(r"pub (\w+): (.+),$", line) if kind == "struct" else re.match(r"(\w+),$", line)
+                # A struct's field, or an enum's variant (unit, or one struct's: a tagged enum's).
+                fm = re.match(r"pub (\w+): (.+),$", line) if kind == "struct" else re.match(r"(\w+)(?:\((\w+)\))?,$", line)
                 if not fm:
                     raise SystemExit(f"gen_declarations: cannot read {name}: {line!r}")
-                members.append((fm.group(1), doc_text(mdoc), " ".join(mattrs), fm.group(2) if kind == "struct" else None))
+                members.append((fm.group(1), doc_text(mdoc), " ".join(mattrs), fm.group(2)))
                 mdoc, mattrs = [], []
             i += 1
         types[name] = (kind, doc_text(doc), " ".join(attrs), members)
@@ -222,9 +227,26 @@ def host_types(sources):
     return out
 
 
+def tagged(types, names):
+    """{variant struct: (tag field, tag value)} of every internally tagged enum
+    (`#[serde(tag = "...")]`, each variant one generated struct's)."""
+    out = {}
+    for name in names:
+        kind, _, attrs, members = types[name]
+        tag = re.search(r'tag = "(\w+)"', attrs)
+        if kind != "enum" or not tag:
+            continue
+        for (wire, _, _, _), (_, _, _, payload) in zip(variants(types, name), members):
+            if payload not in names or types[payload][0] != "struct":
+                raise SystemExit(f"gen_declarations: {name}: a tagged variant must hold a generated struct, not {payload}")
+            out[payload] = (tag.group(1), wire)
+    return out
+
+
 def typescript(types, names, narrowed=None):
     out = []
     narrowed = narrowed or {}
+    tags = tagged(types, names)
     for (struct, field), shown in narrowed.items():
         if struct in names and (shown not in types or field not in [key for key, *_ in all_fields(types, struct)]):
             raise SystemExit(f"gen_declarations: {struct}.{field} narrowed to {shown}: no such field or generated type")
@@ -233,18 +255,22 @@ def typescript(types, names, narrowed=None):
         out += ts_doc(ts_wire_names(doc, types, name), "")
         if kind == "enum":
             out.append(f"export type {ts_name(name)} =")
-            for key, _, vdoc, _ in variants(types, name):
+            for (key, _, vdoc, _), (*_, payload) in zip(variants(types, name), types[name][3]):
                 out += ts_doc(vdoc, "  ")
-                out.append(f"  | '{key}'")
+                out.append(f"  | {ts_name(payload)}" if payload else f"  | '{key}'")
             out[-1] += ";"
         else:
             base = base_of(types, name)
             extends = f" extends {ts_name(base)}" if base else ""
             out.append(f"export interface {ts_name(name)}{extends} {{")
+            if name in tags:
+                out.append(f"  {tags[name][0]}: '{tags[name][1]}';")
             for key, _, rtype, fdoc, optional, _ in own_fields(types, name):
                 out += ts_doc(ts_wire_names(fdoc, types, name), "  ")
                 shown = key if re.match(r"^[A-Za-z_]\w*$", key) else f"'{key}'"
                 typed = narrowed.get((name, key)) or ts_type(rtype)
+                if rtype.startswith("Option<") and not optional:
+                    typed += " | null"  # serialised as `null` when absent
                 out.append(f"  {shown}{'?' if optional else ''}: {typed};")
             out.append("}")
         out.append("")
@@ -276,7 +302,7 @@ def py_enum(types, name):
 def python(types, names):
     """The report classes: dataclasses read and written generically by `_WireForm`."""
     out = []
-    for name in names:
+    for name in [name for name in names if name not in PY_SKIP]:
         kind, doc, _, _ = types[name]
         out += ["", ""]
         if kind == "enum":

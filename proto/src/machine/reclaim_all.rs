@@ -38,7 +38,7 @@ use crate::machine::effects::{Completion, Effect, EffectId, Ending, Flow, LogLin
 use crate::machine::outbox::Outbox;
 use crate::machine::reclaim::{Reclaim, ReclaimApi, ReclaimInput};
 use crate::model::ReclaimOutcome;
-use crate::report::messages;
+use crate::report::{messages, ProgressEvent, RecordProgress};
 pub use crate::report::{FleetReclaimReport, OutcomeCounts, RecordOutcome, RecordReport};
 
 /// What a fleet reclaim decides on, read once from the host's arguments.
@@ -390,16 +390,15 @@ impl ReclaimAll {
         self.counts.add(outcome);
         self.concluded += 1;
         if self.input.progress {
-            let event = serde_json::json!({
-                "kind": "record",
-                "done": self.concluded,
-                "total": self.input.records.len(),
-                "runId": run_id,
-                "sandboxKey": sandbox_key,
-                "outcome": outcome,
-                "elapsedMs": now.saturating_sub(self.started_at),
+            let event = ProgressEvent::Record(RecordProgress {
+                done: self.concluded as u64,
+                total: self.input.records.len() as u64,
+                run_id: run_id.clone(),
+                sandbox_key: sandbox_key.clone(),
+                outcome,
+                elapsed_ms: now.saturating_sub(self.started_at),
             });
-            self.out.push(Effect::Progress(event.to_string()));
+            self.out.push(Effect::Progress(event.to_json()));
         }
         self.reports[index] = Some(RecordReport { run_id, sandbox_key, outcome, error, duration_ms });
     }

@@ -41,7 +41,7 @@ use crate::machine::effects::{
 use crate::machine::outbox::Outbox;
 use crate::model::fleet::{AuditEntry, AuditResult, LeakReason, ListedSandbox};
 use crate::model::ledger::NewLeak;
-use crate::report::messages;
+use crate::report::{messages, ActionProgress, ProgressEvent};
 pub use crate::report::{
     Action, ActionCounts, ActionReason, ActionResult, IdleCounts, LeakCounts, OrphanCounts, ProviderReport,
     ReconcileReport, ReportScope, SweepStatus,
@@ -707,17 +707,16 @@ impl Reconcile {
         self.settled_jobs += 1;
         if self.input.progress {
             let action = &self.report.actions[self.jobs[job].action];
-            let event = serde_json::json!({
-                "kind": "action",
-                "done": self.settled_jobs,
-                "total": self.jobs.len(),
-                "reason": action.reason,
-                "provider": action.provider,
-                "providerSandboxId": action.provider_sandbox_id,
-                "result": action.result,
-                "elapsedMs": now.saturating_sub(self.started_at),
+            let event = ProgressEvent::Action(ActionProgress {
+                done: self.settled_jobs,
+                total: self.jobs.len() as u64,
+                reason: action.reason,
+                provider: action.provider.clone(),
+                provider_sandbox_id: action.provider_sandbox_id.clone(),
+                result: action.result,
+                elapsed_ms: now.saturating_sub(self.started_at),
             });
-            self.out.push(Effect::Progress(event.to_string()));
+            self.out.push(Effect::Progress(event.to_json()));
         }
     }
 

@@ -1,7 +1,8 @@
 //! What the fleet passes answer, as every host sees it: the core builds
 //! these and serializes them (camelCase JSON); Node returns that JSON as a
 //! plain object, Python converts it generically, the command prints it.
-//! A report field is added here, once (plus its `.d.ts` / `.pyi` line).
+//! A report field is added here, once: `scripts/gen_declarations.py` writes
+//! the hosts' declarations from these types.
 //!
 //! Layer: what users read. May import [`crate::model`]; nothing above it
 //! (options, contracts, machines, the wire).
@@ -109,6 +110,55 @@ pub struct FleetReclaimReport {
     pub records: Vec<RecordReport>,
     /// From the pass's start to its end.
     pub elapsed_ms: u64,
+}
+
+// ---- progress ----
+
+/// A fleet pass's progress event, handed to `onProgress` / `on_progress` as
+/// it happens (never awaited).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum ProgressEvent {
+    /// `reclaimAll`: after each record concludes.
+    Record(RecordProgress),
+    /// `reconcile`: after each destroy settles (or is deferred).
+    Action(ActionProgress),
+}
+
+/// A progress event of `reclaimAll`: after each record concludes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordProgress {
+    /// Records concluded so far, of `total`.
+    pub done: u64,
+    pub total: u64,
+    pub run_id: String,
+    pub sandbox_key: Option<String>,
+    pub outcome: RecordOutcome,
+    /// Since the pass started, on the driver's clock.
+    pub elapsed_ms: u64,
+}
+
+/// A progress event of `reconcile`: after each destroy settles (or is deferred).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionProgress {
+    /// Destroys settled so far, of `total`.
+    pub done: u64,
+    pub total: u64,
+    pub reason: ActionReason,
+    pub provider: String,
+    pub provider_sandbox_id: String,
+    pub result: ActionResult,
+    /// Since the pass started, on the driver's clock.
+    pub elapsed_ms: u64,
+}
+
+impl ProgressEvent {
+    /// The event as the hosts receive it (camelCase JSON, `kind` first).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a progress event serialises")
+    }
 }
 
 // ---- reconcile ----
