@@ -584,6 +584,85 @@ def py_option_docs(specs, flow):
     return out + [""]
 
 
+# ---- the durable stores' open options (proto/src/options/stores.rs)
+
+STORES_FILE = ROOT / "proto/src/options/stores.rs"
+ARGUMENTS_FILE = ROOT / "proto/src/options/arguments.rs"
+STORES_PY = ROOT / "bindings-python/python/sandbox_reclaim/_stores.py"
+# store module: (Node interface, Python method)
+STORES = {"sqlite": ("SqliteStoreOptions", "open"), "postgres": ("PostgresStoreOptions", "connect")}
+STORE_OPTION = re.compile(r'pub const (\w+): StoreOption =\s*(millis|count|text)\(\s*"(\w+)",\s*"(\w+)",\s*(?:(\w+),\s*)?'
+                          r'([\d_]+|"[^"]*"),\s*"((?:[^"\\]|\\.)*)",?\s*\);', re.S)
+# The range bounds arguments.rs writes as expressions.
+BOUNDS = {"0": 0, "1": 1, "i32::MAX as u64": 2**31 - 1, "u32::MAX as u64": 2**32 - 1, "MAX_SAFE_INTEGER": 2**53 - 1}
+
+
+def ranges(source):
+    """{name: (min, max)} of arguments.rs's named `Whole` ranges."""
+    out = {}
+    for name, low, high in re.findall(r"pub const (\w+): Whole = Whole \{ min: ([^,]+), max: ([^}]+?) \};", source):
+        if low not in BOUNDS or high not in BOUNDS:
+            raise SystemExit(f"gen_declarations: arguments.rs: cannot evaluate the range {name}")
+        out[name] = (BOUNDS[low], BOUNDS[high])
+    return out
+
+
+def store_options(source, named_ranges):
+    """{module: [(node, python, kind, (min, max) | None, default, doc)]} in each module's `ALL` order."""
+    out = {}
+    for module in STORES:
+        block = source[source.index(f"pub mod {module} {{"):]
+        block = block[:block.index("\n}\n")]
+        consts = {}
+        for const, kind, node, python, rng, default, doc in STORE_OPTION.findall(block):
+            if (kind == "text") != (rng == ""):
+                raise SystemExit(f"gen_declarations: options/stores.rs: {module}::{const} cannot be read")
+            value = default.strip('"') if kind == "text" else int(default.replace("_", ""))
+            consts[const] = (node, python, kind, named_ranges[rng] if rng else None, value, rust_string(doc))
+        order = re.search(r"pub const ALL: \[StoreOption; (\d+)\] = \[([^\]]*)\];", block)
+        listed = [name.strip() for name in order.group(2).split(",") if name.strip()]
+        if not order or len(listed) != int(order.group(1)) or any(name not in consts for name in listed) \
+                or len(consts) != len(listed):
+            raise SystemExit(f"gen_declarations: options/stores.rs: {module}'s options cannot be read")
+        out[module] = [consts[name] for name in listed]
+    return out
+
+
+def about_days(millis):
+    return f"about {int(millis / 86_400_000 * 10) / 10:g} days"
+
+
+def store_tail(kind, bounds, default, host):
+    """An option's unit, range and default in a host's spelling."""
+    node = host == "node"
+    if kind == "text":
+        return f"Default `'{default}'`." if node else f'Default ``"{default}"``.'
+    low, high = bounds
+    if kind == "count":
+        return f"A whole number, at least {low}. Default {spaced(default)}."
+    upper = f"at most {spaced(high)} ({about_days(high)})" if node else f"at most {about_days(high)}"
+    unit = f"A whole number of ms, {upper}." if node else f"Seconds, {upper}."
+    shown = f"{spaced(default)} ms ({human(default)})" if node else f"{seconds(default)} s"
+    return f"{unit} Default {shown}."
+
+
+def ts_store_options(options):
+    out = []
+    for node, _, kind, bounds, default, doc in options:
+        out += ts_doc(f"{doc} {store_tail(kind, bounds, default, 'node')}", "  ")
+        out.append(f"  {node}?: {'string' if kind == 'text' else 'number'};")
+    return out
+
+
+def py_store_options(options):
+    out = [""]
+    for _, python, kind, bounds, default, doc in options:
+        text = f"* ``{python}``: {doc} {store_tail(kind, bounds, default, 'python')}".replace("`", "``").replace("````", "``")
+        out += textwrap.wrap(text, WIDTH - 10, initial_indent="        ", subsequent_indent="          ",
+                             break_on_hyphens=False)
+    return out + [""]
+
+
 # ---- the fleet store a host hands a pass (proto/src/contract/host.rs)
 
 HOST_FILE = ROOT / "proto/src/contract/host.rs"
@@ -733,10 +812,13 @@ def main(args):
     contracts = [("instance store", "INSTANCE_STORE"), ("ledger instance store", "LEDGER_INSTANCE_STORE"),
                  ("provider", "SANDBOX_PROVIDER"), ("fleet provider", "FLEET_PROVIDER"), ("logger", "LOGGER"),
                  ("retry ledger store", "RETRY_LEDGER"), ("fleet store", "FLEET_STORE")]
+    stores = store_options(STORES_FILE.read_text(), ranges(ARGUMENTS_FILE.read_text()))
     regions = {  # file: [(comment, region, body)]
         TS_FILE: [("//", "records", typescript(types, RECORDS, narrowed)), ("//", "settings", ts_settings(specs)),
                   ("//", "reports", typescript(types, REPORTS))]
-                 + [("//", region, ts_members(tables[table])) for region, table in contracts],
+                 + [("//", region, ts_members(tables[table])) for region, table in contracts]
+                 + [("//", f"{module} store options", ts_store_options(stores[module])) for module in STORES],
+        STORES_PY: [("..", f"{module} store options", py_store_options(stores[module])) for module in STORES],
         PROTOCOLS_PY: [("#", region, py_members(tables[table])) for region, table in contracts if region != "fleet provider"]
                       + [("..", f"{region} optional members", py_optional_members(tables[table]))
                          for region, table in contracts if any(member[4] for member in tables[table])],
@@ -759,7 +841,7 @@ def main(args):
             print(f"gen_declarations: {path.relative_to(ROOT)} is stale: run python3 scripts/gen_declarations.py",
                   file=sys.stderr)
         if not stale:
-            print(f"declarations: fresh ({len(RECORDS)} record and {len(REPORTS)} report types, {len(FLOWS)} flows' options, {len(HOST_TABLES)} host contracts: TypeScript, Python, the Rust API)")
+            print(f"declarations: fresh ({len(RECORDS)} record and {len(REPORTS)} report types, {len(FLOWS)} flows' options, {len(HOST_TABLES)} host contracts, {len(STORES)} stores' options: TypeScript, Python, the Rust API)")
         return 1 if stale else 0
     for path in stale:
         path.write_text(wanted[path])

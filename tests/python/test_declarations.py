@@ -128,3 +128,13 @@ def test_the_hand_written_listed_sandbox_has_the_rust_wire_fields() -> None:
     declarations = (REPO / "bindings-node/index.d.ts").read_text()
     interface = declarations[declarations.index("export interface ListedSandbox {"):]
     assert re.findall(r"^  (\w+)\??:", interface[: interface.index("\n}")], re.M) == wire
+
+
+@pytest.mark.parametrize("module, method", [("sqlite", sr.SqliteSandboxInstanceStore.open), ("postgres", sr.PostgresSandboxInstanceStore.connect)])
+def test_a_stores_keywords_are_the_options_the_core_declares(module: str, method: Any) -> None:
+    """The generated docstring lists the options ``options/stores.rs`` declares;
+    the signature (hand-written: it reads each once) takes exactly those."""
+    gen = generator()
+    declared = gen.store_options(gen.STORES_FILE.read_text(), gen.ranges(gen.ARGUMENTS_FILE.read_text()))[module]
+    keywords = [p.name for p in inspect.signature(method).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    assert keywords == [python for _, python, *_ in declared]

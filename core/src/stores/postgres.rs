@@ -87,14 +87,18 @@ pub struct PostgresOptions {
 
 impl Default for PostgresOptions {
     fn default() -> Self {
+        // The defaults are the hosts' declared ones (`options::stores`).
+        use crate::options::stores::postgres::{
+            INSTANCES_TABLE, LEAKS_TABLE, MAX_CONNECTIONS, SCHEMA, SCHEMA_VERSION_TABLE,
+        };
         Self {
-            schema: "public".to_owned(),
-            instances_table: "sandbox_instances".to_owned(),
-            leaks_table: "sandbox_leaks".to_owned(),
-            schema_version_table: "sandbox_reclaim_schema_version".to_owned(),
+            schema: SCHEMA.default_text().to_owned(),
+            instances_table: INSTANCES_TABLE.default_text().to_owned(),
+            leaks_table: LEAKS_TABLE.default_text().to_owned(),
+            schema_version_table: SCHEMA_VERSION_TABLE.default_text().to_owned(),
             sweeps_table: None,
             audit_table: None,
-            max_connections: 10,
+            max_connections: MAX_CONNECTIONS.default_count(),
             acquire_timeout: Duration::from_secs(30),
         }
     }

@@ -80,7 +80,12 @@ pub struct SqliteOptions {
 
 impl Default for SqliteOptions {
     fn default() -> Self {
-        Self { busy_timeout: Duration::from_secs(30), max_connections: 4 }
+        // The defaults are the hosts' declared ones (`options::stores`).
+        use crate::options::stores::sqlite::{BUSY_TIMEOUT, MAX_CONNECTIONS};
+        Self {
+            busy_timeout: Duration::from_millis(BUSY_TIMEOUT.default_millis()),
+            max_connections: MAX_CONNECTIONS.default_count(),
+        }
     }
 }
 

@@ -20,6 +20,7 @@ pub mod arguments;
 pub mod flows;
 pub mod provider;
 mod retry;
+pub mod stores;
 
 pub use flows::{option_names, respell, FlowOptions};
 pub use retry::RetryOptions;
