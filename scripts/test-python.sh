@@ -20,8 +20,10 @@ fi
 "$venv/bin/python" -m pip install --quiet --upgrade pip
 "$venv/bin/python" -m pip install --quiet "maturin>=1.16,<1.17" pytest mypy
 
-echo "== build and install sandbox_reclaim into .venv (maturin develop --release)"
-(cd bindings-python && VIRTUAL_ENV=$venv PATH=$venv/bin:$PATH maturin develop --release --quiet)
+# The build regenerates the native module's stub from the Rust signatures
+# (scripts/gen_native_stub.sh) and fails while the checked-in _native.pyi is stale.
+echo "== build and install sandbox_reclaim into .venv (maturin develop --release --generate-stubs)"
+bash scripts/gen_native_stub.sh --check
 
 # The Rust binary the `sandbox-reclaim` console script is compared with
 # (tests/python/test_cli.py, tests/cross/test_cli_parity.py): release, in the

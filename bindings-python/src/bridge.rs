@@ -24,6 +24,8 @@ use sandbox_reclaim::runtime::begun::Begun;
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
+use crate::hints::Awaitable;
+
 /// `true` once the interpreter is exiting: completions no longer touch Python.
 static EXITING: RwLock<bool> = RwLock::new(false);
 
@@ -45,8 +47,9 @@ pub fn runtime() -> PyResult<&'static Runtime> {
 }
 
 /// Runs `future` on the runtime and returns an asyncio future (of the running
-/// loop) resolved with `convert(py, output)`, under the GIL.
-pub fn awaitable<'py, F, C>(py: Python<'py>, future: F, convert: C) -> PyResult<Bound<'py, PyAny>>
+/// loop) resolved with `convert(py, output)`, under the GIL. `H`: what the
+/// stub declares it resolves to (the callers' return types say).
+pub fn awaitable<'py, H, F, C>(py: Python<'py>, future: F, convert: C) -> PyResult<Awaitable<'py, H>>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -70,7 +73,7 @@ where
             let Some(output) = finish(future, abandoned).await else { return };
             queue.push(target, Box::new(move |py| convert(py, output)));
         });
-        return Ok(asyncio_future);
+        return Ok(Awaitable::new(asyncio_future));
     }
     let event_loop = event_loop.unbind();
     runtime.spawn(async move {
@@ -80,7 +83,7 @@ where
         // Taking the GIL may block: not on a runtime worker.
         drop(tokio::task::spawn_blocking(complete));
     });
-    Ok(asyncio_future)
+    Ok(Awaitable::new(asyncio_future))
 }
 
 fn complete<T, C>(event_loop: Py<PyAny>, target: Py<PyAny>, output: T, convert: C)

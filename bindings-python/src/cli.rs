@@ -21,10 +21,14 @@ use sandbox_reclaim::options::Dialect;
 use sandbox_reclaim_cli::error::Failure;
 use sandbox_reclaim_cli::hosted::{print_failure, HostedLoop, Rejection, Step};
 
+use crate::hints::{Any, Awaitable, Or, Typed};
+use crate::sql_store::SqlStore;
+
 /// Runs the command with `args` (without the program name), without the
 /// GIL; answers its exit code. Output goes straight to the process's stdout
 /// and stderr.
 #[pyfunction]
+#[pyo3(signature = (args, /))]
 pub fn run_cli(py: Python<'_>, args: Vec<String>) -> i32 {
     py.detach(move || sandbox_reclaim_cli::host::run_cli(args))
 }
@@ -32,14 +36,16 @@ pub fn run_cli(py: Python<'_>, args: Vec<String>) -> i32 {
 /// What to run for `args`: the plan as JSON text (a str), or, when refused,
 /// the exit code once the refusal is printed as the binary prints it.
 #[pyfunction]
-pub fn host_plan(py: Python<'_>, args: Vec<String>) -> PyResult<Py<PyAny>> {
-    match py.detach(move || sandbox_reclaim_cli::host::host_plan(args)) {
-        Ok(plan) => plan.into_py_any(py),
+#[pyo3(signature = (args, /))]
+pub fn host_plan(py: Python<'_>, args: Vec<String>) -> PyResult<Typed<'_, Or<String, i32>>> {
+    let planned = match py.detach(move || sandbox_reclaim_cli::host::host_plan(args)) {
+        Ok(plan) => plan.into_bound_py_any(py),
         Err(refused) => {
             print_refused(refused.exit_code, &refused.message);
-            refused.exit_code.into_py_any(py)
+            refused.exit_code.into_bound_py_any(py)
         }
-    }
+    };
+    planned.map(Typed::new)
 }
 
 /// Help and version text on stdout; clap's own errors as clap prints them,
@@ -103,58 +109,66 @@ pub fn host_fail(command: &str, json: bool, kind: &str, subject: Option<String>,
     code
 }
 
-/// The command's pass loop for `--providers` (``sandbox_reclaim_cli::hosted``):
-/// ``_cli.py`` reports what happened and does the step each call answers, a
-/// dict ``{"step": "pass", "number"}``, ``{"step": "sleep", "untilMs"}`` or
-/// ``{"step": "exit", "code"}``; every decision, line and exit code is the
-/// command crate's.
+/// The command's pass loop for `--providers` (`sandbox_reclaim_cli::hosted`):
+/// `_cli.py` reports what happened and does the step each call answers,
+/// `("pass", number | None)`, `("sleep", until_ms)` or `("exit", code)`;
+/// every decision, line and exit code is the command crate's.
 #[pyclass(module = "sandbox_reclaim._native")]
 pub struct HostLoop {
     inner: HostedLoop,
 }
 
-fn step(py: Python<'_>, step: Step) -> PyResult<Py<PyAny>> {
+/// A step as `HostLoop` answers it: `(name, value)`.
+type NextStep<'py> = Typed<'py, (String, Any)>;
+
+fn step(py: Python<'_>, step: Step) -> PyResult<NextStep<'_>> {
     flush();
     let (name, value) = match step {
-        Step::Pass { number } => ("pass", number.into_py_any(py)?),
-        Step::Sleep { until_ms } => ("sleep", until_ms.into_py_any(py)?),
-        Step::Exit { code } => ("exit", code.into_py_any(py)?),
+        Step::Pass { number } => ("pass", number.into_bound_py_any(py)?),
+        Step::Sleep { until_ms } => ("sleep", until_ms.into_bound_py_any(py)?),
+        Step::Exit { code } => ("exit", code.into_bound_py_any(py)?),
     };
-    PyTuple::new(py, [name.into_py_any(py)?, value])?.into_py_any(py)
+    Ok(Typed::new(PyTuple::new(py, [name.into_bound_py_any(py)?, value])?.into_any()))
 }
 
 #[pymethods]
 impl HostLoop {
     #[new]
+    #[pyo3(signature = (plan, /))]
     fn new(plan: &str) -> PyResult<Self> {
         Ok(Self { inner: HostedLoop::new(plan, Dialect::Python).map_err(PyValueError::new_err)? })
     }
 
     /// The first step, at ``now`` (epoch ms): ``(step, value)``.
-    fn start(&mut self, py: Python<'_>, now: u64) -> PyResult<Py<PyAny>> {
+    #[pyo3(signature = (now, /))]
+    fn start<'py>(&mut self, py: Python<'py>, now: u64) -> PyResult<NextStep<'py>> {
         step(py, self.inner.start(now))
     }
 
     /// The pass returned ``report`` (the core's camelCase JSON).
-    fn passed(&mut self, py: Python<'_>, report: &str, now: u64) -> PyResult<Py<PyAny>> {
+    #[pyo3(signature = (report, now, /))]
+    fn passed<'py>(&mut self, py: Python<'py>, report: &str, now: u64) -> PyResult<NextStep<'py>> {
         let next = self.inner.passed(report, now).map_err(PyValueError::new_err)?;
         step(py, next)
     }
 
     /// The pass raised: ``kind`` ``option`` (a TypeError/ValueError),
     /// ``store`` (a SandboxStoreError) or ``other``, with its message.
-    fn failed(&mut self, py: Python<'_>, kind: &str, message: &str, now: u64) -> PyResult<Py<PyAny>> {
+    #[pyo3(signature = (kind, message, now, /))]
+    fn failed<'py>(&mut self, py: Python<'py>, kind: &str, message: &str, now: u64) -> PyResult<NextStep<'py>> {
         let rejection =
             Rejection::parse(kind).ok_or_else(|| PyValueError::new_err(format!("unknown rejection kind {kind:?}")))?;
         step(py, self.inner.failed(rejection, message, now))
     }
 
     /// The sleep ended (its time, or a signal).
-    fn woke(&mut self, py: Python<'_>, now: u64) -> PyResult<Py<PyAny>> {
+    #[pyo3(signature = (now, /))]
+    fn woke<'py>(&mut self, py: Python<'py>, now: u64) -> PyResult<NextStep<'py>> {
         step(py, self.inner.woke(now))
     }
 
     /// SIGINT/SIGTERM: ``None`` (stop the pass, wake the sleep), or the code to exit with at once.
+    #[pyo3(signature = (name, /))]
     fn signal(&mut self, name: &str) -> Option<i32> {
         let code = self.inner.signal(name);
         flush();
@@ -167,11 +181,12 @@ impl HostLoop {
 /// native `SqlStore`, or of the exit code (an int) once the failure is
 /// printed as the binary prints it.
 #[pyfunction]
-pub fn host_open(py: Python<'_>, plan: String) -> PyResult<Bound<'_, PyAny>> {
+#[pyo3(signature = (plan, /))]
+pub fn host_open(py: Python<'_>, plan: String) -> PyResult<Awaitable<'_, Or<SqlStore, i32>>> {
     crate::bridge::awaitable(py, async move { sandbox_reclaim_cli::host::host_open(&plan).await }, |py, opened| {
         flush();
         match opened {
-            Ok(store) => crate::sql_store::SqlStore::from_command_store(store).into_py_any(py),
+            Ok(store) => SqlStore::from_command_store(store).into_py_any(py),
             Err(code) => code.into_py_any(py),
         }
     })

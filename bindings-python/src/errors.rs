@@ -12,6 +12,8 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 use sandbox_reclaim::{InvalidInput, InvalidRecord, ProviderError, StoreError, StoreOpenError};
 
+use crate::hints::{self, TypeOf, Typed};
+
 /// The Python exception classes native errors become.
 struct ErrorTypes {
     store: Py<PyType>,
@@ -27,17 +29,22 @@ static ERROR_TYPES: PyOnceLock<ErrorTypes> = PyOnceLock::new();
 /// `SandboxProviderError`, `SandboxNotOwnedError`, `SandboxStoreOpenError`
 /// and `SchemaTooNewError`.
 #[pyfunction]
-#[pyo3(name = "_bind_error_types")]
+#[pyo3(name = "_bind_error_types", signature = (store, provider, not_owned, store_open, schema_too_new, /))]
 pub fn bind_error_types(
     py: Python<'_>,
-    store: Py<PyType>,
-    provider: Py<PyType>,
-    not_owned: Py<PyType>,
-    store_open: Py<PyType>,
-    schema_too_new: Py<PyType>,
+    store: ExceptionType<'_>,
+    provider: ExceptionType<'_>,
+    not_owned: ExceptionType<'_>,
+    store_open: ExceptionType<'_>,
+    schema_too_new: ExceptionType<'_>,
 ) {
+    let [store, provider, not_owned, store_open, schema_too_new] =
+        [store, provider, not_owned, store_open, schema_too_new].map(|class| class.into_inner().unbind());
     let _ = ERROR_TYPES.set(py, ErrorTypes { store, provider, not_owned, store_open, schema_too_new });
 }
+
+/// An exception class: `type[Exception]`.
+type ExceptionType<'py> = Typed<'py, TypeOf<hints::Exception>, PyType>;
 
 /// An exception of a registered class (built under the GIL: errors surface
 /// from futures finishing on tokio threads).

@@ -7,12 +7,17 @@ use std::sync::Mutex;
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyString, PyTuple};
+use pyo3::types::{PyDict, PyString, PyTuple};
 use sandbox_reclaim::machine::start::{self, HostProvider, PassStart};
 use sandbox_reclaim::machine::{BoxedFlow, Reclaim, ReclaimAll, ReclaimApi, ReclaimInput, Reconcile, Retry};
 use sandbox_reclaim::options::{self, Dialect, FlowOptions, HostOptionError, HostOptions, Problem};
 use sandbox_reclaim::report::messages;
 use sandbox_reclaim::wire::{self, RunTable, Slot, WireError};
+
+use crate::hints::{self, Any, Dict, Typed};
+
+/// A batch, as every call answers it (`tuple[typing.Any, ...]`).
+pub type Batch<'py> = Typed<'py, hints::Batch, PyTuple>;
 
 /// The runs of this interpreter (calls hold the GIL, so the lock is uncontended).
 static RUNS: Mutex<RunTable> = Mutex::new(RunTable::new());
@@ -25,9 +30,9 @@ pub(crate) fn runs<T>(use_table: impl FnOnce(&mut RunTable) -> T) -> T {
 /// The batch layout and the fixed names the driver checks input against, as
 /// a dict (read once at import).
 #[pyfunction]
-pub fn protocol(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+pub fn protocol(py: Python<'_>) -> PyResult<Typed<'_, Dict<String, Any>, PyDict>> {
     let protocol = wire::protocol();
-    let dict = pyo3::types::PyDict::new(py);
+    let dict = PyDict::new(py);
     dict.set_item("header", protocol.header)?;
     dict.set_item("endings", protocol.endings.to_vec())?;
     dict.set_item("ending_operands", protocol.ending_operands.to_vec())?;
@@ -40,7 +45,7 @@ pub fn protocol(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     dict.set_item("unreadable_error_message", protocol.unreadable_error_message)?;
     dict.set_item("default_owner", options::defaults::OWNER)?;
     dict.set_item("effects", serde_json::to_string(protocol.effects).unwrap_or_default())?;
-    Ok(dict.into_any())
+    Ok(Typed::new(dict))
 }
 
 /// The message of `SandboxReclaimFailedError`, built by the core.
@@ -52,13 +57,14 @@ pub fn reclaim_failed_message(run_id: &str, sandbox_key: Option<&str>) -> String
 
 /// The message of `SandboxDestroyTimeoutError`, built by the core.
 #[pyfunction]
+#[pyo3(signature = (provider_sandbox_id, timeout_ms, /))]
 pub fn destroy_timeout_message(provider_sandbox_id: &str, timeout_ms: u64) -> String {
     messages::destroy_timeout_message(provider_sandbox_id, timeout_ms)
 }
 
 /// Starts `reclaim_sandbox` (`reclaimer` false) or a `sandbox_reclaimer` call.
 #[pyfunction]
-#[pyo3(signature = (reclaimer, run_id, sandbox_key, provider_name, store_has_ledger, destroy_timeout_ms, now))]
+#[pyo3(signature = (reclaimer, run_id, sandbox_key, provider_name, store_has_ledger, destroy_timeout_ms, now, /))]
 #[allow(clippy::too_many_arguments)]
 pub fn start_reclaim(
     py: Python<'_>,
@@ -69,7 +75,7 @@ pub fn start_reclaim(
     store_has_ledger: bool,
     destroy_timeout_ms: Option<u64>,
     now: u64,
-) -> PyResult<Bound<'_, PyTuple>> {
+) -> PyResult<Batch<'_>> {
     let api = if reclaimer { ReclaimApi::SandboxReclaimer } else { ReclaimApi::ReclaimSandbox };
     let providers = vec![provider_name];
     let input = ReclaimInput { api, run_id, sandbox_key, providers, store_has_ledger, destroy_timeout_ms };
@@ -79,6 +85,7 @@ pub fn start_reclaim(
 /// The option names `flow` (`reclaimAll`, `reconcile`, `retryLeaks`) takes,
 /// as Python spells them: what the declaration hands to the core as plain values.
 #[pyfunction]
+#[pyo3(signature = (flow, /))]
 pub fn option_names(flow: &str) -> PyResult<Vec<&'static str>> {
     let flow = FlowOptions::parse(flow).ok_or_else(|| PyValueError::new_err(messages::unknown_flow(flow)))?;
     Ok(options::option_names(flow, Dialect::Python))
@@ -89,6 +96,7 @@ pub fn option_names(flow: &str) -> PyResult<Vec<&'static str>> {
 /// (snake_case, seconds), as JSON: the hosted command passes every option
 /// the core names without a list of its own.
 #[pyfunction]
+#[pyo3(signature = (flow, plan_json, /))]
 pub fn respell_options(flow: &str, plan_json: &str) -> PyResult<String> {
     let flow = FlowOptions::parse(flow).ok_or_else(|| PyValueError::new_err(messages::unknown_flow(flow)))?;
     let plan: serde_json::Map<String, serde_json::Value> =
@@ -114,7 +122,7 @@ fn invalid(error: HostOptionError) -> PyErr {
 /// order; `providers` the providers' names, numbered in this order;
 /// `stopped`: the caller stopped it before it began (nothing starts).
 #[pyfunction]
-#[pyo3(signature = (options_json, records, providers, store_has_ledger, progress, stopped, now))]
+#[pyo3(signature = (options_json, records, providers, store_has_ledger, progress, stopped, now, /))]
 #[allow(clippy::too_many_arguments)]
 pub fn start_reclaim_all<'py>(
     py: Python<'py>,
@@ -125,7 +133,7 @@ pub fn start_reclaim_all<'py>(
     progress: bool,
     stopped: bool,
     now: u64,
-) -> PyResult<Bound<'py, PyTuple>> {
+) -> PyResult<Batch<'py>> {
     let pass = PassStart { progress, stopped, host_name: None, registry: false, prune: false };
     let input = start::reclaim_all(&host_options(options_json)?, records, providers, store_has_ledger, pass)
         .map_err(invalid)?;
@@ -135,7 +143,7 @@ pub fn start_reclaim_all<'py>(
 /// Starts `reconcile`: `providers` are `(name, can_list, owner or None)` triples, in order;
 /// `registry`: the store has `registered_sandboxes`; `prune`: it has `prune`.
 #[pyfunction]
-#[pyo3(signature = (options_json, providers, host_name, progress, stopped, registry, prune, now))]
+#[pyo3(signature = (options_json, providers, host_name, progress, stopped, registry, prune, now, /))]
 #[allow(clippy::too_many_arguments)]
 pub fn start_reconcile<'py>(
     py: Python<'py>,
@@ -147,7 +155,7 @@ pub fn start_reconcile<'py>(
     registry: bool,
     prune: bool,
     now: u64,
-) -> PyResult<Bound<'py, PyTuple>> {
+) -> PyResult<Batch<'py>> {
     let providers =
         providers.into_iter().map(|(name, can_list, owner)| HostProvider { name, can_list, owner }).collect();
     let pass = PassStart { progress, stopped, host_name: Some(host_name), registry, prune };
@@ -159,25 +167,22 @@ pub fn start_reconcile<'py>(
 /// `destroy_timeout` in seconds, as plain JSON), checked by the core; called
 /// only when one was given.
 #[pyfunction]
+#[pyo3(signature = (options_json, /))]
 pub fn reclaim_deadline(options_json: &str) -> PyResult<Option<u64>> {
     start::reclaim_deadline(&host_options(options_json)?).map_err(invalid)
 }
 
 /// Starts `retry_leaks` for the provider named `provider_name`.
 #[pyfunction]
-pub fn start_retry<'py>(
-    py: Python<'py>,
-    options_json: &str,
-    provider_name: String,
-    now: u64,
-) -> PyResult<Bound<'py, PyTuple>> {
+#[pyo3(signature = (options_json, provider_name, now, /))]
+pub fn start_retry<'py>(py: Python<'py>, options_json: &str, provider_name: String, now: u64) -> PyResult<Batch<'py>> {
     let input = start::retry(&host_options(options_json)?, provider_name).map_err(invalid)?;
     start(py, Box::new(Retry::new(input, now)))
 }
 
 /// Feeds how effect `id` of run `run` settled (see `wire::completion`).
 #[pyfunction]
-#[pyo3(signature = (run, id, kind, a, b, now))]
+#[pyo3(signature = (run, id, kind, a, b, now, /))]
 pub fn complete(
     py: Python<'_>,
     run: u32,
@@ -186,48 +191,46 @@ pub fn complete(
     a: Option<String>,
     b: Option<String>,
     now: u64,
-) -> PyResult<Bound<'_, PyTuple>> {
+) -> PyResult<Batch<'_>> {
     answer(py, runs(|table| table.complete(run, id, kind, a, b, now)))
 }
 
 /// Feeds a `claim_leaks` answer: the provider sandbox id of each entry.
 #[pyfunction]
-pub fn complete_leaks(
-    py: Python<'_>,
-    run: u32,
-    id: u32,
-    sandbox_ids: Vec<String>,
-    now: u64,
-) -> PyResult<Bound<'_, PyTuple>> {
+#[pyo3(signature = (run, id, sandbox_ids, now, /))]
+pub fn complete_leaks(py: Python<'_>, run: u32, id: u32, sandbox_ids: Vec<String>, now: u64) -> PyResult<Batch<'_>> {
     answer(py, runs(|table| table.complete_leaks(run, id, sandbox_ids, now)))
 }
 
 /// Tells run `run` the time (its deadline was reached).
 #[pyfunction]
-pub fn timeout(py: Python<'_>, run: u32, now: u64) -> PyResult<Bound<'_, PyTuple>> {
+#[pyo3(signature = (run, now, /))]
+pub fn timeout(py: Python<'_>, run: u32, now: u64) -> PyResult<Batch<'_>> {
     answer(py, runs(|table| table.timeout(run, now)))
 }
 
 /// Tells run `run` its caller cancelled it (a stop event, a task cancel):
 /// nothing new starts, what runs settles or reaches its deadline.
 #[pyfunction]
-pub fn stop(py: Python<'_>, run: u32, now: u64) -> PyResult<Bound<'_, PyTuple>> {
+#[pyo3(signature = (run, now, /))]
+pub fn stop(py: Python<'_>, run: u32, now: u64) -> PyResult<Batch<'_>> {
     answer(py, runs(|table| table.stop(run, now)))
 }
 
 /// Forgets run `run` (the driver gave up on it, or it was cancelled).
 #[pyfunction]
+#[pyo3(signature = (run, /))]
 pub fn abandon(run: u32) {
     runs(|table| table.abandon(run));
 }
 
-fn start(py: Python<'_>, flow: BoxedFlow) -> PyResult<Bound<'_, PyTuple>> {
+fn start(py: Python<'_>, flow: BoxedFlow) -> PyResult<Batch<'_>> {
     let batch = runs(|table| table.start(flow));
-    tuple(py, batch)
+    tuple(py, batch).map(Typed::new)
 }
 
-fn answer(py: Python<'_>, batch: Result<Vec<Slot>, WireError>) -> PyResult<Bound<'_, PyTuple>> {
-    tuple(py, batch.map_err(|error| PyRuntimeError::new_err(error.to_string()))?)
+fn answer(py: Python<'_>, batch: Result<Vec<Slot>, WireError>) -> PyResult<Batch<'_>> {
+    tuple(py, batch.map_err(|error| PyRuntimeError::new_err(error.to_string()))?).map(Typed::new)
 }
 
 pub(crate) fn tuple(py: Python<'_>, batch: Vec<Slot>) -> PyResult<Bound<'_, PyTuple>> {

@@ -20,8 +20,13 @@ use std::sync::Arc;
 
 use crate::bridge::{awaitable, runtime};
 use crate::errors::{invalid_input, provider_error};
+use crate::hints::Awaitable;
 
-/// A native hosted provider handle; `sandbox_reclaim` wraps it.
+/// A sandbox as `list_sandboxes` answers it: `(id, created_at, owner, key, deleting)`.
+type Listed = (String, Option<u64>, Option<String>, Option<String>, bool);
+
+/// A native hosted provider handle (E2B, Daytona, Vercel); operations return
+/// awaitables. `sandbox_reclaim` wraps it.
 #[pyclass(name = "HostedProvider", module = "sandbox_reclaim._native", frozen)]
 pub struct HostedProvider {
     pub(crate) inner: Arc<dyn HostedSandboxProvider>,
@@ -31,6 +36,7 @@ pub struct HostedProvider {
 /// The option names `vendor` (`e2b`, `daytona`, `vercel`) takes, as Python
 /// spells them: what the provider's constructor hands to the core as plain values.
 #[pyfunction]
+#[pyo3(signature = (vendor, /))]
 pub fn hosted_option_names(vendor: &str) -> PyResult<Vec<&'static str>> {
     Ok(hosted_vendor(vendor)?.names().iter().map(|name| name.python).collect())
 }
@@ -40,6 +46,7 @@ pub fn hosted_option_names(vendor: &str) -> PyResult<Vec<&'static str>> {
 /// type is a `TypeError`, a value out of range a `ValueError`); credentials
 /// left out are read from the vendor's variables. Nothing is sent.
 #[pyfunction]
+#[pyo3(signature = (vendor, options_json, /))]
 pub fn hosted_provider(vendor: &str, options_json: &str) -> PyResult<HostedProvider> {
     let vendor = hosted_vendor(vendor)?;
     let options = HostOptions::parse(options_json, Dialect::Python).map_err(refused)?;
@@ -68,6 +75,7 @@ fn refused(error: HostOptionError) -> PyErr {
 /// natively from the plan's flags, config and environment (no credential
 /// crosses to Python), in the plan's `hosted` order.
 #[pyfunction]
+#[pyo3(signature = (plan, /))]
 pub fn host_hosted_providers(plan: &str) -> PyResult<Vec<HostedProvider>> {
     let _runtime = runtime()?.enter();
     let built = sandbox_reclaim_cli::host::host_hosted(plan).map_err(PyValueError::new_err)?;
@@ -92,6 +100,7 @@ fn hosted<P: HostedSandboxProvider + 'static>(
 
 /// The labels / metadata to attach at create so the sweep knows the sandbox.
 #[pyfunction]
+#[pyo3(signature = (owner, key, /))]
 pub fn owner_labels(owner: &str, key: &str) -> PyResult<Labels> {
     core_owner_labels(owner, key).map_err(|invalid| invalid_input(&invalid))
 }
@@ -117,7 +126,8 @@ impl HostedProvider {
     }
 
     /// Awaitable destroying sandbox `sandbox_id` for good (already gone is success).
-    fn destroy<'py>(&self, py: Python<'py>, sandbox_id: String) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (sandbox_id, /))]
+    fn destroy<'py>(&self, py: Python<'py>, sandbox_id: String) -> PyResult<Awaitable<'py, ()>> {
         let inner = self.inner.clone();
         awaitable(py, async move { inner.destroy(&sandbox_id).await }, |py, destroyed| {
             destroyed.map_err(provider_error)?;
@@ -127,7 +137,7 @@ impl HostedProvider {
 
     /// Awaitable of `[(id, created_at | None, owner | None, key | None, deleting), ...]`:
     /// every sandbox under the owner, for the orphan sweep.
-    fn list_sandboxes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    fn list_sandboxes<'py>(&self, py: Python<'py>) -> PyResult<Awaitable<'py, Vec<Listed>>> {
         let inner = self.inner.clone();
         awaitable(py, async move { inner.list_sandboxes().await }, |py, listed| {
             let sandboxes = listed.map_err(provider_error)?;
@@ -141,7 +151,7 @@ impl HostedProvider {
 
     /// Awaitable of one small authenticated call; raises naming the variable
     /// to set when the vendor refuses the credential.
-    fn check_access<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    fn check_access<'py>(&self, py: Python<'py>) -> PyResult<Awaitable<'py, ()>> {
         let inner = self.inner.clone();
         awaitable(py, async move { inner.check_access().await }, |py, checked| {
             checked.map_err(provider_error)?;

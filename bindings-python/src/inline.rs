@@ -17,12 +17,13 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::iterator::PySendResult;
-use pyo3::types::{PyDict, PyIterator, PyString, PyTuple};
+use pyo3::types::{PyDict, PyIterator, PyString, PyTuple, PyType};
 use sandbox_reclaim::machine::effect_table::op;
 use sandbox_reclaim::machine::effect_table::{answer, operand, target, EffectSpec, EFFECTS};
 use sandbox_reclaim::wire::{completion, ending, meta, Slot, HEADER};
 
-use crate::flow::{runs, tuple};
+use crate::flow::{runs, tuple, Batch};
+use crate::hints::{self, Any, Dict, TypeOf, Typed};
 
 /// The package's Python helpers the inline steps share with the driver.
 struct Helpers {
@@ -40,14 +41,21 @@ static HELPERS: PyOnceLock<Helpers> = PyOnceLock::new();
 
 /// Called once at import by `_driver.py`.
 #[pyfunction]
+#[pyo3(signature = (error_message, instance_fields, record_type, coroutine_type, /))]
 pub fn bind_inline_helpers(
     py: Python<'_>,
-    error_message: Py<PyAny>,
-    instance_fields: Py<PyAny>,
-    record_type: Py<PyAny>,
-    coroutine_type: Py<PyAny>,
+    error_message: Typed<'_, hints::ErrorMessage>,
+    instance_fields: Typed<'_, hints::InstanceFields>,
+    record_type: Typed<'_, TypeOf<hints::SandboxInstanceRecord>, PyType>,
+    coroutine_type: Typed<'_, TypeOf<Any>, PyType>,
 ) {
-    let _ = HELPERS.set(py, Helpers { error_message, instance_fields, record_type, coroutine_type });
+    let helpers = Helpers {
+        error_message: error_message.into_inner().unbind(),
+        instance_fields: instance_fields.into_inner().unbind(),
+        record_type: record_type.into_inner().into_any().unbind(),
+        coroutine_type: coroutine_type.into_inner().into_any().unbind(),
+    };
+    let _ = HELPERS.set(py, helpers);
 }
 
 fn helpers(py: Python<'_>) -> PyResult<&'static Helpers> {
@@ -131,8 +139,11 @@ enum Resume<'py> {
     Throw(Bound<'py, PyTuple>),
 }
 
-/// The awaitable `_driver.drive` awaits: answers the first batch it cannot
-/// run inline (unstarted), or the run's ending.
+/// The awaitable `_driver.drive` awaits: awaiting it runs a flow's lone host
+/// calls with no deadline natively (call, await, answer the machine), and
+/// answers the first batch it cannot run inline (unstarted), or the run's
+/// ending. `now`: the driver's clock, `None` for the wall clock; `logs`: the
+/// flow has a logger (without one, its log effects are skipped).
 #[pyclass(module = "sandbox_reclaim._native")]
 pub struct InlineSteps {
     run: u32,
@@ -154,12 +165,13 @@ pub struct InlineSteps {
 #[pymethods]
 impl InlineSteps {
     #[new]
+    #[pyo3(signature = (batch, provided, store, values, now, logs, /))]
     fn new(
-        batch: Bound<'_, PyTuple>,
-        provided: Py<PyAny>,
-        store: Py<PyAny>,
-        values: Py<PyDict>,
-        now: Option<Py<PyAny>>,
+        batch: Batch<'_>,
+        provided: Typed<'_, hints::ProvidedMethods>,
+        store: Typed<'_, hints::StoreMethods>,
+        values: Typed<'_, Dict<u64, Any>, PyDict>,
+        now: Option<Typed<'_, hints::Clock>>,
         logs: bool,
     ) -> PyResult<Self> {
         let slots = batch
@@ -178,11 +190,14 @@ impl InlineSteps {
             Some(Slot::Int(run)) => *run as u32,
             _ => return Err(PyRuntimeError::new_err("a batch starts with its run")),
         };
+        let (provided, store, values) =
+            (provided.into_inner().unbind(), store.into_inner().unbind(), values.into_inner().unbind());
+        let now = now.map(|now| now.into_inner().unbind());
         Ok(Self { run, provided, store, values, now, batch: Some(slots), logs, awaiting: None, finished: false })
     }
 
-    fn __await__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
+    fn __await__(slf: Bound<'_, Self>) -> Typed<'_, hints::AwaitBatch> {
+        Typed::new(slf.into_any())
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -197,7 +212,8 @@ impl InlineSteps {
         self.step(py, Resume::Send(value))
     }
 
-    #[pyo3(signature = (*args))]
+    // The only annotation pyo3 cannot take from a Rust type (`*args`).
+    #[pyo3(signature = (*args: "object"))]
     fn throw<'py>(&mut self, py: Python<'py>, args: Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
         self.step(py, Resume::Throw(args))
     }

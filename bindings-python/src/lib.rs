@@ -14,6 +14,7 @@ mod bridge;
 mod cli;
 mod errors;
 mod flow;
+mod hints;
 mod hosted;
 mod inline;
 mod providers;
@@ -21,53 +22,43 @@ mod records;
 mod sql_store;
 mod store;
 
-use pyo3::prelude::*;
+// `sandbox_reclaim/_native.pyi` is generated from this module (pyo3's
+// `experimental-inspect`; `scripts/gen_native_stub.sh` runs `maturin develop
+// --generate-stubs`): every export's Python signature, its types (Rust's, or
+// the Python ones `hints` gives what crosses as a plain object) and its doc
+// comment. Everything is exported here, with no `#[pymodule_init]`, so the
+// stub is complete.
 
-/// The module object `maturin` builds as `sandbox_reclaim._native`.
-#[pymodule]
-fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
-    module.add_function(wrap_pyfunction!(flow::protocol, module)?)?;
-    module.add_function(wrap_pyfunction!(flow::reclaim_failed_message, module)?)?;
-    module.add_function(wrap_pyfunction!(flow::destroy_timeout_message, module)?)?;
-    module.add_function(wrap_pyfunction!(flow::start_reclaim, module)?)?;
-    module.add_function(wrap_pyfunction!(flow::option_names, module)?)?;
-    module.add_function(wrap_pyfunction!(flow::respell_options, module)?)?;
-    module.add_function(wrap_pyfunction!(flow::reclaim_deadline, module)?)?;
-    module.add_function(wrap_pyfunction!(flow::start_retry, module)?)?;
-    module.add_function(wrap_pyfunction!(flow::start_reclaim_all, module)?)?;
-    module.add_function(wrap_pyfunction!(flow::start_reconcile, module)?)?;
-    module.add_function(wrap_pyfunction!(flow::stop, module)?)?;
-    module.add_function(wrap_pyfunction!(flow::complete, module)?)?;
-    module.add_function(wrap_pyfunction!(flow::complete_leaks, module)?)?;
-    module.add_function(wrap_pyfunction!(flow::timeout, module)?)?;
-    module.add_function(wrap_pyfunction!(flow::abandon, module)?)?;
-    module.add_function(wrap_pyfunction!(inline::bind_inline_helpers, module)?)?;
-    module.add_class::<inline::InlineSteps>()?;
-    module.add_function(wrap_pyfunction!(records::bind_record_types, module)?)?;
-    module.add_class::<store::MemoryStore>()?;
-    module.add_class::<store::MemoryLedgerStore>()?;
-    module.add_function(wrap_pyfunction!(errors::bind_error_types, module)?)?;
-    module.add_class::<sql_store::SqlStore>()?;
-    module.add_function(wrap_pyfunction!(sql_store::open_sqlite, module)?)?;
-    module.add_function(wrap_pyfunction!(sql_store::check_record_whole, module)?)?;
-    module.add_function(wrap_pyfunction!(sql_store::connect_postgres, module)?)?;
-    module.add_class::<providers::ManagedProvider>()?;
-    module.add_function(wrap_pyfunction!(providers::docker_provider, module)?)?;
-    module.add_function(wrap_pyfunction!(providers::host_managed_providers, module)?)?;
+/// The native half of the `sandbox_reclaim` package (Rust, pyo3). Internal:
+/// use the package API. (Its stub, `_native.pyi`, is generated from
+/// `bindings-python/src` by `scripts/gen_native_stub.sh`: do not edit it.)
+#[pyo3::pymodule]
+mod _native {
+    #[pymodule_export]
+    use super::bridge::shutdown;
+    #[pymodule_export]
+    use super::cli::{host_check_module, host_emit, host_fail, host_open, host_plan, run_cli, HostLoop};
+    #[pymodule_export]
+    use super::errors::bind_error_types;
+    #[pymodule_export]
+    use super::flow::{
+        abandon, complete, complete_leaks, destroy_timeout_message, option_names, protocol, reclaim_deadline,
+        reclaim_failed_message, respell_options, start_reclaim, start_reclaim_all, start_reconcile, start_retry, stop,
+        timeout,
+    };
+    #[pymodule_export]
+    use super::hosted::{host_hosted_providers, hosted_option_names, hosted_provider, owner_labels, HostedProvider};
+    #[pymodule_export]
+    use super::inline::{bind_inline_helpers, InlineSteps};
     #[cfg(unix)]
-    module.add_function(wrap_pyfunction!(providers::local_provider, module)?)?;
-    module.add_class::<hosted::HostedProvider>()?;
-    module.add_function(wrap_pyfunction!(hosted::hosted_option_names, module)?)?;
-    module.add_function(wrap_pyfunction!(hosted::hosted_provider, module)?)?;
-    module.add_function(wrap_pyfunction!(hosted::owner_labels, module)?)?;
-    module.add_function(wrap_pyfunction!(hosted::host_hosted_providers, module)?)?;
-    module.add_function(wrap_pyfunction!(bridge::shutdown, module)?)?;
-    module.add_function(wrap_pyfunction!(cli::run_cli, module)?)?;
-    module.add_function(wrap_pyfunction!(cli::host_plan, module)?)?;
-    module.add_function(wrap_pyfunction!(cli::host_emit, module)?)?;
-    module.add_function(wrap_pyfunction!(cli::host_fail, module)?)?;
-    module.add_function(wrap_pyfunction!(cli::host_check_module, module)?)?;
-    module.add_function(wrap_pyfunction!(cli::host_open, module)?)?;
-    module.add_class::<cli::HostLoop>()?;
-    Ok(())
+    #[pymodule_export]
+    use super::providers::local_provider;
+    #[pymodule_export]
+    use super::providers::{docker_provider, host_managed_providers, ManagedProvider};
+    #[pymodule_export]
+    use super::records::bind_record_types;
+    #[pymodule_export]
+    use super::sql_store::{check_record_whole, connect_postgres, open_sqlite, SqlStore};
+    #[pymodule_export]
+    use super::store::{MemoryLedgerStore, MemoryStore};
 }

@@ -15,6 +15,7 @@ use sandbox_reclaim::{IsolationRequest, LocalConfig, LocalProvider};
 
 use crate::bridge::{awaitable, runtime};
 use crate::errors::provider_error;
+use crate::hints::{Awaitable, TypingList};
 
 /// One of the core's managed providers.
 pub enum Managed {
@@ -52,7 +53,14 @@ impl Managed {
     }
 }
 
-/// A native managed provider handle; `sandbox_reclaim` wraps it.
+/// A sandbox as `create` and `list` answer it: `(key, id, created_at)`.
+type Handle = (String, String, u64);
+
+/// A sandbox as `list_sandboxes` answers it: `(id, created_at, owner, key)`.
+type Listed = (String, Option<u64>, Option<String>, Option<String>);
+
+/// A native Docker or local provider handle; operations return awaitables.
+/// `sandbox_reclaim` wraps it.
 #[pyclass(name = "ManagedProvider", module = "sandbox_reclaim._native", frozen)]
 pub struct ManagedProvider {
     pub(crate) inner: Arc<Managed>,
@@ -60,7 +68,7 @@ pub struct ManagedProvider {
 
 /// A `DockerProvider` for this configuration (connecting is lazy).
 #[pyfunction]
-#[pyo3(signature = (image, keep_alive, network_mode, cpus, memory_bytes, owner, name, docker_host))]
+#[pyo3(signature = (image, keep_alive, network_mode, cpus, memory_bytes, owner, name, docker_host, /))]
 #[allow(clippy::too_many_arguments)]
 pub fn docker_provider(
     image: String,
@@ -103,6 +111,7 @@ fn docker_from_config(config: DockerConfig) -> PyResult<ManagedProvider> {
 /// A `LocalProvider` for this configuration (creates `base_dir`, probes namespaces). Unix only.
 #[cfg(unix)]
 #[pyfunction]
+#[pyo3(signature = (base_dir, owner, keep_alive, isolation, name, /))]
 pub fn local_provider(
     py: Python<'_>,
     base_dir: PathBuf,
@@ -139,6 +148,7 @@ fn local_from_config(py: Python<'_>, config: LocalConfig) -> PyResult<ManagedPro
 /// The command plan's `--docker` and `--local` providers, configured as the
 /// binary configures them, in that order.
 #[pyfunction]
+#[pyo3(signature = (plan, /))]
 pub fn host_managed_providers(py: Python<'_>, plan: &str) -> PyResult<Vec<ManagedProvider>> {
     let configs = sandbox_reclaim_cli::host::host_managed(plan).map_err(PyValueError::new_err)?;
     let mut built = Vec::new();
@@ -163,7 +173,8 @@ impl ManagedProvider {
     }
 
     /// Awaitable destroying sandbox `sandbox_id` (already gone is success).
-    fn destroy<'py>(&self, py: Python<'py>, sandbox_id: String) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (sandbox_id, /))]
+    fn destroy<'py>(&self, py: Python<'py>, sandbox_id: String) -> PyResult<Awaitable<'py, ()>> {
         let inner = self.inner.clone();
         awaitable(py, async move { inner.destroyer().destroy(&sandbox_id).await }, |py, destroyed| {
             destroyed.map_err(provider_error)?;
@@ -172,8 +183,8 @@ impl ManagedProvider {
     }
 
     /// Awaitable of `(key, id, created_at)` of the sandbox for `key`.
-    #[pyo3(signature = (key, labels=None))]
-    fn create<'py>(&self, py: Python<'py>, key: String, labels: Option<Labels>) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (key, labels=None, /))]
+    fn create<'py>(&self, py: Python<'py>, key: String, labels: Option<Labels>) -> PyResult<Awaitable<'py, Handle>> {
         let inner = self.inner.clone();
         let labels = labels.unwrap_or_default();
         awaitable(py, async move { inner.provider().create(&key, &labels).await }, |py, created| {
@@ -183,7 +194,7 @@ impl ManagedProvider {
     }
 
     /// Awaitable of `[(key, id, created_at), ...]`, oldest first.
-    fn list<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    fn list<'py>(&self, py: Python<'py>) -> PyResult<Awaitable<'py, TypingList<Handle>>> {
         let inner = self.inner.clone();
         awaitable(py, async move { inner.provider().list().await }, |py, listed| {
             let handles = listed.map_err(provider_error)?;
@@ -205,7 +216,7 @@ impl ManagedProvider {
     /// for the orphan sweep, ordered by id: every sandbox of this owner,
     /// unreadable ones included with their unknown fields `None` (the sweep
     /// fails closed on them).
-    fn list_sandboxes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    fn list_sandboxes<'py>(&self, py: Python<'py>) -> PyResult<Awaitable<'py, TypingList<Listed>>> {
         let inner = self.inner.clone();
         awaitable(py, async move { inner.destroyer().list_sandboxes().await }, |py, listed| {
             let sandboxes = listed.map_err(provider_error)?;
@@ -218,7 +229,13 @@ impl ManagedProvider {
     }
 
     /// Awaitable of `(stdout, stderr, exit_code)` of `argv` run in `sandbox_id`.
-    fn exec<'py>(&self, py: Python<'py>, sandbox_id: String, argv: Vec<String>) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (sandbox_id, argv, /))]
+    fn exec<'py>(
+        &self,
+        py: Python<'py>,
+        sandbox_id: String,
+        argv: Vec<String>,
+    ) -> PyResult<Awaitable<'py, (String, String, i64)>> {
         let inner = self.inner.clone();
         awaitable(py, async move { inner.provider().exec(&sandbox_id, &argv).await }, |py, ran| {
             let output = ran.map_err(provider_error)?;

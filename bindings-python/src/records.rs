@@ -13,9 +13,11 @@ use pyo3::exceptions::{PyAttributeError, PyRuntimeError, PyTypeError, PyValueErr
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyDict, PyInt, PyString};
+use pyo3::types::{PyBool, PyDict, PyInt, PyString, PyType};
 use sandbox_reclaim::model::MAX_SAFE_INTEGER;
 use sandbox_reclaim::{AuditEntry, DueLeak, LeakEntry, LeakReason, NewLeak, SandboxInstanceRecord};
+
+use crate::hints::{self, TypeOf, Typed};
 
 /// The Python classes the native store builds its answers from.
 struct RecordTypes {
@@ -32,14 +34,17 @@ static RECORD_TYPES: PyOnceLock<RecordTypes> = PyOnceLock::new();
 /// importing them from here) avoids an import cycle between the package and
 /// its native module.
 #[pyfunction]
-#[pyo3(name = "_bind_record_types")]
+#[pyo3(name = "_bind_record_types", signature = (instance, leak_entry, due_leak, audit_entry, /))]
 pub fn bind_record_types(
     py: Python<'_>,
-    instance: Py<PyAny>,
-    leak_entry: Py<PyAny>,
-    due_leak: Py<PyAny>,
-    audit_entry: Py<PyAny>,
+    instance: Typed<'_, TypeOf<hints::SandboxInstanceRecord>, PyType>,
+    leak_entry: Typed<'_, TypeOf<hints::LeakEntry>, PyType>,
+    due_leak: Typed<'_, TypeOf<hints::DueLeak>, PyType>,
+    audit_entry: Typed<'_, TypeOf<hints::AuditEntry>, PyType>,
 ) {
+    let [instance, leak_entry, due_leak, audit_entry] =
+        [instance.into_inner(), leak_entry.into_inner(), due_leak.into_inner(), audit_entry.into_inner()]
+            .map(|class| class.into_any().unbind());
     // A second import of the package (e.g. after importlib.reload) keeps the first classes.
     let _ = RECORD_TYPES.set(py, RecordTypes { instance, leak_entry, due_leak, audit_entry });
 }
@@ -51,9 +56,12 @@ fn record_types(py: Python<'_>) -> PyResult<&'static RecordTypes> {
 }
 
 /// Builds a `SandboxInstanceRecord`; positional order is the dataclass's field order.
-pub fn instance_to_py<'py>(py: Python<'py>, record: &SandboxInstanceRecord) -> PyResult<Bound<'py, PyAny>> {
+pub fn instance_to_py<'py>(
+    py: Python<'py>,
+    record: &SandboxInstanceRecord,
+) -> PyResult<Typed<'py, hints::SandboxInstanceRecord>> {
     let class = record_types(py)?.instance.bind(py);
-    class.call1((
+    typed(class.call1((
         &record.key,
         &record.provider,
         &record.provider_sandbox_id,
@@ -61,15 +69,16 @@ pub fn instance_to_py<'py>(py: Python<'py>, record: &SandboxInstanceRecord) -> P
         record.updated_at,
         record.latest_snapshot_id.as_deref(),
         record.latest_run_id.as_deref(),
-    ))
+    )))
 }
 
 /// Builds a `LeakEntry`; positional order is the dataclass's field order.
-pub fn leak_entry_to_py<'py>(py: Python<'py>, entry: &LeakEntry) -> PyResult<Bound<'py, PyAny>> {
+pub fn leak_entry_to_py<'py>(py: Python<'py>, entry: &LeakEntry) -> PyResult<Typed<'py, hints::LeakEntry>> {
     let class = record_types(py)?.leak_entry.bind(py);
     let fields =
         (&entry.key, &entry.provider, &entry.provider_sandbox_id, &entry.run_id, &entry.last_error, entry.failed_at);
-    class.call((fields.0, fields.1, fields.2, fields.3, fields.4, fields.5, entry.attempts), Some(&claim(py, entry)?))
+    let positional = (fields.0, fields.1, fields.2, fields.3, fields.4, fields.5, entry.attempts);
+    typed(class.call(positional, Some(&claim(py, entry)?)))
 }
 
 /// The keyword-only `claim` a leak entry was handed out under.
@@ -81,10 +90,10 @@ fn claim<'py>(py: Python<'py>, entry: &LeakEntry) -> PyResult<Bound<'py, PyDict>
 
 /// Builds a `DueLeak` (a `LeakEntry` with `reason` and `next_attempt_at`);
 /// positional order is the dataclass's field order.
-pub fn due_leak_to_py<'py>(py: Python<'py>, due: &DueLeak) -> PyResult<Bound<'py, PyAny>> {
+pub fn due_leak_to_py<'py>(py: Python<'py>, due: &DueLeak) -> PyResult<Typed<'py, hints::DueLeak>> {
     let class = record_types(py)?.due_leak.bind(py);
     let entry = &due.entry;
-    class.call(
+    typed(class.call(
         (
             &entry.key,
             &entry.provider,
@@ -97,13 +106,13 @@ pub fn due_leak_to_py<'py>(py: Python<'py>, due: &DueLeak) -> PyResult<Bound<'py
             due.next_attempt_at,
         ),
         Some(&claim(py, entry)?),
-    )
+    ))
 }
 
 /// Builds an `AuditEntry`; positional order is the dataclass's field order.
-pub fn audit_entry_to_py<'py>(py: Python<'py>, entry: &AuditEntry) -> PyResult<Bound<'py, PyAny>> {
+pub fn audit_entry_to_py<'py>(py: Python<'py>, entry: &AuditEntry) -> PyResult<Typed<'py, hints::AuditEntry>> {
     let class = record_types(py)?.audit_entry.bind(py);
-    class.call1((
+    typed(class.call1((
         entry.at,
         &entry.host,
         &entry.provider,
@@ -112,7 +121,12 @@ pub fn audit_entry_to_py<'py>(py: Python<'py>, entry: &AuditEntry) -> PyResult<B
         &entry.result,
         entry.key.as_deref(),
         entry.error.as_deref(),
-    ))
+    )))
+}
+
+/// A record just built from its registered class, declared as that class.
+fn typed<H>(built: PyResult<Bound<'_, PyAny>>) -> PyResult<Typed<'_, H>> {
+    built.map(Typed::new)
 }
 
 /// Reads an `AuditEntry` (or any object with its attributes).

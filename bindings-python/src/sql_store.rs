@@ -7,9 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::inspect::PyStaticExpr;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt};
 use pyo3::IntoPyObjectExt;
+use pyo3::PyTypeInfo;
 use sandbox_reclaim::options::arguments::{
     self, ArgumentError, HostNumber, Seconds, Whole, BUSY_TIMEOUT_SECONDS, COUNT, LEASE_SECONDS, MILLIS, POOL_SIZE,
 };
@@ -21,6 +23,7 @@ use sandbox_reclaim::{
 
 use crate::bridge::awaitable;
 use crate::errors::{store_error, store_open_error};
+use crate::hints::{self, Awaitable, Float, Hint, Int, Object, Typed};
 use crate::records::{
     audit_entry_from_py, audit_entry_to_py, due_leak_to_py, instance_from_py, instance_to_py, leak_entry_from_py,
     leak_entry_to_py, leak_reason, new_leak_from_py,
@@ -64,10 +67,15 @@ impl SqlBackend {
     }
 }
 
-/// A native SQL store handle; `sandbox_reclaim` wraps it.
+/// A native SQLite or PostgreSQL store handle; every method returns an
+/// awaitable. `sandbox_reclaim` wraps it.
 #[pyclass(name = "SqlStore", module = "sandbox_reclaim._native", frozen)]
 pub struct SqlStore {
     pub(crate) backend: Arc<SqlBackend>,
+}
+
+impl Hint for SqlStore {
+    const HINT: PyStaticExpr = <Self as PyTypeInfo>::TYPE_HINT;
 }
 
 impl SqlStore {
@@ -122,9 +130,10 @@ pub fn whole(field: &str, value: &Bound<'_, PyAny>, range: Whole) -> PyResult<u6
 /// Checks a record's whole-number field by the core's rule (an `int` in
 /// `0..=2^53-1`, or `0..2^32` for a `count`); raises its refusal.
 #[pyfunction]
-pub fn check_record_whole(owner: &str, field: &str, wire: &str, value: &Bound<'_, PyAny>, count: bool) -> PyResult<()> {
+#[pyo3(signature = (owner, field, wire, value, count, /))]
+pub fn check_record_whole(owner: &str, field: &str, wire: &str, value: Typed<'_, Object>, count: bool) -> PyResult<()> {
     let range = if count { COUNT } else { MILLIS };
-    arguments::record_whole(&host_number(value)?, owner, field, wire, range).map(drop).map_err(refused)
+    arguments::record_whole(&host_number(&value)?, owner, field, wire, range).map(drop).map_err(refused)
 }
 
 /// An optional `int` (`None` is absent).
@@ -155,23 +164,26 @@ pub fn lease(value: &Bound<'_, PyAny>) -> PyResult<Duration> {
 /// An option as a native function received it: [`Given::Absent`] when the
 /// caller left it out, so the core's default applies (`SqliteOptions` /
 /// `PostgresOptions::default()`, as in Node). An explicit `None` is a value
-/// like any other, refused with a `TypeError` naming the option.
-pub enum Given<'py> {
+/// like any other, refused with a `TypeError` naming the option. `H`: the
+/// option's type in the stub.
+pub enum Given<'py, H> {
     /// Not passed: the core's default.
     Absent,
     /// Passed, as it crossed.
-    Value(Bound<'py, PyAny>),
+    Value(Typed<'py, H>),
 }
 
-impl<'a, 'py> FromPyObject<'a, 'py> for Given<'py> {
+impl<'a, 'py, H: Hint> FromPyObject<'a, 'py> for Given<'py, H> {
     type Error = PyErr;
 
+    const INPUT_TYPE: PyStaticExpr = H::HINT;
+
     fn extract(value: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        Ok(Self::Value(value.to_owned()))
+        Ok(Self::Value(Typed::new(value.to_owned())))
     }
 }
 
-impl<'py> Given<'py> {
+impl<'py, H> Given<'py, H> {
     /// `None` when absent, else the value `read` accepts.
     fn read<T>(&self, read: impl FnOnce(&Bound<'py, PyAny>) -> PyResult<T>) -> PyResult<Option<T>> {
         match self {
@@ -203,15 +215,16 @@ fn pool_size(value: &Bound<'_, PyAny>) -> PyResult<u32> {
 }
 
 /// Opens (creating if missing) the SQLite store at `path`; awaitable of a
-/// `SqlStore`. An option left out takes the core's default.
+/// `SqlStore`. An option left out takes the core's default
+/// (`SqliteOptions::default()`).
 #[pyfunction]
 #[pyo3(signature = (path, /, *, busy_timeout = Given::Absent, max_connections = Given::Absent))]
 pub fn open_sqlite<'py>(
     py: Python<'py>,
     path: String,
-    busy_timeout: Given<'py>,
-    max_connections: Given<'py>,
-) -> PyResult<Bound<'py, PyAny>> {
+    busy_timeout: Given<'py, Float>,
+    max_connections: Given<'py, Int>,
+) -> PyResult<Awaitable<'py, SqlStore>> {
     let mut options = SqliteOptions::default();
     busy_timeout.apply(&mut options.busy_timeout, |value| seconds("busy_timeout", value, BUSY_TIMEOUT_SECONDS))?;
     max_connections.apply(&mut options.max_connections, pool_size)?;
@@ -223,7 +236,7 @@ pub fn open_sqlite<'py>(
 }
 
 /// Connects to PostgreSQL at `url`; awaitable of a `SqlStore`. An option left
-/// out takes the core's default.
+/// out takes the core's default (`PostgresOptions::default()`).
 #[pyfunction]
 #[pyo3(signature = (
     url,
@@ -238,12 +251,12 @@ pub fn open_sqlite<'py>(
 pub fn connect_postgres<'py>(
     py: Python<'py>,
     url: String,
-    schema: Given<'py>,
-    instances_table: Given<'py>,
-    leaks_table: Given<'py>,
-    schema_version_table: Given<'py>,
-    max_connections: Given<'py>,
-) -> PyResult<Bound<'py, PyAny>> {
+    schema: Given<'py, String>,
+    instances_table: Given<'py, String>,
+    leaks_table: Given<'py, String>,
+    schema_version_table: Given<'py, String>,
+    max_connections: Given<'py, Int>,
+) -> PyResult<Awaitable<'py, SqlStore>> {
     let mut options = PostgresOptions::default();
     let names = [
         ("schema", schema, &mut options.schema),
@@ -267,49 +280,61 @@ pub fn connect_postgres<'py>(
 #[pymethods]
 impl SqlStore {
     /// Awaitable of the record under `key`, or `None`.
-    fn get<'py>(&self, py: Python<'py>, key: String) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (key, /))]
+    fn get<'py>(&self, py: Python<'py>, key: String) -> PyResult<Awaitable<'py, Option<hints::SandboxInstanceRecord>>> {
         let backend = self.backend.clone();
         awaitable(py, async move { backend.store().get(&key).await }, |py, found| match found.map_err(store_error)? {
-            Some(record) => Ok(instance_to_py(py, &record)?.unbind()),
+            Some(record) => Ok(instance_to_py(py, &record)?.into_inner().unbind()),
             None => Ok(py.None()),
         })
     }
 
     /// Awaitable storing `record`; a record breaking the contract raises now.
-    fn upsert<'py>(&self, py: Python<'py>, record: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let record = instance_from_py(record)?;
+    #[pyo3(signature = (record, /))]
+    fn upsert<'py>(
+        &self,
+        py: Python<'py>,
+        record: Typed<'py, hints::SandboxInstanceRecord>,
+    ) -> PyResult<Awaitable<'py, ()>> {
+        let record = instance_from_py(&record)?;
         let backend = self.backend.clone();
         awaitable(py, async move { backend.store().upsert(&record).await }, unit)
     }
 
     /// Awaitable deleting `key` (a missing key is a no-op).
-    fn delete<'py>(&self, py: Python<'py>, key: String) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (key, /))]
+    fn delete<'py>(&self, py: Python<'py>, key: String) -> PyResult<Awaitable<'py, ()>> {
         let backend = self.backend.clone();
         awaitable(py, async move { backend.store().delete(&key).await }, unit)
     }
 
     /// Awaitable deleting `key` and recording `leak` in one transaction.
+    #[pyo3(signature = (key, leak, /))]
     fn delete_recording_leak<'py>(
         &self,
         py: Python<'py>,
         key: String,
-        leak: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let leak = new_leak_from_py(leak)?;
+        leak: Typed<'py, hints::NewLeak>,
+    ) -> PyResult<Awaitable<'py, ()>> {
+        let leak = new_leak_from_py(&leak)?;
         let backend = self.backend.clone();
         awaitable(py, async move { backend.ledger().delete_recording_leak(&key, leak).await }, unit)
     }
 
     /// Awaitable of the pending leak entries, oldest first.
     #[pyo3(signature = (provider=None))]
-    fn list_leaks<'py>(&self, py: Python<'py>, provider: Option<String>) -> PyResult<Bound<'py, PyAny>> {
+    fn list_leaks<'py>(
+        &self,
+        py: Python<'py>,
+        provider: Option<String>,
+    ) -> PyResult<Awaitable<'py, Vec<hints::LeakEntry>>> {
         let backend = self.backend.clone();
         awaitable(py, async move { backend.ledger().list_leaks(provider.as_deref()).await }, entries_to_py)
     }
 
     /// Awaitable of how many leak entries are pending.
     #[pyo3(signature = (provider=None))]
-    fn count_leaks<'py>(&self, py: Python<'py>, provider: Option<String>) -> PyResult<Bound<'py, PyAny>> {
+    fn count_leaks<'py>(&self, py: Python<'py>, provider: Option<String>) -> PyResult<Awaitable<'py, u64>> {
         let backend = self.backend.clone();
         awaitable(py, async move { backend.ledger().count_leaks(provider.as_deref()).await }, |py, count| {
             count.map_err(store_error)?.into_py_any(py)
@@ -317,36 +342,43 @@ impl SqlStore {
     }
 
     /// Awaitable claiming up to `limit` of `provider`'s entries for `lease` seconds.
+    #[pyo3(signature = (provider, limit, lease, /))]
     fn claim_leaks<'py>(
         &self,
         py: Python<'py>,
         provider: String,
-        limit: &Bound<'py, PyAny>,
-        lease: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let limit = count("limit", limit)?;
-        let lease = self::lease(lease)?;
+        limit: Typed<'py, Int>,
+        lease: Typed<'py, Float>,
+    ) -> PyResult<Awaitable<'py, Vec<hints::LeakEntry>>> {
+        let limit = count("limit", &limit)?;
+        let lease = self::lease(&lease)?;
         let backend = self.backend.clone();
         awaitable(py, async move { backend.ledger().claim_leaks(&provider, limit, lease).await }, entries_to_py)
     }
 
     /// Awaitable removing a claimed entry whose sandbox is now destroyed.
-    fn resolve_leak<'py>(&self, py: Python<'py>, entry: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let entry = leak_entry_from_py(entry)?;
+    #[pyo3(signature = (entry, /))]
+    fn resolve_leak<'py>(
+        &self,
+        py: Python<'py>,
+        entry: Typed<'py, hints::LeakEntry>,
+    ) -> PyResult<Awaitable<'py, bool>> {
+        let entry = leak_entry_from_py(&entry)?;
         let backend = self.backend.clone();
         awaitable(py, async move { backend.ledger().resolve_leak(&entry).await }, flag)
     }
 
     /// Awaitable bumping a claimed entry's attempts and releasing the claim.
+    #[pyo3(signature = (entry, message, failed_at, /))]
     fn record_retry_failure<'py>(
         &self,
         py: Python<'py>,
-        entry: &Bound<'py, PyAny>,
+        entry: Typed<'py, hints::LeakEntry>,
         message: String,
-        failed_at: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let failed_at = millis("failed_at", failed_at)?;
-        let entry = leak_entry_from_py(entry)?;
+        failed_at: Typed<'py, Int>,
+    ) -> PyResult<Awaitable<'py, bool>> {
+        let failed_at = millis("failed_at", &failed_at)?;
+        let entry = leak_entry_from_py(&entry)?;
         let backend = self.backend.clone();
         let retry = async move { backend.ledger().record_retry_failure(&entry, &message, failed_at).await };
         awaitable(py, retry, flag)
@@ -355,14 +387,15 @@ impl SqlStore {
     // ---- the fleet store (reconcile); every time is epoch milliseconds ----
 
     /// Awaitable of the records last updated before `older_than`, oldest first, at most `limit`.
+    #[pyo3(signature = (older_than, limit, /))]
     fn list_stale<'py>(
         &self,
         py: Python<'py>,
-        older_than: &Bound<'py, PyAny>,
-        limit: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let limit = count("limit", limit)?;
-        let older_than = millis("older_than", older_than)?;
+        older_than: Typed<'py, Int>,
+        limit: Typed<'py, Int>,
+    ) -> PyResult<Awaitable<'py, Vec<hints::SandboxInstanceRecord>>> {
+        let limit = count("limit", &limit)?;
+        let older_than = millis("older_than", &older_than)?;
         let backend = self.backend.clone();
         awaitable(py, async move { backend.fleet().list_stale(older_than, limit).await }, |py, records| {
             let records = records.map_err(store_error)?;
@@ -372,15 +405,16 @@ impl SqlStore {
     }
 
     /// Awaitable of whether record `key` (still at `updated_at`) was expired into the ledger.
+    #[pyo3(signature = (key, updated_at, leak, /))]
     fn expire_idle<'py>(
         &self,
         py: Python<'py>,
         key: String,
-        updated_at: &Bound<'py, PyAny>,
-        leak: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let updated_at = millis("updated_at", updated_at)?;
-        let leak = new_leak_from_py(leak)?;
+        updated_at: Typed<'py, Int>,
+        leak: Typed<'py, hints::NewLeak>,
+    ) -> PyResult<Awaitable<'py, bool>> {
+        let updated_at = millis("updated_at", &updated_at)?;
+        let leak = new_leak_from_py(&leak)?;
         let backend = self.backend.clone();
         awaitable(py, async move { backend.fleet().expire_idle(&key, updated_at, leak).await }, flag)
     }
@@ -388,14 +422,14 @@ impl SqlStore {
     /// Awaitable of every sandbox id of `provider` a record or a leak entry
     /// references, and (with `destroyed_since`, epoch ms) every one an audit
     /// row says was destroyed at or after it.
-    #[pyo3(signature = (provider, destroyed_since = None))]
+    #[pyo3(signature = (provider, destroyed_since = None, /))]
     fn sandbox_references<'py>(
         &self,
         py: Python<'py>,
         provider: String,
-        destroyed_since: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let since = optional_whole("destroyed_since", destroyed_since, MILLIS)?.unwrap_or(u64::MAX);
+        destroyed_since: Option<Typed<'py, Int>>,
+    ) -> PyResult<Awaitable<'py, Vec<String>>> {
+        let since = optional_whole("destroyed_since", destroyed_since.as_deref(), MILLIS)?.unwrap_or(u64::MAX);
         let backend = self.backend.clone();
         awaitable(py, async move { backend.fleet().sandbox_references(&provider, since).await }, |py, ids| {
             ids.map_err(store_error)?.into_py_any(py)
@@ -405,13 +439,14 @@ impl SqlStore {
     /// Awaitable of the registry: every sandbox id of `provider` an instance
     /// record named whose record still exists or was last written or deleted
     /// at or after `since` (epoch ms).
+    #[pyo3(signature = (provider, since, /))]
     fn registered_sandboxes<'py>(
         &self,
         py: Python<'py>,
         provider: String,
-        since: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let since = millis("since", since)?;
+        since: Typed<'py, Int>,
+    ) -> PyResult<Awaitable<'py, Vec<String>>> {
+        let since = millis("since", &since)?;
         let backend = self.backend.clone();
         awaitable(py, async move { backend.fleet().registered_sandboxes(&provider, since).await }, |py, ids| {
             ids.map_err(store_error)?.into_py_any(py)
@@ -419,71 +454,75 @@ impl SqlStore {
     }
 
     /// Awaitable recording `leak` with `reason`, due at `next_attempt_at`.
+    #[pyo3(signature = (leak, reason, next_attempt_at, /))]
     fn record_leak<'py>(
         &self,
         py: Python<'py>,
-        leak: &Bound<'py, PyAny>,
+        leak: Typed<'py, hints::NewLeak>,
         reason: &str,
-        next_attempt_at: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let next_attempt_at = millis("next_attempt_at", next_attempt_at)?;
-        let leak = new_leak_from_py(leak)?;
+        next_attempt_at: Typed<'py, Int>,
+    ) -> PyResult<Awaitable<'py, ()>> {
+        let next_attempt_at = millis("next_attempt_at", &next_attempt_at)?;
+        let leak = new_leak_from_py(&leak)?;
         let reason = leak_reason(reason)?;
         let backend = self.backend.clone();
         awaitable(py, async move { backend.fleet().record_leak(leak, reason, next_attempt_at).await }, unit)
     }
 
     /// Awaitable of `provider`'s due entries (`DueLeak`s), claimed for `lease_ms` (`None`: only listed).
-    #[pyo3(signature = (provider, limit, lease_ms, now))]
+    #[pyo3(signature = (provider, limit, lease_ms, now, /))]
     fn due_leaks<'py>(
         &self,
         py: Python<'py>,
         provider: String,
-        limit: &Bound<'py, PyAny>,
-        lease_ms: Option<&Bound<'py, PyAny>>,
-        now: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let limit = count("limit", limit)?;
-        let lease_ms = optional_whole("lease_ms", lease_ms, MILLIS)?;
-        let now = millis("now", now)?;
+        limit: Typed<'py, Int>,
+        lease_ms: Option<Typed<'py, Int>>,
+        now: Typed<'py, Int>,
+    ) -> PyResult<Awaitable<'py, Vec<hints::DueLeak>>> {
+        let limit = count("limit", &limit)?;
+        let lease_ms = optional_whole("lease_ms", lease_ms.as_deref(), MILLIS)?;
+        let now = millis("now", &now)?;
         let backend = self.backend.clone();
         awaitable(py, async move { backend.fleet().due_leaks(&provider, limit, lease_ms, now).await }, due_to_py)
     }
 
     /// Awaitable deferring a claimed entry that failed again.
+    #[pyo3(signature = (entry, message, failed_at, next_attempt_at, /))]
     fn defer_leak<'py>(
         &self,
         py: Python<'py>,
-        entry: &Bound<'py, PyAny>,
+        entry: Typed<'py, hints::LeakEntry>,
         message: String,
-        failed_at: &Bound<'py, PyAny>,
-        next_attempt_at: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let failed_at = millis("failed_at", failed_at)?;
-        let next_attempt_at = millis("next_attempt_at", next_attempt_at)?;
-        let entry = leak_entry_from_py(entry)?;
+        failed_at: Typed<'py, Int>,
+        next_attempt_at: Typed<'py, Int>,
+    ) -> PyResult<Awaitable<'py, bool>> {
+        let failed_at = millis("failed_at", &failed_at)?;
+        let next_attempt_at = millis("next_attempt_at", &next_attempt_at)?;
+        let entry = leak_entry_from_py(&entry)?;
         let backend = self.backend.clone();
         let defer = async move { backend.fleet().defer_leak(&entry, &message, failed_at, next_attempt_at).await };
         awaitable(py, defer, flag)
     }
 
     /// Awaitable of whether `holder` took (or renewed) `provider`'s orphan sweep.
+    #[pyo3(signature = (provider, holder, lease_ms, now, /))]
     fn claim_sweep<'py>(
         &self,
         py: Python<'py>,
         provider: String,
         holder: String,
-        lease_ms: &Bound<'py, PyAny>,
-        now: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let lease_ms = millis("lease_ms", lease_ms)?;
-        let now = millis("now", now)?;
+        lease_ms: Typed<'py, Int>,
+        now: Typed<'py, Int>,
+    ) -> PyResult<Awaitable<'py, bool>> {
+        let lease_ms = millis("lease_ms", &lease_ms)?;
+        let now = millis("now", &now)?;
         let backend = self.backend.clone();
         awaitable(py, async move { backend.fleet().claim_sweep(&provider, &holder, lease_ms, now).await }, flag)
     }
 
     /// Awaitable giving `provider`'s sweep back if `holder` still holds it.
-    fn release_sweep<'py>(&self, py: Python<'py>, provider: String, holder: String) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (provider, holder, /))]
+    fn release_sweep<'py>(&self, py: Python<'py>, provider: String, holder: String) -> PyResult<Awaitable<'py, ()>> {
         let backend = self.backend.clone();
         awaitable(py, async move { backend.fleet().release_sweep(&provider, &holder).await }, unit)
     }
@@ -491,22 +530,28 @@ impl SqlStore {
     /// Awaitable of bounded growth: deletes `provider`'s registry rows last
     /// seen before `registry_before` and its audit rows from before
     /// `audit_before` (epoch ms).
+    #[pyo3(signature = (provider, registry_before, audit_before, /))]
     fn prune<'py>(
         &self,
         py: Python<'py>,
         provider: String,
-        registry_before: &Bound<'py, PyAny>,
-        audit_before: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let registry_before = millis("registry_before", registry_before)?;
-        let audit_before = millis("audit_before", audit_before)?;
+        registry_before: Typed<'py, Int>,
+        audit_before: Typed<'py, Int>,
+    ) -> PyResult<Awaitable<'py, ()>> {
+        let registry_before = millis("registry_before", &registry_before)?;
+        let audit_before = millis("audit_before", &audit_before)?;
         let backend = self.backend.clone();
         awaitable(py, async move { backend.fleet().prune(&provider, registry_before, audit_before).await }, unit)
     }
 
     /// Awaitable appending audit rows (`AuditEntry`s), in order.
-    fn append_audit<'py>(&self, py: Python<'py>, entries: Vec<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
-        let entries = entries.iter().map(audit_entry_from_py).collect::<PyResult<Vec<AuditEntry>>>()?;
+    #[pyo3(signature = (entries, /))]
+    fn append_audit<'py>(
+        &self,
+        py: Python<'py>,
+        entries: Vec<Typed<'py, hints::AuditEntry>>,
+    ) -> PyResult<Awaitable<'py, ()>> {
+        let entries = entries.iter().map(|entry| audit_entry_from_py(entry)).collect::<PyResult<Vec<AuditEntry>>>()?;
         let backend = self.backend.clone();
         awaitable(py, async move { backend.fleet().append_audit(&entries).await }, unit)
     }
@@ -516,10 +561,10 @@ impl SqlStore {
     fn list_audit<'py>(
         &self,
         py: Python<'py>,
-        since: Option<&Bound<'py, PyAny>>,
-        limit: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let (since, limit) = audit_query(since, limit)?;
+        since: Option<Typed<'py, Int>>,
+        limit: Option<Typed<'py, Int>>,
+    ) -> PyResult<Awaitable<'py, Vec<hints::AuditEntry>>> {
+        let (since, limit) = audit_query(since.as_deref(), limit.as_deref())?;
         let backend = self.backend.clone();
         awaitable(py, async move { backend.fleet().list_audit(since, limit).await }, |py, rows| {
             let rows = rows.map_err(store_error)?;
@@ -529,7 +574,7 @@ impl SqlStore {
     }
 
     /// Awaitable closing the pool; later calls fail.
-    fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    fn close<'py>(&self, py: Python<'py>) -> PyResult<Awaitable<'py, ()>> {
         let backend = self.backend.clone();
         awaitable(py, async move { backend.close().await }, |py, ()| Ok(py.None()))
     }
