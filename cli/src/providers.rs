@@ -198,7 +198,7 @@ pub fn build_hosted(spec: &HostedSpec, owner: &str) -> Result<Box<dyn HostedSand
             let config = VercelConfig {
                 name,
                 owner,
-                token: api_key,
+                api_key,
                 team_id,
                 project_id,
                 api_url,

@@ -29,7 +29,7 @@ fn start() -> Fake {
 
 fn provider(fake: &Fake, token: &str, page_size: u32) -> VercelProvider {
     let config = VercelConfig {
-        token: Some(token.to_owned()),
+        api_key: Some(token.to_owned()),
         team_id: Some("team_t".into()),
         project_id: Some("prj_p".into()),
         api_url: Some(fake.url.clone()),
@@ -193,7 +193,7 @@ async fn sweeping_unlabelled_sandboxes_destroys_only_what_the_registry_names() {
     fake.seed(sandboxes("theirs", 1, json!({ OWNER_LABEL: "another-team" }))).await;
     let labelled_only = provider(&fake, TOKEN, 2);
     let unlabelled = VercelProvider::new(VercelConfig {
-        token: Some(TOKEN.to_owned()),
+        api_key: Some(TOKEN.to_owned()),
         team_id: Some("team_t".into()),
         project_id: Some("prj_p".into()),
         api_url: Some(fake.url.clone()),
@@ -234,7 +234,7 @@ fn scripted_pages() -> PageFormat {
 
 fn scripted_provider(url: &str, listing_ceilings: ListingCeilings) -> Box<dyn SandboxProvider> {
     let config = VercelConfig {
-        token: Some(TOKEN.to_owned()),
+        api_key: Some(TOKEN.to_owned()),
         team_id: Some("team_t".into()),
         project_id: Some("prj_p".into()),
         api_url: Some(url.to_owned()),

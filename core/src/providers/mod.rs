@@ -26,31 +26,25 @@ use async_trait::async_trait;
 use crate::contract::errors::ProviderError;
 use crate::contract::SandboxProvider;
 
-#[cfg(feature = "daytona")]
-pub mod daytona;
 #[cfg(feature = "docker")]
 pub mod docker;
-#[cfg(feature = "e2b")]
-pub mod e2b;
 #[cfg(any(feature = "e2b", feature = "daytona", feature = "vercel"))]
-mod http;
+pub mod hosted;
 #[cfg(all(feature = "local", unix))]
 pub mod local;
-#[cfg(feature = "vercel")]
-pub mod vercel;
 
-#[cfg(feature = "daytona")]
-pub use daytona::{DaytonaConfig, DaytonaProvider};
 #[cfg(feature = "docker")]
 pub use docker::{DockerConfig, DockerProvider};
+#[cfg(feature = "daytona")]
+pub use hosted::daytona::{self, DaytonaConfig, DaytonaProvider};
 #[cfg(feature = "e2b")]
-pub use e2b::{E2bConfig, E2bProvider};
+pub use hosted::e2b::{self, E2bConfig, E2bProvider};
+#[cfg(feature = "vercel")]
+pub use hosted::vercel::{self, VercelConfig, VercelProvider};
 #[cfg(any(feature = "e2b", feature = "daytona", feature = "vercel"))]
-pub use http::HostedError;
+pub use hosted::{HostedConfig, HostedError, HostedProvider};
 #[cfg(all(feature = "local", unix))]
 pub use local::{Isolation, IsolationRequest, LocalConfig, LocalProvider};
-#[cfg(feature = "vercel")]
-pub use vercel::{VercelConfig, VercelProvider};
 
 /// The owner namespace both providers use unless configured otherwise.
 pub const DEFAULT_OWNER: &str = "sandbox-reclaim";

@@ -14,10 +14,10 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use reqwest::{Method, StatusCode};
 
-use super::InvalidInput;
 use crate::contract::errors::ProviderError;
 use crate::model::fleet::ListedSandbox;
 use crate::options::provider::ListingCeilings;
+use crate::providers::InvalidInput;
 use crate::report::messages;
 
 /// How often one request is re-sent after a `429` before it fails.

@@ -1,0 +1,320 @@
+//! Hosted vendors as data: one engine ([`HostedProvider`]) runs any vendor
+//! [`Entry`], the way `opendal`'s services sit on its shared raw layer.
+//!
+//! An entry is a vendor's wire format and nothing else: its credential and
+//! base-URL resolution, its auth header, its listing request and how a page
+//! reads, its destroy request. Everything a vendor does not decide is the
+//! engine's, once: option checks (name, owner, page size), the client
+//! ([`client`]: rustls, the credential header marked sensitive, `429
+//! Retry-After`, redacted errors), paging that always ends (a repeated item
+//! once, a cursor cycle or a ceiling fails the listing closed), the owner
+//! filter's client-side fallback and the "already gone" answers.
+//!
+//! A vendor is a marker type implementing [`Vendor`] (its entry), so the Rust
+//! API keeps one config and provider type per vendor (`E2bConfig`,
+//! `E2bProvider`, ...) with the vendor's own defaults.
+
+pub(crate) mod client;
+#[cfg(feature = "daytona")]
+pub mod daytona;
+#[cfg(feature = "e2b")]
+pub mod e2b;
+#[cfg(feature = "vercel")]
+pub mod vercel;
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use self::client::{Answer, HostedClient};
+use super::{validate_id, validate_owner, validate_provider_name, HostedSandboxProvider, InvalidInput};
+use crate::contract::errors::ProviderError;
+use crate::contract::SandboxProvider;
+use crate::model::fleet::ListedSandbox;
+use crate::options::provider::{HostedSettings, HostedVendor, ListingCeilings};
+
+pub use client::HostedError;
+
+/// One hosted vendor's wire format: what the engine cannot know. (Built in
+/// this crate only: its fields read the client's answers.)
+pub struct Entry {
+    /// Its options' names, defaults and largest page (`proto/src/options/provider.rs`).
+    pub(crate) vendor: HostedVendor,
+    /// Its name in messages (`E2B`).
+    pub(crate) label: &'static str,
+    /// The environment variable read when no option gives the credential.
+    pub(crate) credential_variable: &'static str,
+    /// What a message tells the user to set (`VERCEL_TOKEN (with VERCEL_TEAM_ID)`).
+    pub(crate) credential_hint: &'static str,
+    /// The credential's header, and the text before the credential in it.
+    pub(crate) auth: (&'static str, &'static str),
+    /// The base URL when no option gives one: the SDK's own variables, else its public API.
+    pub(crate) default_api_url: fn() -> String,
+    /// What the vendor scopes every request by, read and checked from the
+    /// config before any request (Vercel: the team and the project).
+    pub(crate) scope: fn(&Settings) -> Result<Scope, InvalidInput>,
+    /// One small authenticated call: `check_access`.
+    pub(crate) check_path: fn(&Scope) -> String,
+    /// A listing page's request (`cursor` `None`: the first page).
+    pub(crate) list_path: fn(&Listing<'_>, Option<&str>) -> String,
+    /// A page's sandboxes and the next cursor (`None`: the last page). An
+    /// `Err` says why the page does not read as documented: the listing
+    /// fails closed.
+    pub(crate) read_page: fn(&Answer) -> Result<Page, String>,
+    /// The path of the `DELETE` that destroys sandbox `id` (`404`: already gone).
+    pub(crate) destroy_path: fn(&Scope, &str) -> String,
+}
+
+/// One listing page read: its sandboxes and the next cursor (`None`: the last page).
+pub type Page = (Vec<ListedSandbox>, Option<String>);
+
+/// What a vendor scopes its requests by, beyond the credential (query text
+/// the entry builds, `teamId=…&`; empty for most vendors).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scope {
+    pub query: String,
+    /// The project a listing and a destroy name (Vercel).
+    pub project: String,
+}
+
+/// What one listing request is for.
+pub struct Listing<'a> {
+    pub scope: &'a Scope,
+    /// The owner the vendor filters by; `None`: every sandbox (`sweepUnlabelled`).
+    pub owner: Option<&'a str>,
+    pub page_size: u32,
+}
+
+/// A hosted vendor, by its entry: the marker type behind `E2bConfig`,
+/// `E2bProvider` and their siblings.
+pub trait Vendor: Send + Sync + 'static {
+    const ENTRY: &'static Entry;
+}
+
+/// The settings every hosted vendor's provider takes (the one config type,
+/// per vendor by its marker: `E2bConfig` is `HostedConfig<E2b>`).
+pub type Settings = HostedSettings;
+
+/// How a [`HostedProvider`] reaches vendor `V`. Its `Default` is the
+/// vendor's defaults (`proto/src/options/provider.rs`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct HostedConfig<V> {
+    /// The name instance records carry in `provider`. Default: the vendor's (`e2b`, `daytona`, `vercel`).
+    pub name: String,
+    /// The owner namespace: the label the listing is filtered by.
+    pub owner: String,
+    /// The credential; `None`: the vendor's variable (`E2B_API_KEY`, ...).
+    pub api_key: Option<String>,
+    /// The API base URL; `None`: the SDK's own variables, else the public API.
+    pub api_url: Option<String>,
+    /// The team (Vercel); `None`: `VERCEL_TEAM_ID`.
+    pub team_id: Option<String>,
+    /// The project (Vercel, required); `None`: `VERCEL_PROJECT_ID`.
+    pub project_id: Option<String>,
+    /// Sandboxes per listing page, 1 to the vendor's largest page.
+    pub page_size: u32,
+    /// List every sandbox, not only those under our owner label, so the
+    /// sweep also finds unlabelled ones the store's registry names (what
+    /// TanStack's providers create). An unlabelled sandbox is listed with
+    /// owner `""`; one neither labelled nor registered is never touched.
+    /// Default false.
+    pub sweep_unlabelled: bool,
+    /// How long one HTTP request may take. Default 30 s. A destroy's own
+    /// deadline cuts it sooner.
+    pub request_timeout: Duration,
+    /// How far one listing goes before it fails closed (pages followed,
+    /// sandboxes read); hosts set it with `maxListingPages` / `maxListingItems`.
+    pub listing_ceilings: ListingCeilings,
+    /// The vendor (a marker).
+    pub vendor: PhantomData<V>,
+}
+
+impl<V: Vendor> Default for HostedConfig<V> {
+    fn default() -> Self {
+        Self::from(HostedSettings::defaults(V::ENTRY.vendor))
+    }
+}
+
+/// The settings a host's options gave ([`HostedSettings::from_host`]), or the defaults.
+impl<V> From<HostedSettings> for HostedConfig<V> {
+    fn from(settings: HostedSettings) -> Self {
+        Self {
+            name: settings.name,
+            owner: settings.owner,
+            api_key: settings.api_key,
+            api_url: settings.api_url,
+            team_id: settings.team_id,
+            project_id: settings.project_id,
+            page_size: settings.page_size,
+            sweep_unlabelled: settings.sweep_unlabelled,
+            request_timeout: settings.request_timeout,
+            listing_ceilings: settings.listing_ceilings,
+            vendor: PhantomData,
+        }
+    }
+}
+
+impl<V> From<HostedConfig<V>> for HostedSettings {
+    fn from(config: HostedConfig<V>) -> Self {
+        Self {
+            name: config.name,
+            owner: config.owner,
+            api_key: config.api_key,
+            api_url: config.api_url,
+            team_id: config.team_id,
+            project_id: config.project_id,
+            page_size: config.page_size,
+            sweep_unlabelled: config.sweep_unlabelled,
+            request_timeout: config.request_timeout,
+            listing_ceilings: config.listing_ceilings,
+        }
+    }
+}
+
+// By hand, so the credential never reaches a log line through `{:?}`.
+impl<V: Vendor> fmt::Debug for HostedConfig<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct(&format!("{}Config", V::ENTRY.label))
+            .field("name", &self.name)
+            .field("owner", &self.owner)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("api_url", &self.api_url)
+            .field("team_id", &self.team_id)
+            .field("project_id", &self.project_id)
+            .field("page_size", &self.page_size)
+            .field("sweep_unlabelled", &self.sweep_unlabelled)
+            .field("request_timeout", &self.request_timeout)
+            .field("listing_ceilings", &self.listing_ceilings)
+            .finish()
+    }
+}
+
+/// Any hosted vendor's provider: the engine running its [`Entry`]. It only
+/// destroys and lists (the vendor's SDK creates).
+pub struct HostedProvider<V> {
+    entry: &'static Entry,
+    name: String,
+    owner: String,
+    page_size: u32,
+    sweep_unlabelled: bool,
+    listing_ceilings: ListingCeilings,
+    api_url: String,
+    scope: Scope,
+    client: HostedClient,
+    vendor: PhantomData<V>,
+}
+
+impl<V> fmt::Debug for HostedProvider<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct(&format!("{}Provider", self.entry.label))
+            .field("name", &self.name)
+            .field("api_url", &self.api_url)
+            .finish()
+    }
+}
+
+/// A variable's value, when set and not empty.
+pub(crate) fn variable(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|value| !value.is_empty())
+}
+
+impl<V: Vendor> HostedProvider<V> {
+    /// Checks the config and resolves the credential, URL and scope from the
+    /// environment. Sends nothing; see [`HostedSandboxProvider::check_access`].
+    pub fn new(config: HostedConfig<V>) -> Result<Self, ProviderError> {
+        let entry = V::ENTRY;
+        validate_provider_name(&config.name)?;
+        validate_owner(&config.owner)?;
+        let largest = entry.vendor.max_page_size();
+        if !(1..=largest).contains(&config.page_size) {
+            let reason = format!("must be between 1 and {largest}, got {}", config.page_size);
+            return Err(InvalidInput::new("pageSize", reason).into());
+        }
+        let settings = HostedSettings::from(config);
+        let scope = (entry.scope)(&settings)?;
+        let credential = settings.api_key.clone().or_else(|| std::env::var(entry.credential_variable).ok());
+        let api_url = settings.api_url.clone().unwrap_or_else(entry.default_api_url);
+        let (header, prefix) = entry.auth;
+        let client = HostedClient::new(
+            client::Vendor {
+                label: entry.label,
+                credential_variable: entry.credential_hint,
+                credential_option: "apiKey",
+            },
+            &api_url,
+            header,
+            prefix,
+            &credential.unwrap_or_default(),
+            settings.request_timeout,
+        )?;
+        Ok(Self {
+            entry,
+            name: settings.name,
+            owner: settings.owner,
+            page_size: settings.page_size,
+            sweep_unlabelled: settings.sweep_unlabelled,
+            listing_ceilings: settings.listing_ceilings,
+            api_url,
+            scope,
+            client,
+            vendor: PhantomData,
+        })
+    }
+
+    /// A listing page's request, as the entry builds it.
+    pub(crate) fn list_path(&self, cursor: Option<&str>) -> String {
+        let owner = (!self.sweep_unlabelled).then_some(self.owner.as_str());
+        (self.entry.list_path)(&Listing { scope: &self.scope, owner, page_size: self.page_size }, cursor)
+    }
+}
+
+#[async_trait]
+impl<V: Vendor> HostedSandboxProvider for HostedProvider<V> {
+    fn api_url(&self) -> &str {
+        &self.api_url
+    }
+
+    /// The entry's one small call: refused (naming the variable to set)
+    /// when the vendor refuses the credential, so a command can stop before
+    /// its first pass.
+    async fn check_access(&self) -> Result<(), ProviderError> {
+        self.client.check(&(self.entry.check_path)(&self.scope)).await
+    }
+}
+
+#[async_trait]
+impl<V: Vendor> SandboxProvider for HostedProvider<V> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The entry's `DELETE`: destroyed, or already gone (`404`).
+    async fn destroy(&self, provider_sandbox_id: &str) -> Result<(), ProviderError> {
+        validate_id(provider_sandbox_id)?;
+        self.client.delete_tolerating_gone(&(self.entry.destroy_path)(&self.scope, provider_sandbox_id)).await
+    }
+
+    fn can_list(&self) -> bool {
+        true
+    }
+
+    /// Every page, by the entry's cursor; each sandbox once.
+    async fn list_sandboxes(&self) -> Result<Vec<ListedSandbox>, ProviderError> {
+        let read = |answer: &Answer| {
+            let (listed, next) = (self.entry.read_page)(answer)?;
+            Ok((client::unlabelled_as_empty(listed, self.sweep_unlabelled), next))
+        };
+        self.client.list_pages(self.listing_ceilings, |cursor| self.list_path(cursor), read).await
+    }
+
+    fn owner(&self) -> Option<&str> {
+        Some(&self.owner)
+    }
+}
+
+/// No scope beyond the credential (most vendors).
+pub(crate) fn unscoped(_: &Settings) -> Result<Scope, InvalidInput> {
+    Ok(Scope::default())
+}
