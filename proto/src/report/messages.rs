@@ -187,6 +187,14 @@ pub fn providers_share_a_name(field: &str, name: &str, python: bool) -> String {
 // ---- hosted providers (E2B, ...): never a credential, always what to set ----
 
 /// A hosted provider built without a credential.
+/// A hosted provider's `pageSize` outside the vendor's range.
+pub fn hosted_page_size(largest: u32, given: u32) -> String {
+    format!("must be between 1 and {largest}, got {given}")
+}
+
+/// Vercel lists per project, and none was given.
+pub const VERCEL_NO_PROJECT: &str = "no Vercel project: set VERCEL_PROJECT_ID or pass the `projectId` option";
+
 pub fn hosted_missing_credential(vendor: &str, variable: &str) -> String {
     format!("no {vendor} API key: set {variable} or pass the provider an API key")
 }

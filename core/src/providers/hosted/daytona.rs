@@ -22,7 +22,9 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::client::{encode_component, parse_rfc3339_millis, Answer};
-use super::{unscoped, variable, Entry, HostedConfig, HostedProvider, Listing, Page as HostedPage, Vendor};
+use super::{
+    listed, unscoped, variable, with_cursor, Entry, HostedConfig, HostedProvider, Listing, Page as HostedPage, Vendor,
+};
 use crate::model::fleet::ListedSandbox;
 use crate::options::provider::HostedVendor;
 use crate::providers::{LABEL_KEY, LABEL_OWNER};
@@ -98,17 +100,13 @@ fn list_path(listing: &Listing<'_>, cursor: Option<&str>) -> String {
         path.push_str(&format!("labels={}&", encode_component(&labels)));
     }
     path.push_str(&format!("limit={}", listing.page_size));
-    if let Some(cursor) = cursor {
-        path.push_str("&cursor=");
-        path.push_str(&encode_component(cursor));
-    }
-    path
+    with_cursor(path, "cursor", cursor)
 }
 
 /// A page of `GET /sandbox`, the next by `nextCursor`.
 fn read_page(answer: &Answer) -> Result<HostedPage, String> {
     let page: Page = answer.json()?;
-    let listed = page.items.into_iter().map(ListedDaytonaSandbox::into_listed).collect::<Result<Vec<_>, _>>()?;
+    let listed = listed(page.items, ListedDaytonaSandbox::into_listed)?;
     Ok((listed, page.next_cursor))
 }
 

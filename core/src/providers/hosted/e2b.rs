@@ -20,7 +20,9 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::client::{encode_component, parse_rfc3339_millis, Answer};
-use super::{unscoped, variable, Entry, HostedConfig, HostedProvider, Listing, Page as HostedPage, Vendor};
+use super::{
+    listed, unscoped, variable, with_cursor, Entry, HostedConfig, HostedProvider, Listing, Page as HostedPage, Vendor,
+};
 use crate::model::fleet::ListedSandbox;
 use crate::options::provider::HostedVendor;
 use crate::providers::{LABEL_KEY, LABEL_OWNER};
@@ -71,17 +73,13 @@ fn list_path(listing: &Listing<'_>, next_token: Option<&str>) -> String {
         path.push_str(&format!("metadata={}&", encode_component(&filter)));
     }
     path.push_str(&format!("state=running,paused&limit={}", listing.page_size));
-    if let Some(token) = next_token {
-        path.push_str("&nextToken=");
-        path.push_str(&encode_component(token));
-    }
-    path
+    with_cursor(path, "nextToken", next_token)
 }
 
 /// A page of `GET /v2/sandboxes` (a bare array), the next by the `X-Next-Token` header.
 fn read_page(answer: &Answer) -> Result<HostedPage, String> {
     let page: Vec<ListedE2bSandbox> = answer.json()?;
-    let listed = page.into_iter().map(ListedE2bSandbox::into_listed).collect::<Result<Vec<_>, _>>()?;
+    let listed = listed(page, ListedE2bSandbox::into_listed)?;
     Ok((listed, answer.header("x-next-token").map(str::to_owned)))
 }
 

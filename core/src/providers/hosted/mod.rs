@@ -34,6 +34,7 @@ use crate::contract::errors::ProviderError;
 use crate::contract::SandboxProvider;
 use crate::model::fleet::ListedSandbox;
 use crate::options::provider::{HostedSettings, HostedVendor, ListingCeilings};
+use crate::report::messages;
 
 pub use client::HostedError;
 
@@ -52,9 +53,9 @@ pub struct Entry {
     pub(crate) auth: (&'static str, &'static str),
     /// The base URL when no option gives one: the SDK's own variables, else its public API.
     pub(crate) default_api_url: fn() -> String,
-    /// What the vendor scopes every request by, read and checked from the
-    /// config before any request (Vercel: the team and the project).
-    pub(crate) scope: fn(&Settings) -> Result<Scope, InvalidInput>,
+    /// What the vendor scopes every request by, from the configured team and
+    /// project, checked before any request (Vercel's; most vendors have none).
+    pub(crate) scope: fn(Option<&str>, Option<&str>) -> Result<Scope, InvalidInput>,
     /// One small authenticated call: `check_access`.
     pub(crate) check_path: fn(&Scope) -> String,
     /// A listing page's request (`cursor` `None`: the first page).
@@ -92,10 +93,6 @@ pub struct Listing<'a> {
 pub trait Vendor: Send + Sync + 'static {
     const ENTRY: &'static Entry;
 }
-
-/// The settings every hosted vendor's provider takes (the one config type,
-/// per vendor by its marker: `E2bConfig` is `HostedConfig<E2b>`).
-pub type Settings = HostedSettings;
 
 /// How a [`HostedProvider`] reaches vendor `V`. Its `Default` is the
 /// vendor's defaults (`proto/src/options/provider.rs`).
@@ -156,23 +153,6 @@ impl<V> From<HostedSettings> for HostedConfig<V> {
     }
 }
 
-impl<V> From<HostedConfig<V>> for HostedSettings {
-    fn from(config: HostedConfig<V>) -> Self {
-        Self {
-            name: config.name,
-            owner: config.owner,
-            api_key: config.api_key,
-            api_url: config.api_url,
-            team_id: config.team_id,
-            project_id: config.project_id,
-            page_size: config.page_size,
-            sweep_unlabelled: config.sweep_unlabelled,
-            request_timeout: config.request_timeout,
-            listing_ceilings: config.listing_ceilings,
-        }
-    }
-}
-
 // By hand, so the credential never reaches a log line through `{:?}`.
 impl<V: Vendor> fmt::Debug for HostedConfig<V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -229,33 +209,26 @@ impl<V: Vendor> HostedProvider<V> {
         validate_owner(&config.owner)?;
         let largest = entry.vendor.max_page_size();
         if !(1..=largest).contains(&config.page_size) {
-            let reason = format!("must be between 1 and {largest}, got {}", config.page_size);
-            return Err(InvalidInput::new("pageSize", reason).into());
+            return Err(InvalidInput::new("pageSize", messages::hosted_page_size(largest, config.page_size)).into());
         }
-        let settings = HostedSettings::from(config);
-        let scope = (entry.scope)(&settings)?;
-        let credential = settings.api_key.clone().or_else(|| std::env::var(entry.credential_variable).ok());
-        let api_url = settings.api_url.clone().unwrap_or_else(entry.default_api_url);
+        let scope = (entry.scope)(config.team_id.as_deref(), config.project_id.as_deref())?;
+        let credential = config.api_key.clone().or_else(|| std::env::var(entry.credential_variable).ok());
+        let api_url = config.api_url.clone().unwrap_or_else(entry.default_api_url);
         let (header, prefix) = entry.auth;
-        let client = HostedClient::new(
-            client::Vendor {
-                label: entry.label,
-                credential_variable: entry.credential_hint,
-                credential_option: "apiKey",
-            },
-            &api_url,
-            header,
-            prefix,
-            &credential.unwrap_or_default(),
-            settings.request_timeout,
-        )?;
+        let vendor = client::Vendor {
+            label: entry.label,
+            credential_variable: entry.credential_hint,
+            credential_option: "apiKey",
+        };
+        let credential = credential.unwrap_or_default();
+        let client = HostedClient::new(vendor, &api_url, header, prefix, &credential, config.request_timeout)?;
         Ok(Self {
             entry,
-            name: settings.name,
-            owner: settings.owner,
-            page_size: settings.page_size,
-            sweep_unlabelled: settings.sweep_unlabelled,
-            listing_ceilings: settings.listing_ceilings,
+            name: config.name,
+            owner: config.owner,
+            page_size: config.page_size,
+            sweep_unlabelled: config.sweep_unlabelled,
+            listing_ceilings: config.listing_ceilings,
             api_url,
             scope,
             client,
@@ -315,6 +288,22 @@ impl<V: Vendor> SandboxProvider for HostedProvider<V> {
 }
 
 /// No scope beyond the credential (most vendors).
-pub(crate) fn unscoped(_: &Settings) -> Result<Scope, InvalidInput> {
+pub(crate) fn unscoped(_team: Option<&str>, _project: Option<&str>) -> Result<Scope, InvalidInput> {
     Ok(Scope::default())
+}
+
+/// `path` with `&name=cursor` appended when there is a cursor (a listing's next page).
+pub(crate) fn with_cursor(mut path: String, name: &str, cursor: Option<&str>) -> String {
+    if let Some(cursor) = cursor {
+        path.push_str(&format!("&{name}={}", client::encode_component(cursor)));
+    }
+    path
+}
+
+/// Every item of a page as a listed sandbox; the first that does not read fails the page.
+pub(crate) fn listed<T>(
+    items: Vec<T>,
+    read: fn(T) -> Result<ListedSandbox, String>,
+) -> Result<Vec<ListedSandbox>, String> {
+    items.into_iter().map(read).collect()
 }

@@ -23,10 +23,13 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::client::{encode_component, Answer};
-use super::{variable, Entry, HostedConfig, HostedProvider, Listing, Page as HostedPage, Scope, Settings, Vendor};
+use super::{
+    listed, variable, with_cursor, Entry, HostedConfig, HostedProvider, Listing, Page as HostedPage, Scope, Vendor,
+};
 use crate::model::fleet::ListedSandbox;
 use crate::options::provider::HostedVendor;
 use crate::providers::{InvalidInput, LABEL_KEY, LABEL_OWNER};
+use crate::report::messages;
 
 /// The largest page Vercel serves.
 pub const VERCEL_MAX_PAGE_SIZE: u32 = HostedVendor::Vercel.max_page_size();
@@ -69,11 +72,12 @@ pub type VercelProvider = HostedProvider<Vercel>;
 
 /// Listings are per project (`VERCEL_PROJECT_ID`, required), scoped by the
 /// team (`VERCEL_TEAM_ID`; absent: the token's personal account).
-fn scope(settings: &Settings) -> Result<Scope, InvalidInput> {
-    let project = settings.project_id.clone().or_else(|| variable("VERCEL_PROJECT_ID")).ok_or_else(|| {
-        InvalidInput::new("projectId", "no Vercel project: set VERCEL_PROJECT_ID or pass the `projectId` option")
-    })?;
-    let team = settings.team_id.clone().or_else(|| variable("VERCEL_TEAM_ID"));
+fn scope(team: Option<&str>, project: Option<&str>) -> Result<Scope, InvalidInput> {
+    let project = project
+        .map(str::to_owned)
+        .or_else(|| variable("VERCEL_PROJECT_ID"))
+        .ok_or_else(|| InvalidInput::new("projectId", messages::VERCEL_NO_PROJECT))?;
+    let team = team.map(str::to_owned).or_else(|| variable("VERCEL_TEAM_ID"));
     let query = team.map(|team| format!("teamId={}&", encode_component(&team))).unwrap_or_default();
     Ok(Scope { query, project })
 }
@@ -90,17 +94,13 @@ fn list_path(listing: &Listing<'_>, cursor: Option<&str>) -> String {
         let tag = format!("{LABEL_OWNER}:{owner}");
         path.push_str(&format!("&tags={}", encode_component(&tag)));
     }
-    if let Some(cursor) = cursor {
-        path.push_str("&cursor=");
-        path.push_str(&encode_component(cursor));
-    }
-    path
+    with_cursor(path, "cursor", cursor)
 }
 
 /// A page of `GET /v2/sandboxes`, the next by `pagination.next`.
 fn read_page(answer: &Answer) -> Result<HostedPage, String> {
     let page: Page = answer.json()?;
-    let listed = page.sandboxes.into_iter().map(ListedVercelSandbox::into_listed).collect::<Result<Vec<_>, _>>()?;
+    let listed = listed(page.sandboxes, ListedVercelSandbox::into_listed)?;
     Ok((listed, page.pagination.next))
 }
 
