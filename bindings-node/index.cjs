@@ -23,9 +23,8 @@ module.exports = {
   listLeaks: stores.listLeaks,
   DockerProvider: providers.DockerProvider,
   LocalProvider: providers.LocalProvider,
-  E2bProvider: providers.E2bProvider,
-  DaytonaProvider: providers.DaytonaProvider,
-  VercelProvider: providers.VercelProvider,
+  // E2bProvider, SpritesProvider, ...: one per row of the core's vendor table.
+  ...providers.hostedClasses,
   ownerLabels: providers.ownerLabels,
   SandboxNotOwnedError,
   SandboxStoreError,

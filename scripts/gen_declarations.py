@@ -781,9 +781,125 @@ def py_optional_members(members):
     return out + [""]
 
 
+PROVIDER_FILE = ROOT / "proto/src/options/provider.rs"
+PROVIDERS_PY = ROOT / "bindings-python/python/sandbox_reclaim/_providers.py"
+INIT_PY = ROOT / "bindings-python/python/sandbox_reclaim/__init__.py"
+INDEX_MJS = ROOT / "bindings-node/index.mjs"
+README = ROOT / "README.md"
+VENDOR_ROW = re.compile(r"    VendorSpec \{\n(.*?)\n    \},", re.S)
+SCOPE_ROW = re.compile(r'ScopeOption \{ name: (\w+), variable: "(\w+)", required: (true|false) \}')
+# The options every hosted provider takes, as Python declares them, in the
+# core's order (`HostedVendor::names`); a vendor's scope options follow `api_key`.
+HOSTED_PY_PARAMS = [("name", "str", "DEFAULT"), ("owner", "str", "DEFAULT"), ("api_key", "str | None", "None"),
+                    ("api_url", "str | None", "None"), ("page_size", "int", "DEFAULT"),
+                    ("request_timeout", "float", "DEFAULT"), ("sweep_unlabelled", "bool", "DEFAULT"),
+                    ("max_listing_pages", "int", "DEFAULT"), ("max_listing_items", "int", "DEFAULT")]
+
+
+def vendors(source):
+    """The rows of `VENDORS` (proto/src/options/provider.rs), as dicts; scope options resolved to their names."""
+    consts = {const: (node, python) for const, node, python in
+              re.findall(r'pub const (\w+): Name = name\(OptionId::\w+, "(\w+)", "(\w+)"\);', source)}
+    table = source[source.index("pub const VENDORS"):]
+    rows = []
+    for body in VENDOR_ROW.findall(table):
+        row = {}
+        for field in ["key", "label", "class", "api_url_doc", "destroy_doc", "gone_doc"]:
+            m = re.search(rf'^        {field}: "((?:[^"\\]|\\.)*)",$', body, re.M)
+            if not m:
+                raise SystemExit(f"gen_declarations: a VENDORS row lacks a plain `{field}`: {body[:60]!r}")
+            row[field] = rust_string(m.group(1))
+        for field in ["default_page_size", "max_page_size"]:
+            row[field] = int(re.search(rf"^        {field}: (\d+),$", body, re.M).group(1))
+        row["credential_variables"] = re.findall(r'"(\w+)"', re.search(r"credential_variables: &\[(.*?)\]", body).group(1))
+        row["server_filter"] = "owner_filter: OwnerFilter::Server" in body
+        row["scope"] = [(consts[const][0], consts[const][1], variable, required == "true")
+                        for const, variable, required in SCOPE_ROW.findall(body)]
+        if not row["credential_variables"] or ("owner_filter: OwnerFilter::" not in body):
+            raise SystemExit(f"gen_declarations: the VENDORS row of {row['key']} does not read")
+        rows.append(row)
+    if not rows:
+        raise SystemExit("gen_declarations: no VENDORS rows in proto/src/options/provider.rs")
+    return rows
+
+
+def either(names, quote):
+    return ", else ".join(f"{quote}{name}{quote}" for name in names)
+
+
+def vendor_summary(row, quote):
+    """What a vendor's class doc says: destroy, gone, variables, pages, owner filter."""
+    q = quote
+    filtering = ("the vendor filters the listing by the owner label" if row["server_filter"] else
+                 "the vendor cannot filter by label, so the engine lists every sandbox and keeps those labelled for `owner`"
+                 .replace("`", q))
+    return [f"{row['label']} (name {q}{row['key']}{q}): destroy is {row['destroy_doc'].replace('`', q)}; gone or going "
+            f"(never destroyed again): {row['gone_doc'].replace('`', q)}.",
+            f"Key: {either(row['credential_variables'], q)}; API: {row['api_url_doc']}.",
+            f"Pages of {row['default_page_size']} (at most {row['max_page_size']}); {filtering}."]
+
+
+def ts_vendors(rows):
+    out = []
+    for row in rows:
+        options = f"{row['class']}Options"
+        if row["scope"]:
+            out += [f"export interface {options} extends HostedProviderOptions {{"]
+            for node, _, variable, required in row["scope"]:
+                out += [f"  /** {'Required: default' if required else 'Default'} `{variable}`. */", f"  {node}?: string;"]
+            out += ["}"]
+        else:
+            out += [f"export type {options} = HostedProviderOptions;"]
+        doc = textwrap.wrap(" ".join(vendor_summary(row, "`")), WIDTH - 3)
+        out += ["/**"] + [f" * {line}" for line in doc] + [" */",
+                f"export declare class {row['class']} extends HostedSandboxProvider {{",
+                f"  constructor(options?: {options});", "}", ""]
+    return out[:-1]
+
+
+def mjs_vendors(rows):
+    return [f"  {row['class']}," for row in rows]
+
+
+def py_vendors(rows):
+    out = []
+    for row in rows:
+        params = HOSTED_PY_PARAMS[:3] + [(python, "str | None", "None") for _, python, _, _ in row["scope"]] + HOSTED_PY_PARAMS[3:]
+        doc = textwrap.wrap(" ".join(vendor_summary(row, "``")), WIDTH - 4)
+        doc[0] = '"""' + doc[0]
+        out += ["", "", f"class {row['class']}(_HostedProvider):"] + [f"    {line}" for line in doc] + ['    """', "",
+                "    __slots__ = ()", "", "    def __init__(", "        self,", "        *,"]
+        out += [f"        {name}: {kind} = {default}," for name, kind, default in params]
+        out += ["    ) -> None:", f"        self._native = _hosted(", f'            "{row["key"]}",', "            {"]
+        out += [f'                "{name}": {name},' for name, _, _ in params]
+        out += ["            },", "        )"]
+    return out[2:]
+
+
+def py_vendor_imports(rows):
+    return [f"from ._providers import {row['class']}" for row in rows]
+
+
+def py_vendor_all(rows):
+    return [f'    "{row["class"]}",' for row in rows]
+
+
+def readme_vendors(rows):
+    out = ["| Vendor | Flag, section, name | Variables (credential, scope, API URL) | Gone or going (never destroyed again) | Owner filter |",
+           "| --- | --- | --- | --- | --- |"]
+    for row in rows:
+        scope = "".join(f" + `{variable}`" for _, _, variable, _ in row["scope"])
+        url = re.search(r"^(\w+), else", row["api_url_doc"])
+        credential = " or ".join(f"`{name}`" for name in row["credential_variables"]) + scope + (f"; `{url.group(1)}`" if url else "")
+        out += [f"| {row['label']} | `--{row['key']}`, `[{row['key']}]`, `{row['key']}` | {credential} | "
+                f"{row['gone_doc']} | {'server-side' if row['server_filter'] else 'client-side (every sandbox is listed)'} |"]
+    return out
+
+
 def replace_region(path, text, comment, region, body):
     """`text` (of `path`) with its `region` between the markers replaced by `body`."""
-    begin, end = f"{comment} ---- {BEGIN} [{region}] ----", f"{comment} ---- {END} [{region}] ----"
+    close = " -->" if comment == "<!--" else ""
+    begin, end = f"{comment} ---- {BEGIN} [{region}] ----{close}", f"{comment} ---- {END} [{region}] ----{close}"
     if begin not in text or end not in text:
         raise SystemExit(f"gen_declarations: {path.relative_to(ROOT)} lacks its markers ({begin!r} ... {end!r})")
     head, rest = text.split(begin, 1)
@@ -829,6 +945,12 @@ def main(args):
         PY_RECORDS: [("#", "records", python_records(types, RECORDS))],
         PY_REPORTS: [("#", "reports", python(types, REPORTS))],
     }
+    rows = vendors(PROVIDER_FILE.read_text())
+    regions[TS_FILE].append(("//", "hosted vendors", ts_vendors(rows)))
+    regions[INDEX_MJS] = [("//", "hosted vendors", mjs_vendors(rows))]
+    regions[PROVIDERS_PY] = [("#", "hosted vendors", py_vendors(rows))]
+    regions[INIT_PY] = [("#", "hosted vendors", py_vendor_imports(rows)), ("#", "hosted vendors all", py_vendor_all(rows))]
+    regions[README] = [("<!--", "hosted vendors", readme_vendors(rows))]
     wanted = {}
     for path, bodies in regions.items():
         text = path.read_text()

@@ -151,7 +151,7 @@ class HostedProvider {
   #owner;
 
   /**
-   * @param {'e2b' | 'daytona' | 'vercel'} vendor
+   * @param {string} vendor a key of the core's vendor table (`e2b`, `sprites`, ...)
    * @param {object} options the options the core names for `vendor`, each read once, checked and defaulted by the core
    */
   constructor(vendor, options) {
@@ -160,7 +160,7 @@ class HostedProvider {
     } else {
       checkObject(options, 'options');
       const values = plainOptions(options, native.hostedOptionNames(vendor));
-      this.#native = nativeCallSync(() => native.NativeHostedProvider[vendor](values));
+      this.#native = nativeCallSync(() => native.NativeHostedProvider.hosted(vendor, values));
     }
     this.#name = this.#native.name;
     this.#owner = this.#native.owner;
@@ -220,43 +220,22 @@ class HostedProvider {
 }
 
 /**
- * E2B sandboxes: `destroy` kills (`DELETE /sandboxes/{id}`), `list` reads
- * every page under the owner's metadata. Key: `E2B_API_KEY`; URL:
- * `E2B_API_URL`, else `https://api.$E2B_DOMAIN`. Create with E2B's SDK,
- * passing `metadata: ownerLabels(owner, key)`.
+ * One class per hosted vendor, built from the core's vendor table
+ * (`proto/src/options/provider.rs`): `E2bProvider`, `SpritesProvider`, ...
+ * Each takes the options the core names for its vendor; index.d.ts declares
+ * them from the same table.
  */
-class E2bProvider extends HostedProvider {
-  /** @param {{ name?: string, owner?: string, apiKey?: string, apiUrl?: string, pageSize?: number, requestTimeoutMs?: number, sweepUnlabelled?: boolean }} [options] */
-  constructor(options = {}) {
-    super('e2b', options);
-  }
-}
-
-/**
- * Daytona sandboxes: `destroy` deletes (`DELETE /sandbox/{id}`), `list` reads
- * every cursor page under the owner's label; a sandbox Daytona is already
- * destroying is listed `deleting: true` and never destroyed again. Key:
- * `DAYTONA_API_KEY`; URL: `DAYTONA_API_URL`, else Daytona's public API.
- */
-class DaytonaProvider extends HostedProvider {
-  /** @param {{ name?: string, owner?: string, apiKey?: string, apiUrl?: string, pageSize?: number, requestTimeoutMs?: number, sweepUnlabelled?: boolean }} [options] */
-  constructor(options = {}) {
-    super('daytona', options);
-  }
-}
-
-/**
- * Vercel Sandbox: `destroy` deletes (`DELETE /v2/sandboxes/{name}`), which
- * TanStack's Vercel provider does not (it only stops); `list` reads every
- * page under the owner's tag. Token: `VERCEL_TOKEN`; team: `VERCEL_TEAM_ID`;
- * project (required): `VERCEL_PROJECT_ID`.
- */
-class VercelProvider extends HostedProvider {
-  /** @param {{ name?: string, owner?: string, apiKey?: string, teamId?: string, projectId?: string, apiUrl?: string, pageSize?: number, requestTimeoutMs?: number, sweepUnlabelled?: boolean }} [options] */
-  constructor(options = {}) {
-    super('vercel', options);
-  }
-}
+const hostedClasses = Object.fromEntries(
+  native.hostedVendors().map(({ key, className }) => {
+    // A computed name, so `new SpritesProvider().constructor.name` is its own.
+    const named = { [className]: class extends HostedProvider {
+      constructor(options = {}) {
+        super(key, options);
+      }
+    } };
+    return [className, named[className]];
+  }),
+);
 
 /**
  * The labels (E2B metadata, Daytona labels) to pass when an app creates a
@@ -282,5 +261,5 @@ function managedFromNative(nativeProvider) {
 }
 
 module.exports = {
-  DockerProvider, LocalProvider, E2bProvider, DaytonaProvider, VercelProvider, ownerLabels, hostedFromNative, managedFromNative,
+  DockerProvider, LocalProvider, hostedClasses, ownerLabels, hostedFromNative, managedFromNative,
 };

@@ -1,6 +1,6 @@
-//! The native half of the hosted providers (`E2bProvider`, `DaytonaProvider`,
-//! `VercelProvider`): one class over
-//! any core [`HostedSandboxProvider`]. They destroy and list; the vendor's
+//! The native half of the hosted providers (`E2bProvider`, `SpritesProvider`,
+//! ..., one per row of the core's vendor table): one class over any core
+//! [`HostedSandboxProvider`]. They destroy and list; the vendor's
 //! SDK creates. Errors travel as in [`crate::provider`].
 
 use std::sync::Arc;
@@ -10,17 +10,14 @@ use napi::{Env, Result};
 use napi_derive::napi;
 use sandbox_reclaim::options::provider::{HostedSettings, HostedVendor};
 use sandbox_reclaim::options::{Dialect, HostOptionError, HostOptions};
-use sandbox_reclaim::providers::{
-    owner_labels as core_owner_labels, DaytonaConfig, DaytonaProvider, E2bConfig, E2bProvider, VercelConfig,
-    VercelProvider,
-};
+use sandbox_reclaim::providers::{build_hosted, owner_labels as core_owner_labels};
 use sandbox_reclaim::report::messages;
 use sandbox_reclaim::{HostedSandboxProvider, Labels, ListedSandbox, DEFAULT_OWNER};
 
 use crate::memory_store::type_error;
 use crate::provider::{provider_error, spawn_coded, Coded};
 
-/// The option names `vendor` (`e2b`, `daytona`, `vercel`) takes, as JS
+/// The option names `vendor` (`e2b`, `sprites`, ...) takes, as JS
 /// spells them: what the facade reads from the user's options (each once)
 /// and hands to the core as plain values.
 #[napi]
@@ -29,8 +26,28 @@ pub fn hosted_option_names(vendor: String) -> Result<Vec<String>, String> {
     Ok(vendor.names().iter().map(|name| name.node.to_owned()).collect())
 }
 
+/// A hosted vendor: its key (`sprites`) and its class (`SpritesProvider`).
+#[napi(object)]
+pub struct HostedVendorObject {
+    pub key: String,
+    pub class_name: String,
+}
+
+/// Every hosted vendor, in the core's order: what the facade builds its
+/// provider classes from.
+#[napi]
+pub fn hosted_vendors() -> Vec<HostedVendorObject> {
+    HostedVendor::all()
+        .map(|vendor| HostedVendorObject {
+            key: vendor.spec().key.to_owned(),
+            class_name: vendor.spec().class.to_owned(),
+        })
+        .collect()
+}
+
 fn hosted_vendor(vendor: &str) -> Result<HostedVendor, String> {
-    HostedVendor::parse(vendor).ok_or_else(|| thrown(type_error(messages::unknown_vendor(vendor)).into()))
+    HostedVendor::parse(vendor)
+        .ok_or_else(|| thrown(type_error(messages::unknown_vendor(vendor, &HostedVendor::keys())).into()))
 }
 
 /// The settings the user's plain option values (JSON) give, checked and
@@ -73,42 +90,21 @@ pub struct NativeHostedProvider {
 
 #[napi]
 impl NativeHostedProvider {
-    /// An E2B provider (reads `E2B_API_KEY` / `E2B_API_URL`; sends nothing).
-    #[napi(factory, js_name = "e2b")]
-    pub fn e2b(options_json: String) -> Result<Self, String> {
-        let settings = settings(HostedVendor::E2b, &options_json)?;
-        let owner = settings.owner.clone();
-        Self::hosted(E2bProvider::new(E2bConfig::from(settings)), owner)
-    }
-
-    /// A Daytona provider (reads `DAYTONA_API_KEY` / `DAYTONA_API_URL`; sends nothing).
+    /// `vendor`'s provider (`e2b`, `sprites`, ...) from the user's plain
+    /// option values (JSON); reads the vendor's variables, sends nothing.
     #[napi(factory)]
-    pub fn daytona(options_json: String) -> Result<Self, String> {
-        let settings = settings(HostedVendor::Daytona, &options_json)?;
+    pub fn hosted(vendor: String, options_json: String) -> Result<Self, String> {
+        let vendor = hosted_vendor(&vendor)?;
+        let settings = settings(vendor, &options_json)?;
         let owner = settings.owner.clone();
-        Self::hosted(DaytonaProvider::new(DaytonaConfig::from(settings)), owner)
-    }
-
-    /// A Vercel provider (reads `VERCEL_TOKEN` / `VERCEL_TEAM_ID` / `VERCEL_PROJECT_ID`; sends nothing).
-    #[napi(factory)]
-    pub fn vercel(options_json: String) -> Result<Self, String> {
-        let settings = settings(HostedVendor::Vercel, &options_json)?;
-        let owner = settings.owner.clone();
-        Self::hosted(VercelProvider::new(VercelConfig::from(settings)), owner)
+        let provider = build_hosted(vendor, settings).map_err(|error| thrown(provider_error(error)))?;
+        Ok(Self { inner: Arc::from(provider), owner })
     }
 
     /// A provider the command crate built (the hosted command's `--e2b`, ...).
     pub(crate) fn from_built(provider: Box<dyn HostedSandboxProvider>) -> Self {
         let owner = config_owner(provider.owner().map(str::to_owned));
         Self { inner: Arc::from(provider), owner }
-    }
-
-    fn hosted(
-        built: std::result::Result<impl HostedSandboxProvider + 'static, sandbox_reclaim::ProviderError>,
-        owner: String,
-    ) -> Result<Self, String> {
-        let provider = built.map_err(|error| thrown(provider_error(error)))?;
-        Ok(Self { inner: Arc::new(provider), owner })
     }
 
     /// The name instance records carry in `provider`.

@@ -1,4 +1,4 @@
-//! The hosted providers (E2B, Daytona, Vercel) for Python: construction is synchronous
+//! The hosted providers (every vendor of the core's table) for Python: construction is synchronous
 //! (config checked first, naming the field; nothing is sent), every call
 //! returns an awaitable on the shared tokio runtime. Cancelling the awaitable
 //! (a destroy's deadline) drops the HTTP request. The package wraps them in
@@ -10,10 +10,7 @@ use pyo3::prelude::*;
 use pyo3::IntoPyObjectExt;
 use sandbox_reclaim::options::provider::{HostedSettings, HostedVendor};
 use sandbox_reclaim::options::{Dialect, HostOptionError, HostOptions, Problem};
-use sandbox_reclaim::providers::{
-    owner_labels as core_owner_labels, DaytonaConfig, DaytonaProvider, E2bConfig, E2bProvider, VercelConfig,
-    VercelProvider,
-};
+use sandbox_reclaim::providers::{build_hosted, owner_labels as core_owner_labels};
 use sandbox_reclaim::report::messages;
 use sandbox_reclaim::{HostedSandboxProvider, Labels};
 use std::sync::Arc;
@@ -25,7 +22,7 @@ use crate::hints::Awaitable;
 /// A sandbox as `list_sandboxes` answers it: `(id, created_at, owner, key, deleting)`.
 type Listed = (String, Option<u64>, Option<String>, Option<String>, bool);
 
-/// A native hosted provider handle (E2B, Daytona, Vercel); operations return
+/// A native hosted provider handle (any vendor); operations return
 /// awaitables. `sandbox_reclaim` wraps it.
 #[pyclass(name = "HostedProvider", module = "sandbox_reclaim._native", frozen)]
 pub struct HostedProvider {
@@ -33,7 +30,7 @@ pub struct HostedProvider {
     owner: String,
 }
 
-/// The option names `vendor` (`e2b`, `daytona`, `vercel`) takes, as Python
+/// The option names `vendor` (`e2b`, `sprites`, ...) takes, as Python
 /// spells them: what the provider's constructor hands to the core as plain values.
 #[pyfunction]
 #[pyo3(signature = (vendor, /))]
@@ -41,7 +38,7 @@ pub fn hosted_option_names(vendor: &str) -> PyResult<Vec<&'static str>> {
     Ok(hosted_vendor(vendor)?.names().iter().map(|name| name.python).collect())
 }
 
-/// An `E2bProvider`, `DaytonaProvider` or `VercelProvider` from the user's
+/// A vendor's provider (`E2bProvider`, `SpritesProvider`, ...) from the user's
 /// plain option values (JSON), checked and defaulted by the core (a wrong
 /// type is a `TypeError`, a value out of range a `ValueError`); credentials
 /// left out are read from the vendor's variables. Nothing is sent.
@@ -52,15 +49,22 @@ pub fn hosted_provider(vendor: &str, options_json: &str) -> PyResult<HostedProvi
     let options = HostOptions::parse(options_json, Dialect::Python).map_err(refused)?;
     let settings = HostedSettings::from_host(vendor, &options).map_err(refused)?;
     let owner = settings.owner.clone();
-    match vendor {
-        HostedVendor::E2b => hosted(|| E2bProvider::new(E2bConfig::from(settings)), owner),
-        HostedVendor::Daytona => hosted(|| DaytonaProvider::new(DaytonaConfig::from(settings)), owner),
-        HostedVendor::Vercel => hosted(|| VercelProvider::new(VercelConfig::from(settings)), owner),
-    }
+    // The HTTP client may look for a runtime when it is built.
+    let _runtime = runtime()?.enter();
+    let provider = build_hosted(vendor, settings).map_err(provider_error)?;
+    Ok(HostedProvider { inner: Arc::from(provider), owner })
+}
+
+/// Every hosted vendor as `(key, class)`, in the core's order: what the
+/// package builds its provider classes' table from.
+#[pyfunction]
+pub fn hosted_vendors() -> Vec<(&'static str, &'static str)> {
+    HostedVendor::all().map(|vendor| (vendor.spec().key, vendor.spec().class)).collect()
 }
 
 fn hosted_vendor(vendor: &str) -> PyResult<HostedVendor> {
-    HostedVendor::parse(vendor).ok_or_else(|| PyValueError::new_err(messages::unknown_vendor(vendor)))
+    HostedVendor::parse(vendor)
+        .ok_or_else(|| PyValueError::new_err(messages::unknown_vendor(vendor, &HostedVendor::keys())))
 }
 
 /// An option the core refused: the wrong type is a `TypeError`, out of range a `ValueError`.
@@ -71,7 +75,7 @@ fn refused(error: HostOptionError) -> PyErr {
     }
 }
 
-/// The hosted command's `--e2b`, `--daytona`, `--vercel` providers, built
+/// The hosted command's `--e2b`, `--sprites`, ... providers, built
 /// natively from the plan's flags, config and environment (no credential
 /// crosses to Python), in the plan's `hosted` order.
 #[pyfunction]
@@ -86,16 +90,6 @@ pub fn host_hosted_providers(plan: &str) -> PyResult<Vec<HostedProvider>> {
             HostedProvider { inner: Arc::from(provider), owner }
         })
         .collect())
-}
-
-fn hosted<P: HostedSandboxProvider + 'static>(
-    build: impl FnOnce() -> Result<P, sandbox_reclaim::ProviderError>,
-    owner: String,
-) -> PyResult<HostedProvider> {
-    // The HTTP client may look for a runtime when it is built.
-    let _runtime = runtime()?.enter();
-    let provider = build().map_err(provider_error)?;
-    Ok(HostedProvider { inner: Arc::new(provider), owner })
 }
 
 /// The labels / metadata to attach at create so the sweep knows the sandbox.

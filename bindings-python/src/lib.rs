@@ -47,7 +47,9 @@ mod _native {
         timeout,
     };
     #[pymodule_export]
-    use super::hosted::{host_hosted_providers, hosted_option_names, hosted_provider, owner_labels, HostedProvider};
+    use super::hosted::{
+        host_hosted_providers, hosted_option_names, hosted_provider, hosted_vendors, owner_labels, HostedProvider,
+    };
     #[pymodule_export]
     use super::inline::{bind_inline_helpers, InlineSteps};
     #[cfg(unix)]

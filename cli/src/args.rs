@@ -53,10 +53,22 @@ pub struct GlobalArgs {
     /// or the [vercel] section)
     #[arg(long, global = true)]
     pub vercel: bool,
+    /// Reclaim Fly Sprites (key: SPRITES_API_KEY, else SPRITE_TOKEN; API:
+    /// SPRITES_API_URL, else https://api.sprites.dev; or the [sprites] section)
+    #[arg(long, global = true)]
+    pub sprites: bool,
+    /// Reclaim Runloop devboxes (key: RUNLOOP_API_KEY; API: RUNLOOP_BASE_URL,
+    /// else https://api.runloop.ai; or the [runloop] section)
+    #[arg(long, global = true)]
+    pub runloop: bool,
+    /// Reclaim Blaxel sandboxes (BL_API_KEY, BL_WORKSPACE; API: BL_API_URL,
+    /// else https://api.blaxel.ai/v0; or the [blaxel] section)
+    #[arg(long, global = true)]
+    pub blaxel: bool,
     /// List every sandbox of the hosted providers, not only those under our
     /// owner label: an unlabelled one the store's registry names (a record
     /// named it within --registry-retention) is swept too [config:
-    /// sweep-unlabelled in [e2b], [daytona], [vercel]]
+    /// sweep-unlabelled in each hosted vendor's section]
     #[arg(long, global = true)]
     pub sweep_unlabelled: bool,
     /// Owner namespace whose sandboxes are ours to sweep [default: sandbox-reclaim]

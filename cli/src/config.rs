@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use sandbox_reclaim::options::provider as provider_options;
 use sandbox_reclaim::report::messages;
 use serde::Deserialize;
 
@@ -31,7 +32,10 @@ pub struct ConfigFile {
     pub local: Option<LocalSection>,
     pub e2b: Option<HostedSection>,
     pub daytona: Option<HostedSection>,
-    pub vercel: Option<VercelSection>,
+    pub vercel: Option<HostedSection>,
+    pub sprites: Option<HostedSection>,
+    pub runloop: Option<HostedSection>,
+    pub blaxel: Option<HostedSection>,
     /// A pass's options by their flags' names (`pass_flags::from_config` reads them).
     pub reconcile: Option<toml::Table>,
 }
@@ -53,9 +57,10 @@ pub struct LocalSection {
     pub name: Option<String>,
 }
 
-/// `[e2b]`, `[daytona]`, `[vercel]`: a section alone turns its provider on,
-/// as `--e2b`, `--daytona`, `--vercel` do. `team-id` and `project-id` are
-/// Vercel's alone (a typo elsewhere is refused, as every unknown key is).
+/// A hosted vendor's section (`[e2b]`, `[sprites]`, ...): a section alone
+/// turns its provider on, as its flag does. The scope keys (`team-id`,
+/// `project-id`, `workspace`) are taken only by the vendors that scope by
+/// them (the core's vendor table says which); elsewhere they are refused.
 #[derive(Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct HostedSection {
@@ -68,31 +73,12 @@ pub struct HostedSection {
     /// List every sandbox, not only those under our owner label, so an
     /// unlabelled one the store's registry names is swept [default: false].
     pub sweep_unlabelled: Option<bool>,
-    #[serde(skip)]
+    /// Vercel's team [default: VERCEL_TEAM_ID]
     pub team_id: Option<String>,
-    #[serde(skip)]
+    /// Vercel's project [default: VERCEL_PROJECT_ID]
     pub project_id: Option<String>,
-}
-
-/// `[vercel]`: [`HostedSection`] plus the team and project.
-#[derive(Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct VercelSection {
-    pub name: Option<String>,
-    pub api_key: Option<String>,
-    pub api_url: Option<String>,
-    pub sweep_unlabelled: Option<bool>,
-    /// [default: VERCEL_TEAM_ID]
-    pub team_id: Option<String>,
-    /// [default: VERCEL_PROJECT_ID]
-    pub project_id: Option<String>,
-}
-
-impl From<VercelSection> for HostedSection {
-    fn from(section: VercelSection) -> Self {
-        let VercelSection { name, api_key, api_url, sweep_unlabelled, team_id, project_id } = section;
-        Self { name, api_key, api_url, sweep_unlabelled, team_id, project_id }
-    }
+    /// Blaxel's workspace [default: BL_WORKSPACE]
+    pub workspace: Option<String>,
 }
 
 // By hand: the key never reaches a log line or an error through `{:?}`.
@@ -102,14 +88,6 @@ impl std::fmt::Debug for HostedSection {
             .field("name", &self.name)
             .field("api_url", &self.api_url)
             .field("sweep_unlabelled", &self.sweep_unlabelled)
-            .finish_non_exhaustive()
-    }
-}
-
-impl std::fmt::Debug for VercelSection {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("VercelSection")
-            .field("name", &self.name)
             .field("project_id", &self.project_id)
             .finish_non_exhaustive()
     }
@@ -135,24 +113,9 @@ pub struct LocalSpec {
     pub name: String,
 }
 
-/// A hosted vendor the command can reclaim on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Vendor {
-    E2b,
-    Daytona,
-    Vercel,
-}
-
-impl Vendor {
-    /// The flag, the config section and the default provider name.
-    pub fn key(self) -> &'static str {
-        match self {
-            Self::E2b => "e2b",
-            Self::Daytona => "daytona",
-            Self::Vercel => "vercel",
-        }
-    }
-}
+/// A hosted vendor the command can reclaim on: a row of the core's vendor
+/// table (its key is the flag, the section and the default name).
+pub use sandbox_reclaim::options::provider::HostedVendor as Vendor;
 
 /// A hosted provider's settings; `None` fields fall back to the vendor's variables.
 #[derive(Clone, PartialEq, Eq)]
@@ -163,6 +126,7 @@ pub struct HostedSpec {
     pub api_url: Option<String>,
     pub team_id: Option<String>,
     pub project_id: Option<String>,
+    pub workspace: Option<String>,
     /// `--sweep-unlabelled`, or `sweep-unlabelled` in the vendor's section.
     pub sweep_unlabelled: bool,
 }
@@ -315,7 +279,10 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
     let wanted = [
         (Vendor::E2b, global.e2b, file.e2b.clone()),
         (Vendor::Daytona, global.daytona, file.daytona.clone()),
-        (Vendor::Vercel, global.vercel, file.vercel.clone().map(HostedSection::from)),
+        (Vendor::Vercel, global.vercel, file.vercel.clone()),
+        (Vendor::Sprites, global.sprites, file.sprites.clone()),
+        (Vendor::Runloop, global.runloop, file.runloop.clone()),
+        (Vendor::Blaxel, global.blaxel, file.blaxel.clone()),
     ];
     let mut hosted = Vec::new();
     for (vendor, flag, section) in wanted {
@@ -323,19 +290,31 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
             continue;
         }
         let section = section.unwrap_or_default();
-        let name = section.name.unwrap_or_else(|| vendor.key().to_owned());
-        check_name(&name, &key(&format!("{}.name", vendor.key())))?;
-        let texts = [("api-key", &section.api_key), ("api-url", &section.api_url), ("team-id", &section.team_id)];
-        for (field, value) in texts.into_iter().chain([("project-id", &section.project_id)]) {
+        let vendor_key = vendor.spec().key;
+        let name = section.name.unwrap_or_else(|| vendor_key.to_owned());
+        check_name(&name, &key(&format!("{vendor_key}.name")))?;
+        let scopes = [
+            ("team-id", &section.team_id, provider_options::TEAM_ID),
+            ("project-id", &section.project_id, provider_options::PROJECT_ID),
+            ("workspace", &section.workspace, provider_options::WORKSPACE),
+        ];
+        for (field, value, option) in scopes {
+            if value.is_some() && !vendor.scoped_by(option) {
+                let flag = key(&format!("{vendor_key}.{field}"));
+                return Err(Failure::usage(flag, messages::command::not_a_vendor_key(vendor.spec().label)));
+            }
+        }
+        let texts = [("api-key", &section.api_key), ("api-url", &section.api_url)];
+        for (field, value) in texts.into_iter().chain(scopes.map(|(field, value, _)| (field, value))) {
             if value.as_deref() == Some("") {
-                let flag = key(&format!("{}.{field}", vendor.key()));
+                let flag = key(&format!("{vendor_key}.{field}"));
                 return Err(Failure::usage(flag, messages::command::EMPTY_CREDENTIAL));
             }
         }
         // The flag turns it on for every hosted provider; the key per section.
         let sweep_unlabelled = global.sweep_unlabelled || section.sweep_unlabelled.unwrap_or(false);
-        let HostedSection { api_key, api_url, team_id, project_id, .. } = section;
-        hosted.push(HostedSpec { vendor, name, api_key, api_url, team_id, project_id, sweep_unlabelled });
+        let HostedSection { api_key, api_url, team_id, project_id, workspace, .. } = section;
+        hosted.push(HostedSpec { vendor, name, api_key, api_url, team_id, project_id, workspace, sweep_unlabelled });
     }
     if global.sweep_unlabelled && hosted.is_empty() {
         return Err(Failure::usage("--sweep-unlabelled", messages::command::SWEEP_UNLABELLED_ALONE));
@@ -348,7 +327,7 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
     if let Some(local) = &local {
         named.push((local.name.as_str(), "local.name"));
     }
-    let hosted_keys: Vec<String> = hosted.iter().map(|spec| format!("{}.name", spec.vendor.key())).collect();
+    let hosted_keys: Vec<String> = hosted.iter().map(|spec| format!("{}.name", spec.vendor.spec().key)).collect();
     for (spec, config_key) in hosted.iter().zip(&hosted_keys) {
         named.push((spec.name.as_str(), config_key.as_str()));
     }
@@ -552,7 +531,7 @@ mod tests {
     #[test]
     fn sweep_unlabelled_from_the_sections_and_the_flag() {
         let sweeps = |settings: &Settings| -> Vec<(&'static str, bool)> {
-            settings.hosted.iter().map(|spec| (spec.vendor.key(), spec.sweep_unlabelled)).collect()
+            settings.hosted.iter().map(|spec| (spec.vendor.spec().key, spec.sweep_unlabelled)).collect()
         };
         let text = "[e2b]\nsweep-unlabelled = true\n[daytona]\nsweep-unlabelled = false\n\
                     [vercel]\nsweep-unlabelled = true\nproject-id = \"prj_1\"\n";
@@ -571,7 +550,7 @@ mod tests {
         assert!(error.to_string().starts_with("--sweep-unlabelled: "), "{error}");
         assert_eq!(error.exit_code(), crate::error::EXIT_USAGE);
 
-        for section in ["e2b", "daytona", "vercel"] {
+        for section in sandbox_reclaim::options::provider::VENDORS.iter().map(|spec| spec.key) {
             let file: Result<ConfigFile, _> = toml::from_str(&format!("[{section}]\nsweep-unlabelled = \"yes\"\n"));
             let error = file.unwrap_err().to_string();
             assert!(error.contains("sweep-unlabelled") && error.contains("boolean"), "{section}: {error}");

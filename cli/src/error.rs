@@ -5,7 +5,7 @@ use std::fmt;
 use sandbox_reclaim::options::OptionId;
 
 /// The flags that choose a binary pass's providers.
-const PROVIDER_FLAGS: &str = "--docker/--local/--e2b/--daytona/--vercel";
+pub(crate) const PROVIDER_FLAGS: &str = "--docker/--local/--e2b/--daytona/--vercel/--sprites/--runloop/--blaxel";
 
 /// Everything went to plan and nothing is left leaking.
 pub const EXIT_OK: i32 = 0;

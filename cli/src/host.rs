@@ -152,7 +152,7 @@ pub fn host_plan(args: Vec<String>) -> Result<String, Refused> {
         "docker": settings.docker.as_ref().map(|docker| json!({ "url": docker.url, "name": docker.name })),
         "local": settings.local.as_ref().map(|local| json!({ "baseDir": local.base_dir, "name": local.name })),
         // Names and flags only: a credential never enters the plan.
-        "hosted": settings.hosted.iter().map(|spec| json!({ "flag": format!("--{}", spec.vendor.key()), "name": spec.name })).collect::<Vec<_>>(),
+        "hosted": settings.hosted.iter().map(|spec| json!({ "flag": format!("--{}", spec.vendor.spec().key), "name": spec.name })).collect::<Vec<_>>(),
         "json": settings.json,
         "everyMs": every.map_or(Value::Null, millis),
     });
@@ -192,7 +192,7 @@ fn settings_of(plan: &Value) -> Result<config::Settings, crate::error::Failure> 
     config::resolve(&cli.global, file)
 }
 
-/// The plan's `--e2b`, `--daytona`, `--vercel` providers, built natively from
+/// The plan's hosted providers (`--e2b`, `--sprites`, ...), built natively from
 /// the flags, config and environment (so no credential crosses to the host),
 /// in the plan's `hosted` order. [`host_open`] already checked their access.
 pub fn host_hosted(plan: &str) -> Result<Vec<Box<dyn sandbox_reclaim::HostedSandboxProvider>>, String> {

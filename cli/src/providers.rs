@@ -1,13 +1,15 @@
-//! The providers `--docker`, `--local`, `--e2b`, `--daytona` and `--vercel` name, each wrapped so the metrics
-//! see every destroy's latency and result.
+//! The providers `--docker`, `--local` and the hosted vendors' flags (`--e2b`,
+//! `--sprites`, ...) name, each wrapped so the metrics see every destroy's
+//! latency and result.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
+use sandbox_reclaim::options::provider::HostedSettings;
 use sandbox_reclaim::{
-    DaytonaConfig, DaytonaProvider, DockerConfig, DockerProvider, E2bConfig, E2bProvider, HostedSandboxProvider,
-    InvalidInput, ListedSandbox, ProviderError, SandboxProvider, VercelConfig, VercelProvider, DEFAULT_OWNER,
+    DockerConfig, DockerProvider, HostedSandboxProvider, InvalidInput, ListedSandbox, ProviderError, SandboxProvider,
+    DEFAULT_OWNER,
 };
 
 use crate::config::{HostedSpec, Settings, Vendor};
@@ -90,7 +92,7 @@ impl SandboxProvider for TimedProvider {
     }
 }
 
-/// The configured providers, in a fixed order (Docker, local, E2B, Daytona, Vercel).
+/// The configured providers, in a fixed order (Docker, local, then the hosted vendors in the table's order).
 pub struct Providers {
     pub list: Vec<TimedProvider>,
 }
@@ -127,7 +129,7 @@ impl Providers {
         }
         if required && list.is_empty() {
             return Err(Failure::usage(
-                "--docker/--local/--e2b/--daytona/--vercel",
+                crate::error::PROVIDER_FLAGS,
                 sandbox_reclaim::report::messages::command::NO_PROVIDER,
             ));
         }
@@ -182,32 +184,16 @@ async fn hosted_provider(spec: &HostedSpec, owner: &str) -> Result<Box<dyn Sandb
 
 /// A hosted provider as `spec` and `--owner` configure it (nothing sent).
 pub fn build_hosted(spec: &HostedSpec, owner: &str) -> Result<Box<dyn HostedSandboxProvider>, Failure> {
-    let (name, owner) = (spec.name.clone(), owner.to_owned());
-    let (api_key, api_url, sweep_unlabelled) = (spec.api_key.clone(), spec.api_url.clone(), spec.sweep_unlabelled);
-    let built: Result<Box<dyn HostedSandboxProvider>, ProviderError> = match spec.vendor {
-        Vendor::E2b => {
-            let config = E2bConfig { name, owner, api_key, api_url, sweep_unlabelled, ..E2bConfig::default() };
-            E2bProvider::new(config).map(|provider| Box::new(provider) as Box<dyn HostedSandboxProvider>)
-        }
-        Vendor::Daytona => {
-            let config = DaytonaConfig { name, owner, api_key, api_url, sweep_unlabelled, ..DaytonaConfig::default() };
-            DaytonaProvider::new(config).map(|provider| Box::new(provider) as Box<dyn HostedSandboxProvider>)
-        }
-        Vendor::Vercel => {
-            let (team_id, project_id) = (spec.team_id.clone(), spec.project_id.clone());
-            let config = VercelConfig {
-                name,
-                owner,
-                api_key,
-                team_id,
-                project_id,
-                api_url,
-                sweep_unlabelled,
-                ..VercelConfig::default()
-            };
-            VercelProvider::new(config).map(|provider| Box::new(provider) as Box<dyn HostedSandboxProvider>)
-        }
-    };
+    let mut settings = HostedSettings::defaults(spec.vendor);
+    settings.name = spec.name.clone();
+    settings.owner = owner.to_owned();
+    settings.api_key = spec.api_key.clone();
+    settings.api_url = spec.api_url.clone();
+    settings.team_id = spec.team_id.clone();
+    settings.project_id = spec.project_id.clone();
+    settings.workspace = spec.workspace.clone();
+    settings.sweep_unlabelled = spec.sweep_unlabelled;
+    let built = sandbox_reclaim::providers::build_hosted(spec.vendor, settings);
     built.map_err(|error| match invalid_input(&error) {
         Some(invalid) => Failure::usage(hosted_flag(spec.vendor, invalid.field), invalid.to_string()),
         None => Failure::unavailable(vendor_label(spec.vendor), error.to_string()),
@@ -241,27 +227,31 @@ impl SandboxProvider for HostedBox {
 }
 
 fn vendor_label(vendor: Vendor) -> &'static str {
-    match vendor {
-        Vendor::E2b => "E2B",
-        Vendor::Daytona => "Daytona",
-        Vendor::Vercel => "Vercel",
+    vendor.spec().label
+}
+
+/// Where a hosted setting comes from, for a usage error: the vendor's
+/// variable (from its table row) or its section's key.
+fn hosted_flag(vendor: Vendor, field: &str) -> String {
+    let spec = vendor.spec();
+    let section = |key: &str| format!("[{}] {key}", spec.key);
+    match field {
+        "owner" => "--owner".to_owned(),
+        "apiKey" => format!("{} (or {})", spec.credential_variables.join(" or "), section("api-key")),
+        "apiUrl" => match spec.api_url_variable {
+            Some(variable) => format!("{variable} (or {})", section("api-url")),
+            None => section("api-url"),
+        },
+        _ => match spec.scope_options.iter().find(|option| option.name.node == field) {
+            Some(option) => format!("{} (or {})", option.variable, section(&kebab(option.name.python))),
+            None => format!("--{}", spec.key),
+        },
     }
 }
 
-/// Where a hosted setting comes from, for a usage error.
-fn hosted_flag(vendor: Vendor, field: &str) -> String {
-    let (variable, section) = match (vendor, field) {
-        (_, "owner") => return "--owner".to_owned(),
-        (Vendor::E2b, "apiKey") => ("E2B_API_KEY", "api-key"),
-        (Vendor::E2b, "apiUrl") => ("E2B_API_URL", "api-url"),
-        (Vendor::Daytona, "apiKey") => ("DAYTONA_API_KEY", "api-key"),
-        (Vendor::Daytona, "apiUrl") => ("DAYTONA_API_URL", "api-url"),
-        (Vendor::Vercel, "apiKey") => ("VERCEL_TOKEN", "api-key"),
-        (Vendor::Vercel, "projectId") => ("VERCEL_PROJECT_ID", "project-id"),
-        (Vendor::Vercel, "apiUrl") => return "[vercel] api-url".to_owned(),
-        _ => return format!("--{}", vendor.key()),
-    };
-    format!("{variable} (or [{}] {section})", vendor.key())
+/// A Python-spelled option name as a config key (`project_id` → `project-id`).
+fn kebab(snake: &str) -> String {
+    snake.replace('_', "-")
 }
 
 fn invalid_input(error: &ProviderError) -> Option<&InvalidInput> {

@@ -1,4 +1,4 @@
-//! `--e2b`, `--daytona`, `--vercel` and their config sections against the
+//! `--e2b`, `--daytona`, `--vercel`, `--sprites`, `--blaxel` and their config sections against the
 //! local vendor fakes (tests/fakes/*.mjs, which the vendors' official SDKs
 //! accept in tests/node/*-fake.test.mjs): a pass sweeps the owner's old
 //! sandboxes page by page; a refused key exits 3 naming the variable and
@@ -313,4 +313,64 @@ fn sweep_unlabelled_destroys_what_the_registry_names_and_nothing_else() {
     assert_eq!(planned_ids(&swept), ["leftover", "ours-labelled"], "{swept}");
     assert_eq!(fake.alive(), ["live", "stranger", "unregistered"]);
     assert!(!format!("{}{}", swept.stdout, swept.stderr).contains(DAYTONA_KEY));
+}
+
+/// Sprites cannot filter by label: every sprite is listed and the engine keeps
+/// those labelled (the string `io.sandbox-reclaim.owner=<owner>`) for ours, so
+/// `orphans --sprites` destroys the labelled old one and leaves the unlabelled
+/// one and another owner's running.
+#[test]
+fn a_sprites_orphans_pass_destroys_the_owners_labelled_sprite_and_leaves_the_rest() {
+    const SPRITES_KEY: &str = "spr_cli_key";
+    let fake = Fake::start_vendor("sprites.mjs", &["--key", SPRITES_KEY]);
+    fake.call(
+        reqwest::Method::POST,
+        "sandboxes",
+        Some(json!([
+            { "name": "orphan", "labels": ["io.sandbox-reclaim.owner=cli-sprites"], "createdAt": 1_767_225_600_000_u64 },
+            { "name": "unlabelled", "labels": [], "createdAt": 1_767_225_600_000_u64 },
+            { "name": "theirs", "labels": ["io.sandbox-reclaim.owner=someone-else"], "createdAt": 1_767_225_600_000_u64 },
+        ])),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("--store=sqlite:{}", dir.path().join("store.db").display());
+    let args: Vec<String> =
+        ["orphans", "--sprites", "--owner=cli-sprites", "--json", &store].map(String::from).to_vec();
+    let mut command = common::command(&args);
+    command.env("SPRITES_API_KEY", SPRITES_KEY).env("SPRITES_API_URL", &fake.url).env_remove("SPRITE_TOKEN");
+    let output = command.stdin(Stdio::null()).output().expect("spawn sandbox-reclaim");
+    let run = common::Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    };
+    run.expect_code(0);
+    let report = run.json();
+    let sprites = &report["report"]["providers"][0];
+    assert_eq!(sprites["name"], "sprites", "{run}");
+    assert_eq!(sprites["orphans"]["status"], "swept", "{run}");
+    assert_eq!(sprites["orphans"]["destroyed"], 1, "{run}");
+    assert_eq!(fake.alive(), [json!("theirs"), json!("unlabelled")], "{run}");
+    assert!(!format!("{}{}", run.stdout, run.stderr).contains(SPRITES_KEY), "{run}");
+}
+
+/// Blaxel needs a workspace: `--blaxel` with a key but no BL_WORKSPACE (nor
+/// `[blaxel] workspace`) is a usage error naming where to set it.
+#[test]
+fn blaxel_without_a_workspace_is_a_usage_error_naming_bl_workspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("--store=sqlite:{}", dir.path().join("store.db").display());
+    let args: Vec<String> = ["orphans", "--blaxel", "--json", &store].map(String::from).to_vec();
+    let mut command = common::command(&args);
+    command.env("BL_API_KEY", "bl_cli_secret").env("BL_API_URL", "http://127.0.0.1:9/v0").env_remove("BL_WORKSPACE");
+    let output = command.stdin(Stdio::null()).output().expect("spawn sandbox-reclaim");
+    let run = common::Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    };
+    run.expect_code(2);
+    let printed = format!("{}{}", run.stdout, run.stderr);
+    assert!(printed.contains("BL_WORKSPACE") || printed.contains("[blaxel] workspace"), "{run}");
+    assert!(!printed.contains("bl_cli_secret"), "{run}");
 }

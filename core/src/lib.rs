@@ -29,7 +29,7 @@
 pub use sandbox_reclaim_proto as proto;
 pub use sandbox_reclaim_proto::{contract, machine, model, options, report, wire};
 
-#[cfg(any(feature = "docker", feature = "local", feature = "e2b", feature = "daytona", feature = "vercel"))]
+#[cfg(any(feature = "docker", feature = "local", feature = "hosted"))]
 pub mod providers;
 pub mod runtime;
 pub mod stores;
@@ -45,18 +45,21 @@ pub use model::fleet::{AuditEntry, DueLeak, LeakReason, ListedSandbox, Scheduled
 pub use model::ledger::{LeakEntry, LeakSummary, NewLeak, RetrySummary};
 pub use model::{InvalidRecord, ReclaimOutcome, RunRecord, RunStatus, SandboxInstanceRecord};
 pub use options::RetryOptions;
-#[cfg(feature = "daytona")]
+#[cfg(feature = "hosted")]
+pub use providers::{
+    BlaxelConfig, BlaxelProvider, RunloopConfig, RunloopProvider, SpritesConfig, SpritesProvider, VercelConfig,
+    VercelProvider,
+};
+#[cfg(feature = "hosted")]
 pub use providers::{DaytonaConfig, DaytonaProvider};
 #[cfg(feature = "docker")]
 pub use providers::{DockerConfig, DockerProvider};
-#[cfg(feature = "e2b")]
+#[cfg(feature = "hosted")]
 pub use providers::{E2bConfig, E2bProvider};
-#[cfg(any(feature = "docker", feature = "local", feature = "e2b", feature = "daytona", feature = "vercel"))]
+#[cfg(any(feature = "docker", feature = "local", feature = "hosted"))]
 pub use providers::{ExecOutput, InvalidInput, Labels, ManagedSandboxProvider, SandboxHandle};
-#[cfg(any(feature = "e2b", feature = "daytona", feature = "vercel"))]
+#[cfg(feature = "hosted")]
 pub use providers::{HostedError, HostedSandboxProvider};
-#[cfg(feature = "vercel")]
-pub use providers::{VercelConfig, VercelProvider};
 pub use runtime::api::{reclaim_sandbox, retry_leaks, sandbox_reclaimer, ReclaimOptions};
 pub use runtime::driver::{ProgressCallback, StopSignal};
 pub use runtime::passes::{

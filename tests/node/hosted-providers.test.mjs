@@ -1,4 +1,4 @@
-// DaytonaProvider and VercelProvider through the Node binding, against their
+// The hosted providers (Daytona, Vercel, Sprites, Runloop, Blaxel) through the Node binding, against their
 // fakes (proven by the vendors' official SDKs in daytona-fake.test.mjs and
 // vercel-fake.test.mjs), one table of vendors: a reclaim destroys for good, a
 // failed destroy is `destroy-failed` and reaches the ledger, the deadline
@@ -10,15 +10,29 @@ import assert from 'node:assert/strict';
 import * as binding from '../../bindings-node/index.mjs';
 import { startFakeDaytona } from '../fakes/daytona.mjs';
 import { startFakeVercel } from '../fakes/vercel.mjs';
+import { startFakeSprites } from '../fakes/sprites.mjs';
+import { startFakeRunloop } from '../fakes/runloop.mjs';
+import { startFakeBlaxel } from '../fakes/blaxel.mjs';
 
-const { DaytonaProvider, VercelProvider, InMemorySandboxInstanceStore, reclaimSandbox, reconcile, listLeaks } = binding;
+const { DaytonaProvider, VercelProvider, SpritesProvider, RunloopProvider, BlaxelProvider, InMemorySandboxInstanceStore, reclaimSandbox, reconcile, listLeaks } = binding;
 
 const OWNER_LABEL = 'io.sandbox-reclaim.owner';
 const CREATED = Date.UTC(2026, 0, 1);
 
+const isDelete = (request) => request.method === 'DELETE';
+
+// Each row: `Provider` (its class), `mostPerPage` (the largest page the core
+// accepts), `required` (options a bare construction needs), `isDelete` (which
+// recorded request is a destroy) and `goneSandbox` (a listed sandbox the
+// vendor already counts gone: never destroyed again), besides the fake.
 const VENDORS = [
   {
     name: 'daytona',
+    Provider: DaytonaProvider,
+    mostPerPage: 200,
+    required: {},
+    isDelete,
+    goneSandbox: null,
     variable: 'DAYTONA_API_KEY',
     start: () => startFakeDaytona(),
     make: (fake, options) => new DaytonaProvider({ apiKey: fake.key, apiUrl: fake.url, ...options }),
@@ -27,11 +41,58 @@ const VENDORS = [
   },
   {
     name: 'vercel',
+    Provider: VercelProvider,
+    mostPerPage: 50,
+    required: { projectId: 'p' },
+    isDelete,
+    goneSandbox: null,
     variable: 'VERCEL_TOKEN',
     start: () => startFakeVercel(),
     make: (fake, options) => new VercelProvider({ apiKey: fake.token, teamId: fake.teamId, projectId: fake.projectId, apiUrl: fake.url, ...options }),
     sandbox: (name, tags) => ({ name, tags, status: 'stopped', createdAt: CREATED }),
     deletingSandbox: null, // Vercel has no deleting state: a lagging listing shows `stopped`
+  },
+  {
+    name: 'sprites',
+    Provider: SpritesProvider,
+    mostPerPage: 50,
+    required: {},
+    isDelete,
+    goneSandbox: null,
+    variable: 'SPRITES_API_KEY',
+    start: () => startFakeSprites(),
+    make: (fake, options) => new SpritesProvider({ apiKey: fake.key, apiUrl: fake.url, ...options }),
+    // Sprites labels are free strings: `key=value`.
+    sandbox: (name, labels) => ({ name, labels: Object.entries(labels).map(([k, v]) => `${k}=${v}`), status: 'cold', createdAt: CREATED }),
+    deletingSandbox: null, // Sprites has no deleting status
+  },
+  {
+    name: 'runloop',
+    Provider: RunloopProvider,
+    mostPerPage: 5000,
+    required: {},
+    // Runloop never deletes: a destroy is POST /v1/devboxes/{id}/shutdown.
+    isDelete: (request) => request.method === 'POST' && request.path.endsWith('/shutdown'),
+    // A shut-down devbox stays listed, `shutdown`, forever: gone, never destroyed again.
+    goneSandbox: (id, metadata) => ({ id, metadata, status: 'shutdown', createTimeMs: CREATED }),
+    variable: 'RUNLOOP_API_KEY',
+    start: () => startFakeRunloop(),
+    make: (fake, options) => new RunloopProvider({ apiKey: fake.key, apiUrl: fake.url, ...options }),
+    sandbox: (id, metadata) => ({ id, metadata, status: 'suspended', createTimeMs: CREATED }),
+    deletingSandbox: null,
+  },
+  {
+    name: 'blaxel',
+    Provider: BlaxelProvider,
+    mostPerPage: 200,
+    required: { workspace: 'w' },
+    isDelete,
+    goneSandbox: null,
+    variable: 'BL_API_KEY',
+    start: () => startFakeBlaxel(),
+    make: (fake, options) => new BlaxelProvider({ apiKey: fake.key, apiUrl: `${fake.url}/v0`, workspace: fake.workspace, ...options }),
+    sandbox: (name, labels) => ({ name, labels, status: 'DEPLOYED', createdAt: CREATED }),
+    deletingSandbox: (name, labels) => ({ name, labels, status: 'DELETING', createdAt: CREATED }),
   },
 ];
 
@@ -56,18 +117,18 @@ for (const vendor of VENDORS) {
   };
 
   test(`${vendor.name}: bad options are TypeErrors naming the field`, () => {
-    const Provider = vendor.name === 'daytona' ? DaytonaProvider : VercelProvider;
-    assert.throws(() => new Provider({ apiKey: 5 }), { name: 'TypeError', message: /options\.apiKey/ });
-    assert.throws(() => new Provider({ apiKey: 'k', projectId: 'p', apiUrl: 'nope' }), { name: 'TypeError', message: /apiUrl/ });
-    assert.throws(() => new Provider({ apiKey: 'k', projectId: 'p', pageSize: 1000 }), { name: 'TypeError', message: /pageSize/ });
-    // Each vendor's largest page is the core's: Daytona serves 200, Vercel 50.
-    const most = vendor.name === 'daytona' ? 200 : 50;
-    assert.doesNotThrow(() => new Provider({ apiKey: 'k', projectId: 'p', pageSize: most }));
-    assert.throws(() => new Provider({ apiKey: 'k', projectId: 'p', pageSize: most + 1 }), {
+    const { Provider, required } = vendor;
+    assert.throws(() => new Provider({ ...required, apiKey: 5 }), { name: 'TypeError', message: /options\.apiKey/ });
+    assert.throws(() => new Provider({ ...required, apiKey: 'k', apiUrl: 'nope' }), { name: 'TypeError', message: /apiUrl/ });
+    assert.throws(() => new Provider({ ...required, apiKey: 'k', pageSize: 10_000 }), { name: 'TypeError', message: /pageSize/ });
+    // Each vendor's largest page is the core's: Daytona 200, Vercel 50, Sprites 50, Runloop 5000, Blaxel 200.
+    const most = vendor.mostPerPage;
+    assert.doesNotThrow(() => new Provider({ ...required, apiKey: 'k', pageSize: most }));
+    assert.throws(() => new Provider({ ...required, apiKey: 'k', pageSize: most + 1 }), {
       name: 'TypeError',
       message: `options.pageSize must be a whole number between 1 and ${most}`,
     });
-    const provider = new Provider({ apiKey: 'secret_value_123', projectId: 'p', apiUrl: 'http://127.0.0.1:9' });
+    const provider = new Provider({ ...required, apiKey: 'secret_value_123', apiUrl: 'http://127.0.0.1:9' });
     assert.equal(provider.name, vendor.name);
     assert.ok(!JSON.stringify(provider).includes('secret_value_123'));
   });
@@ -113,6 +174,7 @@ for (const vendor of VENDORS) {
       const ours = Array.from({ length: 7 }, (_, i) => vendor.sandbox(`ours${i}`, { [OWNER_LABEL]: 'sandbox-reclaim' }));
       fake.seed([...ours, vendor.sandbox('theirs', { [OWNER_LABEL]: 'other' }), vendor.sandbox('bare', {})]);
       if (vendor.deletingSandbox) fake.seed([vendor.deletingSandbox('going', { [OWNER_LABEL]: 'sandbox-reclaim' })]);
+      if (vendor.goneSandbox) fake.seed([vendor.goneSandbox('gone', { [OWNER_LABEL]: 'sandbox-reclaim' })]);
       fake.setFaults({ repeatAcrossPages: true });
       const provider = make({ pageSize: 3 });
       const report = await reconcile({ providers: [provider], instances: await storeWith(vendor.name, []), orphanGraceMs: 60_000 });
@@ -121,8 +183,11 @@ for (const vendor of VENDORS) {
       assert.equal(orphans.destroyed, 7);
       assert.equal(orphans.deleting, vendor.deletingSandbox ? 1 : 0);
       const alive = fake.state().alive;
-      assert.deepEqual(alive, vendor.deletingSandbox ? ['bare', 'going', 'theirs'] : ['bare', 'theirs']);
-      assert.equal(fake.state().requests.filter((r) => r.method === 'DELETE').length, 7, 'each destroyed once');
+      const spared = ['bare', 'theirs', ...(vendor.deletingSandbox ? ['going'] : []), ...(vendor.goneSandbox ? ['gone'] : [])].sort();
+      assert.deepEqual(alive, spared);
+      const deletes = fake.state().requests.filter(vendor.isDelete);
+      assert.equal(deletes.length, 7, 'each destroyed once');
+      assert.ok(deletes.every((r) => !/\/(going|gone)(\/|$)/.test(r.path)), 'never what is already deleting or gone');
     });
   });
 }

@@ -1,6 +1,7 @@
-"""DaytonaProvider and VercelProvider through the Python binding, against
-their fakes (tests/fakes/daytona.mjs and vercel.mjs, proven by the vendors'
-official SDKs in tests/node/*-fake.test.mjs), one table of vendors: a reclaim
+"""The hosted providers (Daytona, Vercel, Sprites, Runloop, Blaxel) through
+the Python binding, against their fakes (tests/fakes/daytona.mjs, vercel.mjs,
+sprites.mjs, runloop.mjs and blaxel.mjs, proven by the vendors' official
+SDKs), one table of vendors: a reclaim
 destroys for good, a failed destroy is ``destroy-failed`` and reaches the
 ledger, the deadline drops the request, a wrong key names the variable, and
 reconcile sweeps every page once (never what the vendor is already deleting).
@@ -20,13 +21,16 @@ from typing import Any
 import pytest
 
 from sandbox_reclaim import (
+    BlaxelProvider,
     DaytonaProvider,
     InMemoryLeakLedgerStore,
     ReclaimOutcome,
     RunRecord,
+    RunloopProvider,
     RunStatus,
     SandboxInstanceRecord,
     SandboxProviderError,
+    SpritesProvider,
     SweepStatus,
     VercelProvider,
     list_leaks,
@@ -39,17 +43,29 @@ OWNER_LABEL = "io.sandbox-reclaim.owner"
 CREATED_MS = 1_767_225_600_000
 
 
+HostedProvider = DaytonaProvider | VercelProvider | SpritesProvider | RunloopProvider | BlaxelProvider
+
+
+def _is_delete(request: dict[str, Any]) -> bool:
+    return bool(request["method"] == "DELETE")
+
+
 @dataclass(frozen=True)
 class Vendor:
     name: str
     script: str
     args: list[str]
     variable: str
-    make: Callable[..., DaytonaProvider | VercelProvider]
+    make: Callable[..., HostedProvider]
     sandbox: Callable[[str, dict[str, str]], dict[str, Any]]
     deleting: Callable[[str, dict[str, str]], dict[str, Any]] | None
-    owner_filter: str
-    """The listing's query parameter that filters by our owner label."""
+    owner_filter: str | None
+    """The listing's query parameter that filters by our owner label; None
+    when the vendor cannot filter by label (the engine filters client-side)."""
+    is_delete: Callable[[dict[str, Any]], bool] = _is_delete
+    """Whether a recorded fake request is a destroy."""
+    gone: Callable[[str, dict[str, str]], dict[str, Any]] | None = None
+    """A sandbox the vendor still lists but counts gone (never destroyed again)."""
 
 
 def _daytona(url: str, key: str, sweep_unlabelled: bool = False) -> DaytonaProvider:
@@ -60,6 +76,30 @@ def _vercel(url: str, key: str, sweep_unlabelled: bool = False) -> VercelProvide
     return VercelProvider(
         api_key=key, team_id="team_t", project_id="prj_p", api_url=url, page_size=3, sweep_unlabelled=sweep_unlabelled
     )
+
+
+def _sprites(url: str, key: str, sweep_unlabelled: bool = False) -> SpritesProvider:
+    return SpritesProvider(api_key=key, api_url=url, page_size=3, sweep_unlabelled=sweep_unlabelled)
+
+
+def _runloop(url: str, key: str, sweep_unlabelled: bool = False) -> RunloopProvider:
+    return RunloopProvider(api_key=key, api_url=url, page_size=3, sweep_unlabelled=sweep_unlabelled)
+
+
+def _blaxel(url: str, key: str, sweep_unlabelled: bool = False) -> BlaxelProvider:
+    return BlaxelProvider(
+        api_key=key, workspace="ws_w", api_url=f"{url}/v0", page_size=3, sweep_unlabelled=sweep_unlabelled
+    )
+
+
+def _sprite_labels(labels: dict[str, str]) -> list[str]:
+    """Sprites labels are free strings: ``key=value``."""
+    return [f"{key}={value}" for key, value in labels.items()]
+
+
+def _runloop_shutdown(request: dict[str, Any]) -> bool:
+    """Runloop never deletes: a destroy is POST /v1/devboxes/{id}/shutdown."""
+    return request["method"] == "POST" and str(request["path"]).endswith("/shutdown")
 
 
 VENDORS = [
@@ -89,8 +129,41 @@ VENDORS = [
         None,
         "tags",
     ),
+    Vendor(
+        "sprites",
+        "sprites.mjs",
+        ["--key", "spr_key"],
+        "SPRITES_API_KEY",
+        _sprites,
+        lambda name, labels: {"name": name, "labels": _sprite_labels(labels), "status": "cold", "createdAt": CREATED_MS},
+        None,  # no deleting status
+        None,
+    ),
+    Vendor(
+        "runloop",
+        "runloop.mjs",
+        ["--key", "rl_key"],
+        "RUNLOOP_API_KEY",
+        _runloop,
+        lambda id, metadata: {"id": id, "metadata": metadata, "status": "suspended", "createTimeMs": CREATED_MS},
+        None,
+        None,
+        is_delete=_runloop_shutdown,
+        # A shut-down devbox stays listed, `shutdown`, forever.
+        gone=lambda id, metadata: {"id": id, "metadata": metadata, "status": "shutdown", "createTimeMs": CREATED_MS},
+    ),
+    Vendor(
+        "blaxel",
+        "blaxel.mjs",
+        ["--key", "bl_key", "--workspace", "ws_w"],
+        "BL_API_KEY",
+        _blaxel,
+        lambda name, labels: {"name": name, "labels": labels, "status": "DEPLOYED", "createdAt": CREATED_MS},
+        lambda name, labels: {"name": name, "labels": labels, "status": "DELETING", "createdAt": CREATED_MS},
+        None,
+    ),
 ]
-KEYS = {"daytona": "dtn_key", "vercel": "vcl_key"}
+KEYS = {"daytona": "dtn_key", "vercel": "vcl_key", "sprites": "spr_key", "runloop": "rl_key", "blaxel": "bl_key"}
 
 
 class Fake:
@@ -114,7 +187,7 @@ class Fake:
         state: dict[str, Any] = self._call("GET", "state")
         return state
 
-    def provider(self, key: str | None = None, sweep_unlabelled: bool = False) -> DaytonaProvider | VercelProvider:
+    def provider(self, key: str | None = None, sweep_unlabelled: bool = False) -> HostedProvider:
         return self.vendor.make(self.url, key or KEYS[self.vendor.name], sweep_unlabelled)
 
     def listing_queries(self) -> list[str]:
@@ -177,6 +250,16 @@ def test_bad_options_are_refused_naming_the_field(monkeypatch: pytest.MonkeyPatc
     assert (provider.name, provider.api_url) == ("vercel", "https://api.vercel.com")
     assert "secret" not in repr(provider)
     assert DaytonaProvider(api_key="k").api_url == "https://app.daytona.io/api"
+    # The client-filtering vendors' largest pages: Sprites 50, Runloop 5000, Blaxel 200.
+    largest: list[tuple[Callable[[int], HostedProvider], int]] = [
+        (lambda size: SpritesProvider(api_key="k", page_size=size), 50),
+        (lambda size: RunloopProvider(api_key="k", page_size=size), 5000),
+        (lambda size: BlaxelProvider(api_key="k", workspace="w", page_size=size), 200),
+    ]
+    for make, most in largest:
+        make(most)
+        with pytest.raises(ValueError, match="page_size"):
+            make(most + 1)
 
 
 async def test_a_reclaim_destroys_for_good_and_a_failed_destroy_reaches_the_ledger(fake: Fake) -> None:
@@ -220,6 +303,8 @@ async def test_reconcile_sweeps_every_page_once_and_spares_the_rest(fake: Fake) 
     fake.seed([*ours, fake.vendor.sandbox("theirs", {OWNER_LABEL: "other"}), fake.vendor.sandbox("bare", {})])
     if fake.vendor.deleting is not None:
         fake.seed([fake.vendor.deleting("going", {OWNER_LABEL: "sandbox-reclaim"})])
+    if fake.vendor.gone is not None:
+        fake.seed([fake.vendor.gone("gone", {OWNER_LABEL: "sandbox-reclaim"})])
     fake.faults(repeatAcrossPages=True)
     store = await store_with(fake.vendor.name)
     report = await reconcile(providers=[fake.provider()], instances=store, orphan_grace=60)
@@ -227,9 +312,11 @@ async def test_reconcile_sweeps_every_page_once_and_spares_the_rest(fake: Fake) 
     assert orphans.status is SweepStatus.SWEPT
     assert orphans.destroyed == 7
     assert orphans.deleting == (1 if fake.vendor.deleting else 0)
-    expected = ["bare", "going", "theirs"] if fake.vendor.deleting else ["bare", "theirs"]
+    expected = sorted(["bare", "theirs", *(["going"] if fake.vendor.deleting else []), *(["gone"] if fake.vendor.gone else [])])
     assert fake.state()["alive"] == expected
-    assert len([r for r in fake.state()["requests"] if r["method"] == "DELETE"]) == 7
+    deletes = [r for r in fake.state()["requests"] if fake.vendor.is_delete(r)]
+    assert len(deletes) == 7
+    assert not any(f"/{spared}" in r["path"] for r in deletes for spared in ("going", "gone"))
 
 
 async def test_sweep_unlabelled_takes_an_unlabelled_sandbox_only_when_the_registry_names_it(fake: Fake) -> None:
@@ -256,7 +343,10 @@ async def test_sweep_unlabelled_takes_an_unlabelled_sandbox_only_when_the_regist
     assert (report.providers[0].orphans.listed, report.providers[0].orphans.destroyed) == (1, 1)
     assert fake.state()["alive"] == ["bare", "reg", "theirs"], "the registered unlabelled one is not even listed"
     queries = fake.listing_queries()
-    assert queries and all(f"{fake.vendor.owner_filter}=" in query for query in queries)
+    assert queries
+    owner_filter = fake.vendor.owner_filter
+    if owner_filter is not None:  # None: the vendor cannot filter by label; the engine keeps ours client-side
+        assert all(f"{owner_filter}=" in query for query in queries)
 
     sweeping = fake.provider(sweep_unlabelled=True)
     listed = {sandbox.id: sandbox.owner for sandbox in await sweeping.list_sandboxes()}
@@ -266,4 +356,5 @@ async def test_sweep_unlabelled_takes_an_unlabelled_sandbox_only_when_the_regist
     assert orphans.status is SweepStatus.SWEPT
     assert (orphans.listed, orphans.foreign, orphans.found, orphans.destroyed) == (3, 2, 1, 1)
     assert fake.state()["alive"] == ["bare", "theirs"], "only the registered unlabelled one is destroyed"
-    assert not any(f"{fake.vendor.owner_filter}=" in query for query in fake.listing_queries()[len(queries) :])
+    if owner_filter is not None:
+        assert not any(f"{owner_filter}=" in query for query in fake.listing_queries()[len(queries) :])

@@ -11,7 +11,7 @@ from sandbox_reclaim._records import AuditEntry, DueLeak, LeakEntry, NewLeak, Sa
 from typing import Any, List, SupportsFloat, SupportsIndex, final
 from typing_extensions import disjoint_base
 
-__all__ = ["HostLoop", "HostedProvider", "InMemoryLeakLedgerStore", "InMemorySandboxInstanceStore", "InlineSteps", "ManagedProvider", "SqlStore", "_bind_error_types", "_bind_record_types", "_shutdown", "abandon", "bind_inline_helpers", "check_record_whole", "complete", "complete_leaks", "connect_postgres", "destroy_timeout_message", "docker_provider", "host_check_module", "host_emit", "host_fail", "host_hosted_providers", "host_managed_providers", "host_open", "host_plan", "hosted_option_names", "hosted_provider", "local_provider", "open_sqlite", "option_names", "owner_labels", "protocol", "reclaim_deadline", "reclaim_failed_message", "respell_options", "run_cli", "start_reclaim", "start_reclaim_all", "start_reconcile", "start_retry", "stop", "timeout"]
+__all__ = ["HostLoop", "HostedProvider", "InMemoryLeakLedgerStore", "InMemorySandboxInstanceStore", "InlineSteps", "ManagedProvider", "SqlStore", "_bind_error_types", "_bind_record_types", "_shutdown", "abandon", "bind_inline_helpers", "check_record_whole", "complete", "complete_leaks", "connect_postgres", "destroy_timeout_message", "docker_provider", "host_check_module", "host_emit", "host_fail", "host_hosted_providers", "host_managed_providers", "host_open", "host_plan", "hosted_option_names", "hosted_provider", "hosted_vendors", "local_provider", "open_sqlite", "option_names", "owner_labels", "protocol", "reclaim_deadline", "reclaim_failed_message", "respell_options", "run_cli", "start_reclaim", "start_reclaim_all", "start_reconcile", "start_retry", "stop", "timeout"]
 
 @final
 class HostLoop:
@@ -47,7 +47,7 @@ class HostLoop:
 @final
 class HostedProvider:
     """
-    A native hosted provider handle (E2B, Daytona, Vercel); operations return
+    A native hosted provider handle (any vendor); operations return
     awaitables. `sandbox_reclaim` wraps it.
     """
     @property
@@ -455,7 +455,7 @@ def host_fail(command: str, json: bool, kind: str, subject: str | None, message:
 
 def host_hosted_providers(plan: str, /) -> list[HostedProvider]:
     """
-    The hosted command's `--e2b`, `--daytona`, `--vercel` providers, built
+    The hosted command's `--e2b`, `--sprites`, ... providers, built
     natively from the plan's flags, config and environment (no credential
     crosses to Python), in the plan's `hosted` order.
     """
@@ -482,16 +482,22 @@ def host_plan(args: SupportsGetItem[int, str], /) -> str | int:
 
 def hosted_option_names(vendor: str, /) -> list[str]:
     """
-    The option names `vendor` (`e2b`, `daytona`, `vercel`) takes, as Python
+    The option names `vendor` (`e2b`, `sprites`, ...) takes, as Python
     spells them: what the provider's constructor hands to the core as plain values.
     """
 
 def hosted_provider(vendor: str, options_json: str, /) -> HostedProvider:
     """
-    An `E2bProvider`, `DaytonaProvider` or `VercelProvider` from the user's
+    A vendor's provider (`E2bProvider`, `SpritesProvider`, ...) from the user's
     plain option values (JSON), checked and defaulted by the core (a wrong
     type is a `TypeError`, a value out of range a `ValueError`); credentials
     left out are read from the vendor's variables. Nothing is sent.
+    """
+
+def hosted_vendors() -> list[tuple[str, str]]:
+    """
+    Every hosted vendor as `(key, class)`, in the core's order: what the
+    package builds its provider classes' table from.
     """
 
 def local_provider(base_dir: str | PathLike[str], owner: str | None, keep_alive: SupportsGetItem[int, str] | None, isolation: str | None, name: str | None, /) -> ManagedProvider:

@@ -28,21 +28,27 @@ use crate::contract::SandboxProvider;
 
 #[cfg(feature = "docker")]
 pub mod docker;
-#[cfg(any(feature = "e2b", feature = "daytona", feature = "vercel"))]
+#[cfg(feature = "hosted")]
 pub mod hosted;
 #[cfg(all(feature = "local", unix))]
 pub mod local;
 
 #[cfg(feature = "docker")]
 pub use docker::{DockerConfig, DockerProvider};
-#[cfg(feature = "daytona")]
+#[cfg(feature = "hosted")]
+pub use hosted::blaxel::{self, BlaxelConfig, BlaxelProvider};
+#[cfg(feature = "hosted")]
 pub use hosted::daytona::{self, DaytonaConfig, DaytonaProvider};
-#[cfg(feature = "e2b")]
+#[cfg(feature = "hosted")]
 pub use hosted::e2b::{self, E2bConfig, E2bProvider};
-#[cfg(feature = "vercel")]
+#[cfg(feature = "hosted")]
+pub use hosted::runloop::{self, RunloopConfig, RunloopProvider};
+#[cfg(feature = "hosted")]
+pub use hosted::sprites::{self, SpritesConfig, SpritesProvider};
+#[cfg(feature = "hosted")]
 pub use hosted::vercel::{self, VercelConfig, VercelProvider};
-#[cfg(any(feature = "e2b", feature = "daytona", feature = "vercel"))]
-pub use hosted::{HostedConfig, HostedError, HostedProvider};
+#[cfg(feature = "hosted")]
+pub use hosted::{build_hosted, HostedConfig, HostedError, HostedProvider};
 #[cfg(all(feature = "local", unix))]
 pub use local::{Isolation, IsolationRequest, LocalConfig, LocalProvider};
 
@@ -112,7 +118,7 @@ pub trait ManagedSandboxProvider: SandboxProvider {
 /// A provider on a vendor's hosted API (E2B, Daytona, Vercel): it only
 /// destroys and lists (the vendor's SDK creates), and can check its
 /// credential up front.
-#[cfg(any(feature = "e2b", feature = "daytona", feature = "vercel"))]
+#[cfg(feature = "hosted")]
 #[async_trait]
 pub trait HostedSandboxProvider: SandboxProvider {
     /// The API base URL in use (never carries the credential).

@@ -116,6 +116,7 @@ pub enum OptionId {
     ApiUrl,
     TeamId,
     ProjectId,
+    Workspace,
     PageSize,
     RequestTimeout,
     SweepUnlabelled,

@@ -1,4 +1,5 @@
-//! The options a hosted provider (E2B, Daytona, Vercel) takes from a host,
+//! The hosted vendors as data ([`VENDORS`]), and the options a hosted
+//! provider takes from a host,
 //! checked once, here: each one's name in each host's spelling, its default
 //! and its range (the error texts come from [`crate::report::messages`] through
 //! [`HostOptions`]).
@@ -22,6 +23,7 @@ pub const API_KEY: Name = name(OptionId::ApiKey, "apiKey", "api_key");
 pub const API_URL: Name = name(OptionId::ApiUrl, "apiUrl", "api_url");
 pub const TEAM_ID: Name = name(OptionId::TeamId, "teamId", "team_id");
 pub const PROJECT_ID: Name = name(OptionId::ProjectId, "projectId", "project_id");
+pub const WORKSPACE: Name = name(OptionId::Workspace, "workspace", "workspace");
 pub const PAGE_SIZE: Name = name(OptionId::PageSize, "pageSize", "page_size");
 pub const REQUEST_TIMEOUT: Name = duration(OptionId::RequestTimeout, "requestTimeoutMs", "request_timeout");
 pub const SWEEP_UNLABELLED: Name = name(OptionId::SweepUnlabelled, "sweepUnlabelled", "sweep_unlabelled");
@@ -65,81 +67,229 @@ impl Default for ListingCeilings {
     }
 }
 
-/// The vendors whose hosted providers the bindings build.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The vendors whose hosted providers the bindings and the command build.
+/// Everything a host or the command shows of a vendor is its [`VendorSpec`]
+/// row in [`VENDORS`]; its wire format is its entry in the core
+/// (`core/src/providers/hosted/`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum HostedVendor {
     E2b,
     Daytona,
     Vercel,
+    Sprites,
+    Runloop,
+    Blaxel,
 }
 
+/// Where a vendor's listing is filtered to our owner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnerFilter {
+    /// The listing request names the owner label; the vendor filters.
+    Server,
+    /// The vendor lists every sandbox of the account; the engine keeps those
+    /// whose listed labels name our owner.
+    Client,
+}
+
+/// One hosted vendor as hosts, the command and the docs see it.
+#[derive(Debug)]
+pub struct VendorSpec {
+    pub vendor: HostedVendor,
+    /// The vendor's key: the command's flag (`--sprites`) and config section
+    /// (`[sprites]`), and the provider name records carry unless told.
+    pub key: &'static str,
+    /// Its name in messages (`Sprites`).
+    pub label: &'static str,
+    /// The provider class in Node and Python (`SpritesProvider`).
+    pub class: &'static str,
+    /// The variables read, in order, when no option gives the credential.
+    pub credential_variables: &'static [&'static str],
+    /// The variable that overrides the API base URL, if the vendor has one.
+    pub api_url_variable: Option<&'static str>,
+    /// How the API base URL resolves when no option gives it.
+    pub api_url_doc: &'static str,
+    /// The options beyond the shared ones that scope its requests (Vercel's
+    /// team and project, Blaxel's workspace), each with the variable it
+    /// defaults to and whether it is required.
+    pub scope_options: &'static [ScopeOption],
+    pub default_page_size: u32,
+    pub max_page_size: u32,
+    pub owner_filter: OwnerFilter,
+    /// How destroy ends a sandbox, for the docs (`DELETE /v1/sprites/{name}`).
+    pub destroy_doc: &'static str,
+    /// What the vendor calls gone or going: never destroyed again.
+    pub gone_doc: &'static str,
+}
+
+/// A vendor's scope option: the option, the variable it defaults to, and
+/// whether the provider needs it.
+#[derive(Debug)]
+pub struct ScopeOption {
+    pub name: Name,
+    pub variable: &'static str,
+    pub required: bool,
+}
+
+/// Every hosted vendor, in the command's order.
+pub const VENDORS: &[VendorSpec] = &[
+    VendorSpec {
+        vendor: HostedVendor::E2b,
+        key: "e2b",
+        label: "E2B",
+        class: "E2bProvider",
+        credential_variables: &["E2B_API_KEY"],
+        api_url_variable: Some("E2B_API_URL"),
+        api_url_doc: "E2B_API_URL, else https://api.$E2B_DOMAIN, else https://api.e2b.app",
+        scope_options: &[],
+        default_page_size: 100,
+        max_page_size: 100,
+        owner_filter: OwnerFilter::Server,
+        destroy_doc: "DELETE /sandboxes/{id}",
+        gone_doc: "404; a listed sandbox is running or paused (both bill)",
+    },
+    VendorSpec {
+        vendor: HostedVendor::Daytona,
+        key: "daytona",
+        label: "Daytona",
+        class: "DaytonaProvider",
+        credential_variables: &["DAYTONA_API_KEY"],
+        api_url_variable: Some("DAYTONA_API_URL"),
+        api_url_doc: "DAYTONA_API_URL, else https://app.daytona.io/api",
+        scope_options: &[],
+        default_page_size: 100,
+        max_page_size: 200,
+        owner_filter: OwnerFilter::Server,
+        destroy_doc: "DELETE /sandbox/{id}",
+        gone_doc: "404; `destroying` or desiredState `destroyed` is deleting",
+    },
+    VendorSpec {
+        vendor: HostedVendor::Vercel,
+        key: "vercel",
+        label: "Vercel",
+        class: "VercelProvider",
+        credential_variables: &["VERCEL_TOKEN"],
+        api_url_variable: None,
+        api_url_doc: "https://api.vercel.com",
+        scope_options: &[
+            ScopeOption { name: TEAM_ID, variable: "VERCEL_TEAM_ID", required: false },
+            ScopeOption { name: PROJECT_ID, variable: "VERCEL_PROJECT_ID", required: true },
+        ],
+        default_page_size: 50,
+        max_page_size: 50,
+        owner_filter: OwnerFilter::Server,
+        destroy_doc: "DELETE /v2/sandboxes/{name} (not stop: a stopped sandbox bills)",
+        gone_doc: "404; every listed status still bills",
+    },
+    VendorSpec {
+        vendor: HostedVendor::Sprites,
+        key: "sprites",
+        label: "Sprites",
+        class: "SpritesProvider",
+        credential_variables: &["SPRITES_API_KEY", "SPRITE_TOKEN"],
+        api_url_variable: Some("SPRITES_API_URL"),
+        api_url_doc: "SPRITES_API_URL, else https://api.sprites.dev",
+        scope_options: &[],
+        default_page_size: 50,
+        max_page_size: 50,
+        owner_filter: OwnerFilter::Client,
+        destroy_doc: "DELETE /v1/sprites/{name}",
+        gone_doc: "404 (no deleting status: a deleted sprite may stay listed a while)",
+    },
+    VendorSpec {
+        vendor: HostedVendor::Runloop,
+        key: "runloop",
+        label: "Runloop",
+        class: "RunloopProvider",
+        credential_variables: &["RUNLOOP_API_KEY"],
+        api_url_variable: Some("RUNLOOP_BASE_URL"),
+        api_url_doc: "RUNLOOP_BASE_URL, else https://api.runloop.ai",
+        scope_options: &[],
+        default_page_size: 100,
+        max_page_size: 5000,
+        owner_filter: OwnerFilter::Client,
+        destroy_doc: "POST /v1/devboxes/{id}/shutdown (Runloop never deletes a devbox)",
+        gone_doc: "`shutdown` and `failure` (listed forever, never billed); `suspended` still bills",
+    },
+    VendorSpec {
+        vendor: HostedVendor::Blaxel,
+        key: "blaxel",
+        label: "Blaxel",
+        class: "BlaxelProvider",
+        credential_variables: &["BL_API_KEY"],
+        api_url_variable: Some("BL_API_URL"),
+        api_url_doc: "BL_API_URL, else https://api.blaxel.ai/v0 (https://api.blaxel.dev/v0 when BL_ENV=dev)",
+        scope_options: &[ScopeOption { name: WORKSPACE, variable: "BL_WORKSPACE", required: true }],
+        default_page_size: 100,
+        max_page_size: 200,
+        owner_filter: OwnerFilter::Client,
+        destroy_doc: "DELETE /v0/sandboxes/{name}",
+        gone_doc: "404 and `TERMINATED` (a tombstone GET still reads); `DELETING` is deleting",
+    },
+];
+
 impl HostedVendor {
-    /// Parses the vendor as the bindings name it (`e2b`, `daytona`, `vercel`).
+    /// Every vendor, in [`VENDORS`]' order.
+    pub fn all() -> impl Iterator<Item = Self> {
+        VENDORS.iter().map(|spec| spec.vendor)
+    }
+
+    /// Every vendor's key, in [`VENDORS`]' order.
+    pub fn keys() -> Vec<&'static str> {
+        VENDORS.iter().map(|spec| spec.key).collect()
+    }
+
+    /// Parses the vendor by its key (`e2b`, `sprites`, ...).
     pub fn parse(vendor: &str) -> Option<Self> {
-        match vendor {
-            "e2b" => Some(Self::E2b),
-            "daytona" => Some(Self::Daytona),
-            "vercel" => Some(Self::Vercel),
-            _ => None,
+        VENDORS.iter().find(|spec| spec.key == vendor).map(|spec| spec.vendor)
+    }
+
+    /// Its row in [`VENDORS`].
+    pub const fn spec(self) -> &'static VendorSpec {
+        let mut index = 0;
+        while index < VENDORS.len() {
+            if VENDORS[index].vendor as u8 == self as u8 {
+                return &VENDORS[index];
+            }
+            index += 1;
         }
+        panic!("every vendor has a row in VENDORS")
     }
 
     /// The options the vendor's provider takes, in the order they are checked.
-    pub fn names(self) -> &'static [Name] {
-        const SHARED: [Name; 9] = [
-            NAME,
-            OWNER,
-            API_KEY,
-            API_URL,
-            PAGE_SIZE,
-            REQUEST_TIMEOUT,
-            SWEEP_UNLABELLED,
-            MAX_LISTING_PAGES_NAME,
-            MAX_LISTING_ITEMS_NAME,
-        ];
-        const VERCEL: [Name; 11] = [
-            NAME,
-            OWNER,
-            API_KEY,
-            TEAM_ID,
-            PROJECT_ID,
-            API_URL,
-            PAGE_SIZE,
-            REQUEST_TIMEOUT,
-            SWEEP_UNLABELLED,
-            MAX_LISTING_PAGES_NAME,
-            MAX_LISTING_ITEMS_NAME,
-        ];
-        match self {
-            Self::E2b | Self::Daytona => &SHARED,
-            Self::Vercel => &VERCEL,
-        }
+    pub fn names(self) -> Vec<Name> {
+        let scope = self.spec().scope_options.iter().map(|option| option.name);
+        [NAME, OWNER, API_KEY]
+            .into_iter()
+            .chain(scope)
+            .chain([
+                API_URL,
+                PAGE_SIZE,
+                REQUEST_TIMEOUT,
+                SWEEP_UNLABELLED,
+                MAX_LISTING_PAGES_NAME,
+                MAX_LISTING_ITEMS_NAME,
+            ])
+            .collect()
+    }
+
+    /// Whether `name` is one of the vendor's scope options.
+    pub fn scoped_by(self, name: Name) -> bool {
+        self.spec().scope_options.iter().any(|option| option.name.id == name.id)
     }
 
     /// The provider name instance records carry unless told.
     pub const fn default_name(self) -> &'static str {
-        match self {
-            Self::E2b => "e2b",
-            Self::Daytona => "daytona",
-            Self::Vercel => "vercel",
-        }
+        self.spec().key
     }
 
     /// The largest listing page the vendor serves.
     pub const fn max_page_size(self) -> u32 {
-        match self {
-            Self::E2b => 100,
-            Self::Daytona => 200,
-            Self::Vercel => 50,
-        }
+        self.spec().max_page_size
     }
 
     /// Sandboxes per listing page unless told.
     pub const fn default_page_size(self) -> u32 {
-        match self {
-            Self::E2b | Self::Daytona => 100,
-            Self::Vercel => 50,
-        }
+        self.spec().default_page_size
     }
 }
 
@@ -156,6 +306,8 @@ pub struct HostedSettings {
     pub team_id: Option<String>,
     /// Vercel only.
     pub project_id: Option<String>,
+    /// Blaxel only.
+    pub workspace: Option<String>,
     pub page_size: u32,
     pub request_timeout: Duration,
     pub sweep_unlabelled: bool,
@@ -172,6 +324,7 @@ impl HostedSettings {
             api_url: None,
             team_id: None,
             project_id: None,
+            workspace: None,
             page_size: vendor.default_page_size(),
             request_timeout: Duration::from_millis(DEFAULT_REQUEST_TIMEOUT_MS),
             sweep_unlabelled: false,
@@ -193,9 +346,14 @@ impl HostedSettings {
             settings.owner = owner;
         }
         settings.api_key = options.text(API_KEY, yes)?;
-        if vendor == HostedVendor::Vercel {
-            settings.team_id = options.text(TEAM_ID, yes)?;
-            settings.project_id = options.text(PROJECT_ID, yes)?;
+        for option in vendor.spec().scope_options {
+            let value = options.text(option.name, yes)?;
+            match option.name.id {
+                OptionId::TeamId => settings.team_id = value,
+                OptionId::ProjectId => settings.project_id = value,
+                OptionId::Workspace => settings.workspace = value,
+                _ => unreachable!("a scope option is a team, a project or a workspace"),
+            }
         }
         settings.api_url = options.text(API_URL, yes)?;
         if let Some(page_size) = options.count_up_to(PAGE_SIZE, 1, vendor.max_page_size(), no)? {
@@ -227,6 +385,7 @@ impl std::fmt::Debug for HostedSettings {
             .field("api_url", &self.api_url)
             .field("team_id", &self.team_id)
             .field("project_id", &self.project_id)
+            .field("workspace", &self.workspace)
             .field("page_size", &self.page_size)
             .field("request_timeout", &self.request_timeout)
             .field("sweep_unlabelled", &self.sweep_unlabelled)
@@ -250,7 +409,7 @@ mod tests {
 
     #[test]
     fn nothing_given_is_the_vendors_defaults() {
-        for vendor in [HostedVendor::E2b, HostedVendor::Daytona, HostedVendor::Vercel] {
+        for vendor in HostedVendor::all() {
             assert_eq!(node(vendor, "{}").unwrap(), HostedSettings::defaults(vendor));
             assert_eq!(python(vendor, r#"{"api_key": null}"#).unwrap(), HostedSettings::defaults(vendor));
         }
@@ -316,6 +475,23 @@ mod tests {
         let vercel = vercel.unwrap();
         assert_eq!((vercel.team_id.as_deref(), vercel.project_id.as_deref()), (Some("t"), Some("p")));
         assert!(vercel.sweep_unlabelled);
+    }
+
+    #[test]
+    fn every_vendor_has_one_row_and_its_scope_options_are_read() {
+        for (index, spec) in VENDORS.iter().enumerate() {
+            assert_eq!(spec.vendor.spec().key, spec.key);
+            assert_eq!(HostedVendor::parse(spec.key), Some(spec.vendor));
+            assert!(VENDORS[..index].iter().all(|other| other.vendor != spec.vendor && other.class != spec.class));
+            assert!((1..=spec.max_page_size).contains(&spec.default_page_size), "{}", spec.key);
+            assert!(!spec.credential_variables.is_empty(), "{}", spec.key);
+        }
+        let blaxel = node(HostedVendor::Blaxel, r#"{"workspace": "ws1"}"#).unwrap();
+        assert_eq!(blaxel.workspace.as_deref(), Some("ws1"));
+        let ignored = node(HostedVendor::Sprites, r#"{"workspace": 5}"#).unwrap();
+        assert_eq!(ignored.workspace, None, "only Blaxel reads a workspace");
+        let names: Vec<&str> = HostedVendor::Blaxel.names().iter().map(|name| name.python).collect();
+        assert_eq!(&names[..4], ["name", "owner", "api_key", "workspace"]);
     }
 
     #[test]

@@ -115,8 +115,9 @@ pub fn unknown_flow(flow: &str) -> String {
 }
 
 /// A binding asked for the options of a vendor the core has no hosted provider for.
-pub fn unknown_vendor(vendor: &str) -> String {
-    format!("{MISUSE}: no hosted provider for {vendor:?} (the vendors are e2b, daytona and vercel)")
+/// `keys`: every vendor's key (`options::provider::VENDORS`).
+pub fn unknown_vendor(vendor: &str, keys: &[&str]) -> String {
+    format!("{MISUSE}: no hosted provider for {vendor:?} (the vendors are {})", keys.join(", "))
 }
 
 /// A `LocalProvider` isolation that is none of the three.
@@ -195,6 +196,11 @@ pub fn hosted_page_size(largest: u32, given: u32) -> String {
 /// Vercel lists per project, and none was given.
 pub const VERCEL_NO_PROJECT: &str = "no Vercel project: set VERCEL_PROJECT_ID or pass the `projectId` option";
 
+/// A required scope option (Blaxel's workspace) neither given nor in its variable.
+pub fn hosted_missing_scope(vendor: &str, what: &str, variable: &str, option: &str) -> String {
+    format!("no {vendor} {what}: set {variable} or pass the `{option}` option")
+}
+
 pub fn hosted_missing_credential(vendor: &str, variable: &str) -> String {
     format!("no {vendor} API key: set {variable} or pass the provider an API key")
 }
@@ -210,6 +216,10 @@ pub fn hosted_bad_url(vendor: &str, url: &str) -> String {
 }
 
 /// The vendor refused the credential (401/403).
+pub fn hosted_unprintable_header(vendor: &str, header: &str) -> String {
+    format!("a {vendor} scope value cannot be sent in the `{header}` header (printable ASCII only)")
+}
+
 pub fn hosted_unauthorized(vendor: &str, status: u16, variable: &str) -> String {
     format!("{vendor} refused the API key (HTTP {status}): set {variable} to a valid key (or pass one to the provider)")
 }
@@ -417,6 +427,10 @@ pub mod command {
     }
     pub const EMPTY_DIRECTORY: &str = "must be a non-empty directory path";
     pub const EMPTY_CREDENTIAL: &str = "must not be empty (leave it out to use the vendor's variable)";
+
+    pub fn not_a_vendor_key(vendor: &str) -> String {
+        format!("{vendor} takes no such key (team-id and project-id are Vercel's, workspace is Blaxel's)")
+    }
     pub const SWEEP_UNLABELLED_ALONE: &str =
         "no hosted provider to apply it to: pass --e2b, --daytona and/or --vercel (or their sections in --config)";
     /// Two hosted sections name their providers alike (records name their provider).

@@ -41,6 +41,14 @@ pub(crate) struct Vendor {
     pub credential_option: &'static str,
 }
 
+/// The HTTP method of a destroy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    Delete,
+    /// Runloop's `POST .../shutdown`.
+    Post,
+}
+
 /// A vendor's answer: status, headers and the whole body.
 pub(crate) struct Answer {
     pub status: StatusCode,
@@ -58,6 +66,16 @@ impl Answer {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|value| value.to_str().ok())
     }
+
+    /// An answer with `status` and JSON `body`, for an entry's unit tests.
+    #[cfg(test)]
+    pub fn for_test(status: u16, body: &str) -> Self {
+        Self {
+            status: StatusCode::from_u16(status).unwrap(),
+            headers: HeaderMap::new(),
+            body: body.as_bytes().to_vec(),
+        }
+    }
 }
 
 /// One vendor's HTTPS client.
@@ -73,9 +91,9 @@ impl HostedClient {
     pub fn new(
         vendor: Vendor,
         base_url: &str,
-        auth_header: &'static str,
-        auth_prefix: &str,
+        (auth_header, auth_prefix): (&'static str, &str),
         credential: &str,
+        headers: impl IntoIterator<Item = (&'static str, String)>,
         request_timeout: Duration,
     ) -> Result<Self, InvalidInput> {
         let base_url = base_url.trim_end_matches('/').to_owned();
@@ -94,10 +112,16 @@ impl HostedClient {
         })?;
         // Sensitive: never printed by reqwest's or hyper's debug output.
         value.set_sensitive(true);
-        let mut headers = HeaderMap::new();
-        headers.insert(HeaderName::from_static(auth_header), value);
+        let mut default_headers = HeaderMap::new();
+        default_headers.insert(HeaderName::from_static(auth_header), value);
+        for (name, value) in headers {
+            // A scope value (a workspace) the user gave: refused if it cannot be a header.
+            let value = HeaderValue::from_str(&value)
+                .map_err(|_| InvalidInput::new("options", messages::hosted_unprintable_header(vendor.label, name)))?;
+            default_headers.insert(HeaderName::from_static(name), value);
+        }
         let client = reqwest::Client::builder()
-            .default_headers(headers)
+            .default_headers(default_headers)
             .user_agent(concat!("sandbox-reclaim/", env!("CARGO_PKG_VERSION")))
             .timeout(request_timeout)
             .connect_timeout(request_timeout.min(Duration::from_secs(10)))
@@ -136,14 +160,18 @@ impl HostedClient {
         }
     }
 
-    /// `DELETE path`: success, or already gone (`404`, every vendor's "not
-    /// found"); any other answer fails the destroy.
-    pub async fn delete_tolerating_gone(&self, path: &str) -> Result<(), ProviderError> {
-        let answer = self.send(Method::DELETE, path).await?;
+    /// A destroy (`DELETE path`, or Runloop's `POST`): success, or already
+    /// gone (`404`, every vendor's "not found"); any other answer fails the destroy.
+    pub async fn destroy_tolerating_gone(&self, verb: Verb, path: &str) -> Result<(), ProviderError> {
+        let method = match verb {
+            Verb::Delete => Method::DELETE,
+            Verb::Post => Method::POST,
+        };
+        let answer = self.send(method.clone(), path).await?;
         if answer.status.is_success() || answer.status == StatusCode::NOT_FOUND {
             Ok(())
         } else {
-            Err(self.unexpected(&Method::DELETE, path, &answer))
+            Err(self.unexpected(&method, path, &answer))
         }
     }
 

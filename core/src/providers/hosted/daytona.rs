@@ -24,6 +24,7 @@ use serde::Deserialize;
 use super::client::{encode_component, parse_rfc3339_millis, Answer};
 use super::{
     listed, unscoped, variable, with_cursor, Entry, HostedConfig, HostedProvider, Listing, Page as HostedPage, Vendor,
+    Verb,
 };
 use crate::model::fleet::ListedSandbox;
 use crate::options::provider::HostedVendor;
@@ -68,16 +69,15 @@ pub struct Daytona;
 impl Vendor for Daytona {
     const ENTRY: &'static Entry = &Entry {
         vendor: HostedVendor::Daytona,
-        label: "Daytona",
-        credential_variable: "DAYTONA_API_KEY",
         credential_hint: "DAYTONA_API_KEY",
         auth: ("authorization", "Bearer "),
+        headers: &[],
         default_api_url: daytona_default_api_url,
         scope: unscoped,
         check_path: |_| "/sandbox?limit=1".to_owned(),
         list_path,
         read_page,
-        destroy_path: |_, id| format!("/sandbox/{id}"),
+        destroy: (Verb::Delete, |_, id| format!("/sandbox/{id}")),
     };
 }
 

@@ -22,6 +22,7 @@ use serde::Deserialize;
 use super::client::{encode_component, parse_rfc3339_millis, Answer};
 use super::{
     listed, unscoped, variable, with_cursor, Entry, HostedConfig, HostedProvider, Listing, Page as HostedPage, Vendor,
+    Verb,
 };
 use crate::model::fleet::ListedSandbox;
 use crate::options::provider::HostedVendor;
@@ -37,16 +38,15 @@ pub struct E2b;
 impl Vendor for E2b {
     const ENTRY: &'static Entry = &Entry {
         vendor: HostedVendor::E2b,
-        label: "E2B",
-        credential_variable: "E2B_API_KEY",
         credential_hint: "E2B_API_KEY",
         auth: ("x-api-key", ""),
+        headers: &[],
         default_api_url: e2b_default_api_url,
         scope: unscoped,
         check_path: |_| "/v2/sandboxes?limit=1".to_owned(),
         list_path,
         read_page,
-        destroy_path: |_, id| format!("/sandboxes/{id}"),
+        destroy: (Verb::Delete, |_, id| format!("/sandboxes/{id}")),
     };
 }
 

@@ -14,12 +14,13 @@
 //! API keeps one config and provider type per vendor (`E2bConfig`,
 //! `E2bProvider`, ...) with the vendor's own defaults.
 
+pub mod blaxel;
 pub(crate) mod client;
-#[cfg(feature = "daytona")]
 pub mod daytona;
-#[cfg(feature = "e2b")]
 pub mod e2b;
-#[cfg(feature = "vercel")]
+mod registry;
+pub mod runloop;
+pub mod sprites;
 pub mod vercel;
 
 use std::fmt;
@@ -33,57 +34,70 @@ use super::{validate_id, validate_owner, validate_provider_name, HostedSandboxPr
 use crate::contract::errors::ProviderError;
 use crate::contract::SandboxProvider;
 use crate::model::fleet::ListedSandbox;
-use crate::options::provider::{HostedSettings, HostedVendor, ListingCeilings};
+use crate::options::provider::{HostedSettings, HostedVendor, ListingCeilings, OwnerFilter, VendorSpec};
 use crate::report::messages;
 
-pub use client::HostedError;
+pub use client::{HostedError, Verb};
+pub use registry::build_hosted;
 
 /// One hosted vendor's wire format: what the engine cannot know. (Built in
-/// this crate only: its fields read the client's answers.)
+/// this crate only: its fields read the client's answers.) What hosts see of
+/// the vendor (its key, label, variables, page sizes, owner filter) is its
+/// row in `proto/src/options/provider.rs`'s `VENDORS`.
 pub struct Entry {
-    /// Its options' names, defaults and largest page (`proto/src/options/provider.rs`).
+    /// Its row: options, defaults, variables, largest page.
     pub(crate) vendor: HostedVendor,
-    /// Its name in messages (`E2B`).
-    pub(crate) label: &'static str,
-    /// The environment variable read when no option gives the credential.
-    pub(crate) credential_variable: &'static str,
     /// What a message tells the user to set (`VERCEL_TOKEN (with VERCEL_TEAM_ID)`).
     pub(crate) credential_hint: &'static str,
-    /// The credential's header, and the text before the credential in it.
+    /// The credential's header (lowercase), and the text before the credential in it.
     pub(crate) auth: (&'static str, &'static str),
+    /// Headers every request carries (lowercase names), e.g. an API version.
+    pub(crate) headers: &'static [(&'static str, &'static str)],
     /// The base URL when no option gives one: the SDK's own variables, else its public API.
     pub(crate) default_api_url: fn() -> String,
-    /// What the vendor scopes every request by, from the configured team and
-    /// project, checked before any request (Vercel's; most vendors have none).
-    pub(crate) scope: fn(Option<&str>, Option<&str>) -> Result<Scope, InvalidInput>,
+    /// What the vendor scopes every request by, from the configured scope
+    /// options, checked before any request (most vendors have none).
+    pub(crate) scope: fn(&ScopeOptions<'_>) -> Result<Scope, InvalidInput>,
     /// One small authenticated call: `check_access`.
     pub(crate) check_path: fn(&Scope) -> String,
     /// A listing page's request (`cursor` `None`: the first page).
     pub(crate) list_path: fn(&Listing<'_>, Option<&str>) -> String,
     /// A page's sandboxes and the next cursor (`None`: the last page). An
     /// `Err` says why the page does not read as documented: the listing
-    /// fails closed.
+    /// fails closed. A sandbox the vendor calls gone is left out; one it is
+    /// deleting is listed `deleting`.
     pub(crate) read_page: fn(&Answer) -> Result<Page, String>,
-    /// The path of the `DELETE` that destroys sandbox `id` (`404`: already gone).
-    pub(crate) destroy_path: fn(&Scope, &str) -> String,
+    /// The request that destroys sandbox `id` (`404`: already gone).
+    pub(crate) destroy: (Verb, fn(&Scope, &str) -> String),
+}
+
+/// The scope options a provider was configured with (`None`: the vendor's variable).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ScopeOptions<'a> {
+    pub team_id: Option<&'a str>,
+    pub project_id: Option<&'a str>,
+    pub workspace: Option<&'a str>,
 }
 
 /// One listing page read: its sandboxes and the next cursor (`None`: the last page).
 pub type Page = (Vec<ListedSandbox>, Option<String>);
 
 /// What a vendor scopes its requests by, beyond the credential (query text
-/// the entry builds, `teamId=…&`; empty for most vendors).
+/// the entry builds, `teamId=…&`; headers; empty for most vendors).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Scope {
     pub query: String,
     /// The project a listing and a destroy name (Vercel).
     pub project: String,
+    /// Headers every request carries (Blaxel's workspace), lowercase names.
+    pub headers: Vec<(&'static str, String)>,
 }
 
 /// What one listing request is for.
 pub struct Listing<'a> {
     pub scope: &'a Scope,
-    /// The owner the vendor filters by; `None`: every sandbox (`sweepUnlabelled`).
+    /// The owner the vendor filters by; `None`: every sandbox (`sweepUnlabelled`,
+    /// or a vendor that cannot filter: the engine filters what it lists).
     pub owner: Option<&'a str>,
     pub page_size: u32,
 }
@@ -110,6 +124,8 @@ pub struct HostedConfig<V> {
     pub team_id: Option<String>,
     /// The project (Vercel, required); `None`: `VERCEL_PROJECT_ID`.
     pub project_id: Option<String>,
+    /// The workspace (Blaxel, required); `None`: `BL_WORKSPACE`.
+    pub workspace: Option<String>,
     /// Sandboxes per listing page, 1 to the vendor's largest page.
     pub page_size: u32,
     /// List every sandbox, not only those under our owner label, so the
@@ -144,6 +160,7 @@ impl<V> From<HostedSettings> for HostedConfig<V> {
             api_url: settings.api_url,
             team_id: settings.team_id,
             project_id: settings.project_id,
+            workspace: settings.workspace,
             page_size: settings.page_size,
             sweep_unlabelled: settings.sweep_unlabelled,
             request_timeout: settings.request_timeout,
@@ -156,13 +173,14 @@ impl<V> From<HostedSettings> for HostedConfig<V> {
 // By hand, so the credential never reaches a log line through `{:?}`.
 impl<V: Vendor> fmt::Debug for HostedConfig<V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct(&format!("{}Config", V::ENTRY.label))
+        f.debug_struct(&format!("{}Config", V::ENTRY.spec().label))
             .field("name", &self.name)
             .field("owner", &self.owner)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("api_url", &self.api_url)
             .field("team_id", &self.team_id)
             .field("project_id", &self.project_id)
+            .field("workspace", &self.workspace)
             .field("page_size", &self.page_size)
             .field("sweep_unlabelled", &self.sweep_unlabelled)
             .field("request_timeout", &self.request_timeout)
@@ -188,7 +206,7 @@ pub struct HostedProvider<V> {
 
 impl<V> fmt::Debug for HostedProvider<V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct(&format!("{}Provider", self.entry.label))
+        f.debug_struct(&format!("{}Provider", self.entry.spec().label))
             .field("name", &self.name)
             .field("api_url", &self.api_url)
             .finish()
@@ -205,23 +223,30 @@ impl<V: Vendor> HostedProvider<V> {
     /// environment. Sends nothing; see [`HostedSandboxProvider::check_access`].
     pub fn new(config: HostedConfig<V>) -> Result<Self, ProviderError> {
         let entry = V::ENTRY;
+        let spec = entry.spec();
         validate_provider_name(&config.name)?;
         validate_owner(&config.owner)?;
-        let largest = entry.vendor.max_page_size();
+        let largest = spec.max_page_size;
         if !(1..=largest).contains(&config.page_size) {
             return Err(InvalidInput::new("pageSize", messages::hosted_page_size(largest, config.page_size)).into());
         }
-        let scope = (entry.scope)(config.team_id.as_deref(), config.project_id.as_deref())?;
-        let credential = config.api_key.clone().or_else(|| std::env::var(entry.credential_variable).ok());
+        let scope = (entry.scope)(&ScopeOptions {
+            team_id: config.team_id.as_deref(),
+            project_id: config.project_id.as_deref(),
+            workspace: config.workspace.as_deref(),
+        })?;
+        let credential =
+            config.api_key.clone().or_else(|| spec.credential_variables.iter().find_map(|name| variable(name)));
         let api_url = config.api_url.clone().unwrap_or_else(entry.default_api_url);
-        let (header, prefix) = entry.auth;
         let vendor = client::Vendor {
-            label: entry.label,
+            label: spec.label,
             credential_variable: entry.credential_hint,
             credential_option: "apiKey",
         };
+        let headers =
+            entry.headers.iter().map(|(name, value)| (*name, (*value).to_owned())).chain(scope.headers.clone());
         let credential = credential.unwrap_or_default();
-        let client = HostedClient::new(vendor, &api_url, header, prefix, &credential, config.request_timeout)?;
+        let client = HostedClient::new(vendor, &api_url, entry.auth, &credential, headers, config.request_timeout)?;
         Ok(Self {
             entry,
             name: config.name,
@@ -238,7 +263,8 @@ impl<V: Vendor> HostedProvider<V> {
 
     /// A listing page's request, as the entry builds it.
     pub(crate) fn list_path(&self, cursor: Option<&str>) -> String {
-        let owner = (!self.sweep_unlabelled).then_some(self.owner.as_str());
+        let server_filters = self.entry.spec().owner_filter == OwnerFilter::Server;
+        let owner = (server_filters && !self.sweep_unlabelled).then_some(self.owner.as_str());
         (self.entry.list_path)(&Listing { scope: &self.scope, owner, page_size: self.page_size }, cursor)
     }
 }
@@ -263,20 +289,27 @@ impl<V: Vendor> SandboxProvider for HostedProvider<V> {
         &self.name
     }
 
-    /// The entry's `DELETE`: destroyed, or already gone (`404`).
+    /// The entry's destroy request: destroyed, or already gone (`404`).
     async fn destroy(&self, provider_sandbox_id: &str) -> Result<(), ProviderError> {
         validate_id(provider_sandbox_id)?;
-        self.client.delete_tolerating_gone(&(self.entry.destroy_path)(&self.scope, provider_sandbox_id)).await
+        let (verb, path) = self.entry.destroy;
+        self.client.destroy_tolerating_gone(verb, &path(&self.scope, provider_sandbox_id)).await
     }
 
     fn can_list(&self) -> bool {
         true
     }
 
-    /// Every page, by the entry's cursor; each sandbox once.
+    /// Every page, by the entry's cursor; each sandbox once. Where the
+    /// vendor cannot filter by owner, the engine keeps ours (every sandbox
+    /// with `sweep_unlabelled`, as a filtering vendor's listing then is).
     async fn list_sandboxes(&self) -> Result<Vec<ListedSandbox>, ProviderError> {
+        let client_filters = self.entry.spec().owner_filter == OwnerFilter::Client && !self.sweep_unlabelled;
         let read = |answer: &Answer| {
-            let (listed, next) = (self.entry.read_page)(answer)?;
+            let (mut listed, next) = (self.entry.read_page)(answer)?;
+            if client_filters {
+                listed.retain(|sandbox| sandbox.owner.as_deref() == Some(self.owner.as_str()));
+            }
             Ok((client::unlabelled_as_empty(listed, self.sweep_unlabelled), next))
         };
         self.client.list_pages(self.listing_ceilings, |cursor| self.list_path(cursor), read).await
@@ -287,9 +320,22 @@ impl<V: Vendor> SandboxProvider for HostedProvider<V> {
     }
 }
 
+impl Entry {
+    /// The vendor's row (`proto/src/options/provider.rs`).
+    pub(crate) fn spec(&self) -> &'static VendorSpec {
+        self.vendor.spec()
+    }
+}
+
 /// No scope beyond the credential (most vendors).
-pub(crate) fn unscoped(_team: Option<&str>, _project: Option<&str>) -> Result<Scope, InvalidInput> {
+pub(crate) fn unscoped(_options: &ScopeOptions<'_>) -> Result<Scope, InvalidInput> {
     Ok(Scope::default())
+}
+
+/// Our owner and key from labels kept as a map (`io.sandbox-reclaim.owner` → owner).
+pub(crate) fn owner_and_key(labels: &std::collections::BTreeMap<String, String>) -> (Option<String>, Option<String>) {
+    use crate::providers::{LABEL_KEY, LABEL_OWNER};
+    (labels.get(LABEL_OWNER).cloned(), labels.get(LABEL_KEY).cloned())
 }
 
 /// `path` with `&name=cursor` appended when there is a cursor (a listing's next page).

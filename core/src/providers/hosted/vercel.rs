@@ -24,7 +24,8 @@ use serde::Deserialize;
 
 use super::client::{encode_component, Answer};
 use super::{
-    listed, variable, with_cursor, Entry, HostedConfig, HostedProvider, Listing, Page as HostedPage, Scope, Vendor,
+    listed, variable, with_cursor, Entry, HostedConfig, HostedProvider, Listing, Page as HostedPage, Scope,
+    ScopeOptions, Vendor, Verb,
 };
 use crate::model::fleet::ListedSandbox;
 use crate::options::provider::HostedVendor;
@@ -47,10 +48,9 @@ pub struct Vercel;
 impl Vendor for Vercel {
     const ENTRY: &'static Entry = &Entry {
         vendor: HostedVendor::Vercel,
-        label: "Vercel",
-        credential_variable: "VERCEL_TOKEN",
         credential_hint: "VERCEL_TOKEN (with VERCEL_TEAM_ID)",
         auth: ("authorization", "Bearer "),
+        headers: &[],
         default_api_url: || VERCEL_PUBLIC_API_URL.to_owned(),
         scope,
         check_path: |scope| {
@@ -58,9 +58,9 @@ impl Vendor for Vercel {
         },
         list_path,
         read_page,
-        destroy_path: |scope, id| {
+        destroy: (Verb::Delete, |scope, id| {
             format!("/v2/sandboxes/{id}?{}projectId={}", scope.query, encode_component(&scope.project))
-        },
+        }),
     };
 }
 
@@ -72,14 +72,15 @@ pub type VercelProvider = HostedProvider<Vercel>;
 
 /// Listings are per project (`VERCEL_PROJECT_ID`, required), scoped by the
 /// team (`VERCEL_TEAM_ID`; absent: the token's personal account).
-fn scope(team: Option<&str>, project: Option<&str>) -> Result<Scope, InvalidInput> {
-    let project = project
+fn scope(options: &ScopeOptions<'_>) -> Result<Scope, InvalidInput> {
+    let project = options
+        .project_id
         .map(str::to_owned)
         .or_else(|| variable("VERCEL_PROJECT_ID"))
         .ok_or_else(|| InvalidInput::new("projectId", messages::VERCEL_NO_PROJECT))?;
-    let team = team.map(str::to_owned).or_else(|| variable("VERCEL_TEAM_ID"));
+    let team = options.team_id.map(str::to_owned).or_else(|| variable("VERCEL_TEAM_ID"));
     let query = team.map(|team| format!("teamId={}&", encode_component(&team))).unwrap_or_default();
-    Ok(Scope { query, project })
+    Ok(Scope { query, project, headers: Vec::new() })
 }
 
 fn list_path(listing: &Listing<'_>, cursor: Option<&str>) -> String {

@@ -1,0 +1,26 @@
+//! The one place a vendor key becomes its entry: what the bindings and the
+//! command build a provider with.
+
+use super::{blaxel, daytona, e2b, runloop, sprites, vercel, HostedConfig, HostedProvider, Vendor};
+use crate::contract::errors::ProviderError;
+use crate::options::provider::{HostedSettings, HostedVendor};
+use crate::providers::HostedSandboxProvider;
+
+/// A provider for `vendor` from a host's or the command's settings: the one
+/// place a vendor key becomes its entry. Sends nothing.
+pub fn build_hosted(
+    vendor: HostedVendor,
+    settings: HostedSettings,
+) -> Result<Box<dyn HostedSandboxProvider>, ProviderError> {
+    fn boxed<V: Vendor>(settings: HostedSettings) -> Result<Box<dyn HostedSandboxProvider>, ProviderError> {
+        Ok(Box::new(HostedProvider::<V>::new(HostedConfig::from(settings))?))
+    }
+    match vendor {
+        HostedVendor::E2b => boxed::<e2b::E2b>(settings),
+        HostedVendor::Daytona => boxed::<daytona::Daytona>(settings),
+        HostedVendor::Vercel => boxed::<vercel::Vercel>(settings),
+        HostedVendor::Sprites => boxed::<sprites::Sprites>(settings),
+        HostedVendor::Runloop => boxed::<runloop::Runloop>(settings),
+        HostedVendor::Blaxel => boxed::<blaxel::Blaxel>(settings),
+    }
+}
