@@ -29,8 +29,8 @@ export SANDBOX_RECLAIM_PG_URL
 
 echo; echo "== fleet passes (Rust): reclaimAll 2,000 × 20 ms at concurrency 64 (in-memory, SQLite, PostgreSQL) against the ideal; reconcile over 10,000 orphans"
 cargo run --quiet --release -p sandbox-reclaim --features sqlite,postgres --example fleet_bench
-echo; echo "== hosted providers (Rust): reconcile over 10,000 E2B sandboxes on the local fake (pages of 100, 20 ms per request) at 64"
-cargo run --quiet --release -p sandbox-reclaim --features e2b --example hosted_bench
+echo; echo "== hosted providers (Rust): reconcile over 10,000 sandboxes for every vendor entry (E2B, Daytona, Vercel, Sprites, Runloop, Blaxel) on its local fake (pages of 100, or 50 where the vendor serves no more; 20 ms per request) at 64"
+cargo run --quiet --release -p sandbox-reclaim --features hosted --example hosted_bench
 echo; echo "== fleet passes (Node, Python): reclaimAll 2,000 × 20 ms at 64 (in-memory, SQLite, PostgreSQL) against the ideal and the sequential reference loop"
 node bench/node/fleet.mjs
 .venv/bin/python bench/python/fleet.py

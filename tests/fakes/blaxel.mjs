@@ -58,6 +58,7 @@ const NO_FAULTS = {
   repeatAcrossPages: false, // each page after the first repeats the previous page's last item
   deletedStayListedMs: 0, // a deleted sandbox stays DELETING (listed, gettable) this long, then TERMINATED
   cycleCursor: false, // page 2's nextCursor is the cursor that led to page 2: the cursors cycle forever
+  latencyMs: 0, // every API answer waits this long (the benchmark's 20 ms per request)
 };
 
 function json(res, status, body, headers = {}) {
@@ -301,6 +302,14 @@ export async function startFakeBlaxel({ key = DEFAULT_KEY, workspace = DEFAULT_W
       return;
     }
     requests.push({ method: req.method, path: url.pathname, query: url.search });
+    if (faults.latencyMs > 0) {
+      setTimeout(() => serve(req, url, res), faults.latencyMs);
+      return undefined;
+    }
+    return serve(req, url, res);
+  });
+
+  function serve(req, url, res) {
     if (!authorized(req, url, res)) return undefined;
     const path = url.pathname.startsWith(`${PREFIX}/`) ? url.pathname.slice(PREFIX.length) : null;
     if (req.method === 'GET' && path === '/sandboxes') {
@@ -317,7 +326,7 @@ export async function startFakeBlaxel({ key = DEFAULT_KEY, workspace = DEFAULT_W
       if (req.method === 'DELETE') return destroy(name, res);
     }
     return blaxelError(res, 404, 'Not Found', `no route ${req.method} ${url.pathname}`);
-  });
+  }
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${server.address().port}`;
   return {

@@ -48,6 +48,7 @@ const NO_FAULTS = {
   malformedPage: 0, // page N (1-based) of every listing has `items` that is not an array
   repeatAcrossPages: false, // each page after the first repeats the previous page's last item
   deletedStayListedMs: 0, // a deleted sandbox stays listed (and gettable) as `destroying` this long
+  latencyMs: 0, // every API answer waits this long (the benchmark's 20 ms per request)
 };
 
 // Daytona's AllExceptionsFilter body.
@@ -298,6 +299,14 @@ export async function startFakeDaytona({ key = DEFAULT_KEY } = {}) {
       return;
     }
     requests.push({ method: req.method, path: url.pathname, query: url.search });
+    if (faults.latencyMs > 0) {
+      setTimeout(() => serve(req, url, res), faults.latencyMs);
+      return undefined;
+    }
+    return serve(req, url, res);
+  });
+
+  function serve(req, url, res) {
     if (!url.pathname.startsWith(`${PREFIX}/`)) return daytonaError(req, res, 404, `Cannot ${req.method} ${url.pathname}`);
     if (req.headers.authorization !== `Bearer ${key}`) return daytonaError(req, res, 401, 'Invalid credentials');
     const path = url.pathname.slice(PREFIX.length);
@@ -314,7 +323,7 @@ export async function startFakeDaytona({ key = DEFAULT_KEY } = {}) {
     }
     if (byId && req.method === 'DELETE') return destroy(req, decodeURIComponent(byId[1]), res);
     return daytonaError(req, res, 404, `Cannot ${req.method} ${url.pathname}`);
-  });
+  }
   // The SDK's event socket (socket.io at `/api/socket.io/`) is not served.
   server.on('upgrade', (req, socket) => socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\n\r\n'));
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));

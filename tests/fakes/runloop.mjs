@@ -44,6 +44,7 @@ const NO_FAULTS = {
   repeatAcrossPages: false, // each page after the first repeats the previous page's last item
   // (no deletedStayListedMs: a shut-down devbox stays listed forever anyway)
   cycleCursor: false, // page 2 ends with page 1's last item again and has_more: the cursor never moves on
+  latencyMs: 0, // every API answer waits this long (the benchmark's 20 ms per request)
 };
 
 function json(res, status, body, headers = {}) {
@@ -221,6 +222,14 @@ export async function startFakeRunloop({ key = DEFAULT_KEY } = {}) {
       return;
     }
     requests.push({ method: req.method, path: url.pathname, query: url.search });
+    if (faults.latencyMs > 0) {
+      setTimeout(() => serve(req, url, res), faults.latencyMs);
+      return undefined;
+    }
+    return serve(req, url, res);
+  });
+
+  function serve(req, url, res) {
     if (req.headers.authorization !== `Bearer ${key}`) return runloopError(res, 401, 'Unauthorized: invalid API key');
     if (req.method === 'GET' && url.pathname === '/v1/devboxes') {
       if (faults.hangLists) return hang(res);
@@ -239,7 +248,7 @@ export async function startFakeRunloop({ key = DEFAULT_KEY } = {}) {
       return shutdown(decodeURIComponent(stopping[1]), res);
     }
     return runloopError(res, 404, `no route ${req.method} ${url.pathname}`);
-  });
+  }
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${server.address().port}`;
   return {

@@ -43,6 +43,7 @@ const NO_FAULTS = {
   repeatAcrossPages: false, // each page after the first repeats the previous page's last item
   deletedStayListedMs: 0, // a deleted sprite stays listed this long, in its last status (gets answer 404)
   cycleCursor: false, // page 2's next token is the token that led to page 2: the cursors cycle forever
+  latencyMs: 0, // every API answer waits this long (the benchmark's 20 ms per request)
 };
 
 function json(res, status, body, headers = {}) {
@@ -233,6 +234,14 @@ export async function startFakeSprites({ key = DEFAULT_KEY } = {}) {
       return;
     }
     requests.push({ method: req.method, path: url.pathname, query: url.search });
+    if (faults.latencyMs > 0) {
+      setTimeout(() => serve(req, url, res), faults.latencyMs);
+      return undefined;
+    }
+    return serve(req, url, res);
+  });
+
+  function serve(req, url, res) {
     if (req.headers.authorization !== `Bearer ${key}`) return spritesError(res, 401, 'unauthorized');
     const byName = url.pathname.match(/^\/v1\/sprites\/([^/]+)$/);
     if (req.method === 'GET' && url.pathname === '/v1/sprites') {
@@ -248,7 +257,7 @@ export async function startFakeSprites({ key = DEFAULT_KEY } = {}) {
       if (req.method === 'DELETE') return destroy(name, res);
     }
     return spritesError(res, 404, 'not found');
-  });
+  }
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${server.address().port}`;
   return {

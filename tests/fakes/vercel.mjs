@@ -45,6 +45,7 @@ const NO_FAULTS = {
   malformedPage: 0, // page N (1-based) of every listing is not a sandbox array
   repeatAcrossPages: false, // each page after the first repeats the previous page's last item
   deletedStayListedMs: 0, // a deleted sandbox stays in listings this long, `stopped`
+  latencyMs: 0, // every API answer waits this long (the benchmark's 20 ms per request)
 };
 
 function json(res, status, body, headers = {}) {
@@ -263,6 +264,14 @@ export async function startFakeVercel({ token = DEFAULT_TOKEN, teamId = DEFAULT_
       return;
     }
     requests.push({ method: req.method, path: url.pathname, query: url.search });
+    if (faults.latencyMs > 0) {
+      setTimeout(() => serve(req, url, res), faults.latencyMs);
+      return undefined;
+    }
+    return serve(req, url, res);
+  });
+
+  function serve(req, url, res) {
     const auth = req.headers.authorization;
     if (!auth) return vercelError(res, 403, 'forbidden', 'Not authorized', { missingToken: true });
     if (auth !== `Bearer ${token}`) return vercelError(res, 403, 'forbidden', 'Not authorized', { invalidToken: true });
@@ -282,7 +291,7 @@ export async function startFakeVercel({ token = DEFAULT_TOKEN, teamId = DEFAULT_
       if (req.method === 'DELETE') return destroy(name, url, res);
     }
     return vercelError(res, 404, 'not_found', `no route ${req.method} ${url.pathname}`);
-  });
+  }
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${server.address().port}`;
   return {
