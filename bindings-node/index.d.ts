@@ -642,6 +642,11 @@ declare abstract class HostedSandboxProvider implements FleetProvider {
   destroy(input: ReclaimDestroyInput): Promise<void>;
   /** Every sandbox under the owner, for the orphan sweep. */
   list(input?: FleetListInput): Promise<ListedSandbox[]>;
+  /**
+   * The sandboxes of `input.ids` that still exist, read by id (the vendor's get): what the store's registry names
+   * and the listing did not show. `undefined` when the listing takes every sandbox (`sweepUnlabelled`).
+   */
+  readonly lookup: ((input: FleetLookupInput) => Promise<ListedSandbox[]>) | undefined;
   /** One small authenticated call; rejects naming the variable to set when the vendor refuses the credential. */
   checkAccess(): Promise<void>;
 }
@@ -823,6 +828,12 @@ export interface FleetListInput {
   signal?: AbortSignal;
 }
 
+/** What a fleet provider's `lookup` is handed: the ids to read, and, under a deadline, its signal. */
+export interface FleetLookupInput {
+  readonly ids: readonly string[];
+  signal?: AbortSignal;
+}
+
 /**
  * A provider of a fleet pass: a reclaim provider that may also list its
  * sandboxes (no `list`: no orphan sweep, reported `unavailable`) and name
@@ -837,6 +848,12 @@ export interface FleetProvider extends ReclaimProvider {
    * `unavailable`, and a provider without it gets no sweep (reported `unavailable`).
    */
   list?(input?: FleetListInput): Promise<readonly ListedSandbox[]> | readonly ListedSandbox[];
+  /**
+   * Optional: The sandboxes of `ids` that still exist, read by id (the vendor's get): what the store's
+   * registry names and the listing did not show, so what an unlabelled app created is found without listing
+   * the whole account. An id it leaves out is gone; a throw makes the sweep `unavailable`.
+   */
+  lookup?(input: FleetLookupInput): Promise<readonly ListedSandbox[]> | readonly ListedSandbox[];
   // ---- end of generated declarations [fleet provider] ----
 }
 
@@ -997,8 +1014,8 @@ export interface ReconcileSettings {
    */
   maxIdleMs?: number;
   /**
-   * Most ledger entries claimed per provider, and stale records read. A whole number, at least 1. Default
-   * 1000.
+   * Most ledger entries claimed per provider, stale records read, and registered sandboxes a provider looks
+   * up by id. A whole number, at least 1. Default 1000.
    */
   limit?: number;
   /**

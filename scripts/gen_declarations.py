@@ -671,13 +671,14 @@ HOST_TS = {"Text": "string", "Number": "number", "Lease": "number", "Entries": "
            "NewLeak": "SandboxLeak", "Entry": "SandboxLeakEntry", "Reason": "LeakReason", "AuditRows": "AuditEntry[]",
            "Nothing": "void", "Held": "boolean | void", "Ids": "string[]", "Records": "SandboxInstanceRecord[]",
            "DueEntries": "DueLeakEntry[]", "Record": "SandboxInstanceRecord", "Instance": "SandboxInstanceRecord | null",
-           "Destroy": "ReclaimDestroyInput", "ListInput": "FleetListInput", "Listed": "readonly ListedSandbox[]",
+           "Destroy": "ReclaimDestroyInput", "ListInput": "FleetListInput", "LookupInput": "FleetLookupInput",
+           "Listed": "readonly ListedSandbox[]",
            "Meta": "Record<string, unknown>", "Anything": "unknown", "Unread": "void"}
 # Parameters a TypeScript implementation may leave out (a host passes them, a narrower method still fits).
 HOST_TS_OPTIONAL = {"ListInput", "Meta"}
 HOST_PY = {"Text": "str", "Number": "int", "Lease": "float", "MaybeNumber": "int | None", "Flag": "bool", "NewLeak": "NewLeak",
            "Entry": "LeakEntry", "Reason": "LeakReason", "AuditRows": "list[AuditEntry]", "Record": "SandboxInstanceRecord",
-           "Destroy": "str", "Meta": "dict[str, Any]"}
+           "Destroy": "str", "LookupInput": "list[str]", "Meta": "dict[str, Any]"}
 # Python answers are `object` (a plain or an awaitable value both fit) but where a flow reads them.
 HOST_PY_ANSWER = {"Instance": "InstanceAnswer | Awaitable[InstanceAnswer]"}
 PARAM = re.compile(r'const (\w+): Param = param\("(\w+)", "(\w*)", (\w+)\);')

@@ -164,9 +164,9 @@ const FLEET_METHODS = [
 
 /**
  * `options.provider` (one) or `options.providers` (an array), each read once:
- * { providers, names, destroys, lists, owners } by provider number. With
- * `forSweep`, `list` (optional function) and `owner` (optional string) are
- * read too.
+ * { providers, names, destroys, lists, lookups, owners } by provider
+ * number. With `forSweep`, `list` and `lookup` (optional functions) and
+ * `owner` (optional string) are read too.
  */
 function readProviders(options, forSweep) {
   const { provider, providers } = options;
@@ -185,7 +185,7 @@ function readProviders(options, forSweep) {
   } else {
     throw new TypeError('options.providers must be an array of providers (or options.provider one provider)');
   }
-  const read = { providers: given, names: [], destroys: [], lists: [], owners: [] };
+  const read = { providers: given, names: [], destroys: [], lists: [], lookups: [], owners: [] };
   given.forEach((each, index) => {
     const name = label(index);
     checkObject(each, name, 'a provider');
@@ -195,6 +195,9 @@ function readProviders(options, forSweep) {
     const list = each.list;
     if (list !== undefined && list !== null && typeof list !== 'function') throw new TypeError(`${name}.list must be a function when present`);
     read.lists.push(typeof list === 'function' ? list : undefined);
+    const lookup = each.lookup;
+    if (lookup !== undefined && lookup !== null && typeof lookup !== 'function') throw new TypeError(`${name}.lookup must be a function when present`);
+    read.lookups.push(typeof lookup === 'function' ? lookup : undefined);
     const owner = each.owner;
     if (owner !== undefined && owner !== null && typeof owner !== 'string') throw new TypeError(`${name}.owner must be a string when present`);
     read.owners.push(typeof owner === 'string' ? exactString(owner, `${name}.owner`) : undefined);
@@ -285,13 +288,18 @@ async function reconcile(options) {
   const values = plainOptions(options, RECONCILE_OPTIONS);
   const host = {
     providers: providers.providers,
-    provided: { destroy: providers.destroys, list: providers.lists },
+    provided: { destroy: providers.destroys, list: providers.lists, lookup: providers.lookups },
     instances,
     store,
     onProgress: pass.onProgress,
     signal: pass.signal,
   };
-  const plans = providers.names.map((name, index) => ({ name, canList: providers.lists[index] !== undefined, owner: providers.owners[index] }));
+  const plans = providers.names.map((name, index) => ({
+    name,
+    canList: providers.lists[index] !== undefined,
+    canLookup: providers.lookups[index] !== undefined,
+    owner: providers.owners[index],
+  }));
   const progress = pass.onProgress !== undefined;
   const stopped = pass.signal?.aborted === true;
   const hostName = os.hostname();

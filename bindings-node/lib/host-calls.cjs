@@ -34,6 +34,12 @@ const OPERANDS = {
   },
   // `list({ signal })` under a deadline; otherwise `list()` as the provider declares it.
   signal: (run, id, batch, at, args) => (batch[at] !== undefined && args.push({ signal: run.cancellable(id) }), at + 1),
+  // `lookup({ ids, signal? })`: a signal only when a deadline applies.
+  ids: (run, id, batch, at, args) => {
+    const ids = JSON.parse(batch[at]);
+    args.push(batch[at + 1] === undefined ? { ids } : { ids, signal: run.cancellable(id) });
+    return at + 2;
+  },
 };
 
 // Answer kinds: how a settled value is reported (the core reads JSON answers and refuses malformed ones).

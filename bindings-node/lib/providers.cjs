@@ -213,6 +213,24 @@ class HostedProvider {
     return nativeCall(() => this.#native.list());
   }
 
+  /**
+   * `lookup({ ids })`: the sandboxes of `ids` that still exist, read by id
+   * (the vendor's get), for `reconcile` to judge what the store's registry
+   * names and the listing did not show. Absent (`undefined`) when the
+   * vendor has no get or the listing takes every sandbox (`sweepUnlabelled`).
+   */
+  get lookup() {
+    return this.#native.canLookup ? this.#lookup : undefined;
+  }
+
+  #lookup = async (input) => {
+    checkObject(input, 'input');
+    const { ids } = input;
+    if (!Array.isArray(ids)) throw new TypeError('input.ids must be an array of sandbox ids');
+    const checked = ids.map((id, index) => checkString(id, `input.ids[${index}]`));
+    return nativeCall(() => this.#native.lookup(checked));
+  };
+
   /** One small authenticated call: rejects, naming the variable to set, when the vendor refuses the credential. */
   async checkAccess() {
     await nativeCall(() => this.#native.checkAccess());

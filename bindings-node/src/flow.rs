@@ -199,6 +199,7 @@ pub struct ReconcileProvider {
     pub name: String,
     /// Whether it has a `list` (no list: no orphan sweep).
     pub can_list: bool,
+    pub can_lookup: bool,
     /// Its own owner namespace, when it names one.
     pub owner: Option<String>,
 }
@@ -225,7 +226,12 @@ pub fn start_reconcile(
     sent.push(host_name.clone());
     let providers = providers
         .into_iter()
-        .map(|provider| HostProvider { name: provider.name, can_list: provider.can_list, owner: provider.owner })
+        .map(|provider| HostProvider {
+            name: provider.name,
+            can_list: provider.can_list,
+            can_lookup: provider.can_lookup,
+            owner: provider.owner,
+        })
         .collect();
     let now = millis(now);
     let pass = PassStart { progress, stopped, host_name: Some(host_name), registry, prune };

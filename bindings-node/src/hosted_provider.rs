@@ -161,6 +161,23 @@ impl NativeHostedProvider {
         })
     }
 
+    /// Whether it looks up registered sandboxes by id (a vendor with a get,
+    /// unless the listing takes every sandbox).
+    #[napi(getter)]
+    pub fn can_lookup(&self) -> bool {
+        self.inner.can_lookup()
+    }
+
+    /// The sandboxes of `ids` that still exist, read by id.
+    #[napi]
+    pub fn lookup<'env>(&self, env: &'env Env, ids: Vec<String>) -> Result<PromiseRaw<'env, Vec<HostedListedObject>>> {
+        let inner = self.inner.clone();
+        spawn_coded(env, async move {
+            let found = inner.lookup_sandboxes(&ids).await.map_err(provider_error)?;
+            Ok(found.into_iter().map(HostedListedObject::from).collect())
+        })
+    }
+
     /// One small authenticated call; rejects naming the variable to set.
     #[napi]
     pub fn check_access<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {

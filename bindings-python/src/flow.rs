@@ -140,7 +140,7 @@ pub fn start_reclaim_all<'py>(
     start(py, Box::new(ReclaimAll::new(input, now)))
 }
 
-/// Starts `reconcile`: `providers` are `(name, can_list, owner or None)` triples, in order;
+/// Starts `reconcile`: `providers` are `(name, can_list, can_lookup, owner or None)`, in order;
 /// `registry`: the store has `registered_sandboxes`; `prune`: it has `prune`.
 #[pyfunction]
 #[pyo3(signature = (options_json, providers, host_name, progress, stopped, registry, prune, now, /))]
@@ -148,7 +148,7 @@ pub fn start_reclaim_all<'py>(
 pub fn start_reconcile<'py>(
     py: Python<'py>,
     options_json: &str,
-    providers: Vec<(String, bool, Option<String>)>,
+    providers: Vec<(String, bool, bool, Option<String>)>,
     host_name: String,
     progress: bool,
     stopped: bool,
@@ -156,8 +156,10 @@ pub fn start_reconcile<'py>(
     prune: bool,
     now: u64,
 ) -> PyResult<Batch<'py>> {
-    let providers =
-        providers.into_iter().map(|(name, can_list, owner)| HostProvider { name, can_list, owner }).collect();
+    let providers = providers
+        .into_iter()
+        .map(|(name, can_list, can_lookup, owner)| HostProvider { name, can_list, can_lookup, owner })
+        .collect();
     let pass = PassStart { progress, stopped, host_name: Some(host_name), registry, prune };
     let input = start::reconcile(&host_options(options_json)?, providers, pass, now).map_err(invalid)?;
     start(py, Box::new(Reconcile::new(input, now)))

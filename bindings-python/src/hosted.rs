@@ -143,6 +143,28 @@ impl HostedProvider {
         })
     }
 
+    /// Whether it looks up registered sandboxes by id (a vendor with a get,
+    /// unless the listing takes every sandbox).
+    #[getter]
+    fn can_lookup(&self) -> bool {
+        self.inner.can_lookup()
+    }
+
+    /// Awaitable of `[(id, created_at | None, owner | None, key | None, deleting), ...]`:
+    /// the sandboxes of `ids` that still exist, read by id.
+    #[pyo3(signature = (ids, /))]
+    fn lookup<'py>(&self, py: Python<'py>, ids: Vec<String>) -> PyResult<Awaitable<'py, Vec<Listed>>> {
+        let inner = self.inner.clone();
+        awaitable(py, async move { inner.lookup_sandboxes(&ids).await }, |py, found| {
+            let sandboxes = found.map_err(provider_error)?;
+            sandboxes
+                .into_iter()
+                .map(|sandbox| (sandbox.id, sandbox.created_at, sandbox.owner, sandbox.key, sandbox.deleting))
+                .collect::<Vec<_>>()
+                .into_py_any(py)
+        })
+    }
+
     /// Awaitable of one small authenticated call; raises naming the variable
     /// to set when the vendor refuses the credential.
     fn check_access<'py>(&self, py: Python<'py>) -> PyResult<Awaitable<'py, ()>> {

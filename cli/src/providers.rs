@@ -87,6 +87,14 @@ impl SandboxProvider for TimedProvider {
         self.inner.list_sandboxes().await
     }
 
+    fn can_lookup(&self) -> bool {
+        self.inner.can_lookup()
+    }
+
+    async fn lookup_sandboxes(&self, ids: &[String]) -> Result<Vec<ListedSandbox>, ProviderError> {
+        self.inner.lookup_sandboxes(ids).await
+    }
+
     fn owner(&self) -> Option<&str> {
         self.inner.owner()
     }
@@ -219,6 +227,14 @@ impl SandboxProvider for HostedBox {
 
     async fn list_sandboxes(&self) -> Result<Vec<ListedSandbox>, ProviderError> {
         self.0.list_sandboxes().await
+    }
+
+    fn can_lookup(&self) -> bool {
+        self.0.can_lookup()
+    }
+
+    async fn lookup_sandboxes(&self, ids: &[String]) -> Result<Vec<ListedSandbox>, ProviderError> {
+        self.0.lookup_sandboxes(ids).await
     }
 
     fn owner(&self) -> Option<&str> {

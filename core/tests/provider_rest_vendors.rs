@@ -157,10 +157,10 @@ impl Vendor {
 }
 
 fn sweep_options<'a>(
-    provider: &'a dyn HostedSandboxProvider,
+    provider: &'a dyn SandboxProvider,
     store: &'a InMemorySandboxInstanceStore,
 ) -> ReconcileOptions<'a> {
-    let mut options = ReconcileOptions::new(vec![provider as &dyn SandboxProvider], store);
+    let mut options = ReconcileOptions::new(vec![provider], store);
     options.orphan_grace = Duration::from_secs(60);
     options.backoff = Duration::from_millis(1);
     options.max_backoff = Duration::from_millis(1);
@@ -356,7 +356,9 @@ async fn sweeping_unlabelled_sandboxes_destroys_only_what_the_registry_names() {
         }
         store.delete("k0").await.unwrap();
         store.delete("kt").await.unwrap();
-        let report = reconcile(sweep_options(labelled_only.as_ref(), &store)).await.unwrap();
+        // The listing alone (the lookup by id is tests/hosted_lookup.rs's).
+        let listing_only = hosted_support::ListingOnly(labelled_only.as_ref());
+        let report = reconcile(sweep_options(&listing_only, &store)).await.unwrap();
         let orphans = &report.providers[0].orphans;
         assert_eq!((orphans.status, orphans.listed, orphans.destroyed), (SweepStatus::Swept, 0, 0), "{orphans:?}");
         let report = reconcile(sweep_options(unlabelled.as_ref(), &store)).await.unwrap();

@@ -95,7 +95,7 @@ pub struct Protocol {
     pub endings: [u32; 6],
     /// Operands after each ending kind (indexed by kind).
     pub ending_operands: [u32; 6],
-    pub ops: [u32; 22],
+    pub ops: [u32; 23],
     pub meta_kinds: [u32; 3],
     pub completions: [u32; 5],
     /// The logger methods a flow may call.
@@ -353,6 +353,10 @@ fn encode_effect(slots: &mut Vec<Slot>, id: EffectId, effect: Effect) -> u32 {
         Effect::ListSandboxes { provider, deadline } => {
             push(slots, op::LIST_SANDBOXES, id, [int(provider), deadline.map_or(Slot::Nothing, int)])
         }
+        Effect::LookupSandboxes { provider, ids, deadline } => {
+            let ids = serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into());
+            push(slots, op::LOOKUP_SANDBOXES, id, [int(provider), text(ids), deadline.map_or(Slot::Nothing, int)])
+        }
         Effect::SandboxReferences { provider, destroyed_since } => {
             push(slots, op::SANDBOX_REFERENCES, id, [text(provider), int(destroyed_since)])
         }
@@ -461,7 +465,7 @@ fn decode(op: u32, json: &str) -> Completion {
             let ids: Option<Vec<String>> = items().iter().map(|id| id.as_str().map(str::to_owned)).collect();
             ids.map_or_else(|| failed("expected an array of strings".into()), Completion::Ids)
         }
-        op::LIST_SANDBOXES => {
+        op::LIST_SANDBOXES | op::LOOKUP_SANDBOXES => {
             let mut sandboxes = Vec::new();
             for (index, item) in items().iter().enumerate() {
                 let Some(id) = item.get("id").and_then(Value::as_str) else {
@@ -594,6 +598,7 @@ mod tests {
             Effect::Progress("{}".into()),
             Effect::RegisteredSandboxes { provider: "p".into(), since: 0 },
             Effect::Prune { provider: "p".into(), registry_before: 0, audit_before: 0 },
+            Effect::LookupSandboxes { provider: 0, ids: vec!["s".into()], deadline: None },
         ];
         assert_eq!(effects.len(), EFFECTS.len(), "one sample per op");
         for (index, effect) in effects.into_iter().enumerate() {

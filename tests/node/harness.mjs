@@ -504,6 +504,20 @@ export async function buildFleetFixture(vector, binding, clock) {
         return act(spec.list, { thrown, sources: ['list', `list:${spec.name}`], clock, produce: listed, value: listed });
       };
     }
+    if (spec.lookup !== undefined) {
+      provider.lookup = function (input) {
+        assert.equal(this, provider, 'lookup is called as a method');
+        const { ids, signal, ...rest } = input;
+        assert.deepEqual(rest, {}, 'lookup is handed { ids, signal? }');
+        calls.push({ on: 'provider', name: spec.name, method: 'lookup', args: [{ ids: [...ids] }], at: at() });
+        if (signal !== undefined) {
+          assert.ok(signal instanceof AbortSignal, 'lookup input.signal is an AbortSignal');
+          signal.addEventListener('abort', () => aborted.push(`lookup:${spec.name}`));
+        }
+        const found = () => listedValue(spec.lookup.value);
+        return act(spec.lookup, { thrown, sources: ['lookup', `lookup:${spec.name}`], clock, produce: found, value: found });
+      };
+    }
     return provider;
   });
 

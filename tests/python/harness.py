@@ -657,6 +657,28 @@ class ListingFleetProvider(FleetProvider):
         return fixture.perform("list", behaviour, lambda: [], aborted=f"list:{self.name}")
 
 
+def _absolute(fixture: FleetFixture, behaviour: dict[str, Any]) -> dict[str, Any]:
+    """A listing behaviour with its sandboxes' relative ``createdAt`` made absolute."""
+    behaviour = dict(behaviour)
+    if "value" in behaviour:
+        start = fixture.clock.start
+        behaviour["value"] = [
+            {**sandbox, "createdAt": sandbox["createdAt"] + start} if sandbox.get("createdAt") is not None else sandbox
+            for sandbox in behaviour["value"]
+        ]
+    return behaviour
+
+
+class LookingFleetProvider(ListingFleetProvider):
+    """A scripted provider that also looks sandboxes up by id."""
+
+    def lookup(self, ids: list[str]) -> Any:
+        fixture = self._fixture
+        assert isinstance(ids, list) and all(isinstance(one, str) for one in ids), ids
+        fixture.record({"on": "provider", "method": "lookup", "args": [{"ids": list(ids)}], "name": self.name})
+        return fixture.perform("lookup", _absolute(fixture, self._spec["lookup"]), lambda: [], aborted=f"lookup:{self.name}")
+
+
 def _fleet_options(options: dict[str, Any]) -> dict[str, Any]:
     """camelCase options as Python keywords: ``fooMs`` → ``foo`` in seconds."""
     keywords: dict[str, Any] = {}
@@ -703,7 +725,10 @@ async def run_fleet_vector(vector: Vector) -> None:
     await _seed(vector, native, start)
     store = FleetLedgerStoreProxy(fixture, native) if ledger else FleetStoreProxy(fixture, native)
     providers = [
-        (ListingFleetProvider if "list" in spec else FleetProvider)(fixture, spec) for spec in vector["providers"]
+        (LookingFleetProvider if "lookup" in spec else ListingFleetProvider if "list" in spec else FleetProvider)(
+            fixture, spec
+        )
+        for spec in vector["providers"]
     ]
     options = _fleet_options(vector.get("options", {}))
     if vector.get("progress"):

@@ -24,6 +24,7 @@ from sandbox_reclaim import (
     BlaxelProvider,
     DaytonaProvider,
     InMemoryLeakLedgerStore,
+    ListedSandbox,
     ReclaimOutcome,
     RunRecord,
     RunloopProvider,
@@ -208,6 +209,21 @@ def fake(request: pytest.FixtureRequest) -> Iterator[Fake]:
         process.wait()
 
 
+class _ListingOnly:
+    """A provider without its lookup by id: what its listing alone finds."""
+
+    def __init__(self, inner: HostedProvider) -> None:
+        self._inner = inner
+        self.name = inner.name
+        self.owner = inner.owner
+
+    async def destroy(self, sandbox_id: str) -> None:
+        await self._inner.destroy(sandbox_id)
+
+    async def list_sandboxes(self) -> list[ListedSandbox]:
+        return await self._inner.list_sandboxes()
+
+
 def run(key: str) -> RunRecord:
     return RunRecord(run_id=f"run-{key}", thread_id="t1", status=RunStatus.COMPLETED, started_at=1, sandbox_key=key)
 
@@ -336,10 +352,11 @@ async def test_sweep_unlabelled_takes_an_unlabelled_sandbox_only_when_the_regist
         await store.delete(key)
     assert await store.registered_sandboxes(name, 0) == ["reg", "theirs"]
 
-    # Without sweep_unlabelled the listing is still filtered by owner.
+    # Without sweep_unlabelled the listing is still filtered by owner (the
+    # listing alone here: the lookup by id is test_a_registered_sandbox_is_looked_up_by_id's).
     filtered = fake.provider()
     assert [(sandbox.id, sandbox.owner) for sandbox in await filtered.list_sandboxes()] == [("ours", "sandbox-reclaim")]
-    report = await reconcile(providers=[filtered], instances=store, orphan_grace=60)
+    report = await reconcile(providers=[_ListingOnly(filtered)], instances=store, orphan_grace=60)
     assert (report.providers[0].orphans.listed, report.providers[0].orphans.destroyed) == (1, 1)
     assert fake.state()["alive"] == ["bare", "reg", "theirs"], "the registered unlabelled one is not even listed"
     queries = fake.listing_queries()
@@ -358,3 +375,27 @@ async def test_sweep_unlabelled_takes_an_unlabelled_sandbox_only_when_the_regist
     assert fake.state()["alive"] == ["bare", "theirs"], "only the registered unlabelled one is destroyed"
     if owner_filter is not None:
         assert not any(f"{owner_filter}=" in query for query in fake.listing_queries()[len(queries) :])
+
+
+async def test_a_registered_sandbox_is_looked_up_by_id_without_listing_every_sandbox(fake: Fake) -> None:
+    """The default: what the registry names and the listing did not show is
+    read by id (the vendor's get); the unlabelled one a deleted record named
+    is destroyed; a stranger, another owner's and a gone one stay."""
+    fake.seed([fake.vendor.sandbox("reg", {}), fake.vendor.sandbox("bare", {}), fake.vendor.sandbox("theirs", {OWNER_LABEL: "other"})])
+    name = fake.vendor.name
+    store = InMemoryLeakLedgerStore()
+    for key, sandbox_id in (("k-reg", "reg"), ("k-theirs", "theirs"), ("k-gone", "gone")):
+        await store.upsert(SandboxInstanceRecord(key=key, provider=name, provider_sandbox_id=sandbox_id, thread_id="t1", updated_at=1))
+        await store.delete(key)
+    provider = fake.provider()
+    assert provider.lookup is not None
+    assert fake.provider(sweep_unlabelled=True).lookup is None, "the listing takes every sandbox"
+    report = await reconcile(providers=[provider], instances=store, orphan_grace=60)
+    orphans = report.providers[0].orphans
+    assert orphans.status is SweepStatus.SWEPT
+    assert (orphans.found, orphans.destroyed, orphans.foreign) == (1, 1, 1)
+    assert fake.state()["alive"] == ["bare", "theirs"]
+    found = await provider.lookup(["bare", "gone"])
+    assert [sandbox.id for sandbox in found] == ["bare"]
+    with pytest.raises(TypeError, match="ids"):
+        await provider.lookup("bare")

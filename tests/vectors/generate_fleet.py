@@ -18,6 +18,7 @@ HERE = Path(__file__).parent
 WARN_DESTROY = "reclaim: provider destroy failed; deleting the record anyway"
 MISMATCH = "reclaim: instance record belongs to a different provider; refusing to destroy"
 IDLE_EXPIRED = "idle: the instance record was expired by a reconcile pass"
+LOOKUP_TIMEOUT = 'looking up the registered sandboxes of provider "local" did not settle within 100 ms; it was cancelled'
 CANNOT_LIST = "the provider has no list(): no orphan sweep (nothing guessed, nothing destroyed)"
 OWNER = "sandbox-reclaim"
 MINUTE = 60_000
@@ -1215,6 +1216,64 @@ def reconcile_cases() -> list[dict[str, Any]]:
             options={"dryRun": True},
             providers=[local([sandbox("u1", old, owner="")])],
             store={"registered": [instance("gone", "local", "u1", old)]},
+        ),
+        case(
+            "reconcile: a provider that looks up by id finds the registered sandboxes its listing did not show",
+            "A vendor that cannot list unlabelled sandboxes cheaply reads by id (its get) what the store's registry names and the listing did not show, once the listing is in: not one a live record references (r1). What the lookup finds is judged with the listing: unlabelled (u1) it is the registry's, so ours; labelled for another owner (x1) it stays theirs; one it does not answer (g1) is gone.",
+            {
+                "report": {
+                    "providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept", listed=3, foreign=1, found=2, destroyed=2)}],
+                    "actions": [action("orphan", "local", "o1", None, "destroyed"), action("orphan", "local", "u1", None, "destroyed")],
+                    "stillLeaking": False,
+                },
+                "calls": [
+                    due("local"), claim_sweep(), references(0), registered(0), listing(0), prune(0),
+                    call("provider", "lookup", [{"ids": ["g1", "u1", "x1"]}], 0, "local"),
+                    destroy("o1", 0, "local"), destroy("u1", 0, "local"), store("appendAudit", [2], 0), release_sweep(0),
+                ],
+                "instancesAfter": [instance("live", "local", "r1")],
+                "auditAfter": [audit(0, "local", "o1", None, "orphan", "destroyed"), audit(0, "local", "u1", None, "orphan", "destroyed")],
+            },
+            providers=[local([sandbox("o1", old)], lookup={"mode": "return", "value": [sandbox("u1", old, owner=None), sandbox("x1", old, owner="someone-else")]})],
+            instances=[instance("live", "local", "r1")],
+            store={"registered": [instance("gone-u", "local", "u1", old), instance("gone-x", "local", "x1", old), instance("gone-g", "local", "g1", old), instance("live-old", "local", "r1", old)]},
+        ),
+        case(
+            "reconcile: a failed lookup fails the sweep closed",
+            "A lookup that rejects (or answers what does not read) makes the provider's sweep unavailable, naming why: not even what the listing showed is destroyed, as for a failed listing.",
+            {
+                "report": {
+                    "providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("unavailable", error="vendor down")}],
+                    "actions": [],
+                    "stillLeaking": True,
+                },
+                "calls": [
+                    due("local"), claim_sweep(), references(0), registered(0), listing(0), prune(0),
+                    call("provider", "lookup", [{"ids": ["u1"]}], 0, "local"), release_sweep(0),
+                ],
+            },
+            providers=[local([sandbox("o1", old)], lookup={"mode": "reject", "message": "vendor down"})],
+            store={"registered": [instance("gone-u", "local", "u1", old)]},
+        ),
+        case(
+            "reconcile: a lookup that hangs is cut by the listing's deadline",
+            "The lookup runs under the listing's deadline (the destroy timeout): at it the lookup is cancelled and the sweep is unavailable, naming the deadline.",
+            {
+                "report": {
+                    "providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("unavailable", error=LOOKUP_TIMEOUT)}],
+                    "actions": [],
+                    "stillLeaking": True,
+                    "elapsedMs": 100,
+                },
+                "calls": [
+                    due("local"), claim_sweep(), references(0), registered(0), listing(0), prune(0),
+                    call("provider", "lookup", [{"ids": ["u1"]}], 0, "local"), release_sweep(100),
+                ],
+                "aborted": ["lookup:local"],
+            },
+            options={"destroyTimeoutMs": 100},
+            providers=[local([], lookup={"mode": "hang"})],
+            store={"registered": [instance("gone-u", "local", "u1", old)]},
         ),
         case(
             "reconcile: a dry run with nothing to do is not leaking",

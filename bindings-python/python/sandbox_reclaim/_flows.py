@@ -316,6 +316,19 @@ def _lister(provider: object) -> Callable[..., Any] | None:
     return None
 
 
+def _looker(provider: object, label: str) -> Callable[..., Any] | None:
+    """The method the orphan sweep looks registered sandboxes up by id
+    with: ``lookup(ids)``, optional (``None``: the sweep judges the listing
+    alone). Anything else there is a ``TypeError`` naming the field."""
+    method = getattr(provider, "lookup", None)
+    if method is None:
+        return None
+    if not callable(method):
+        raise TypeError(f"{label}.lookup must be a function when present")
+    looker: Callable[..., Any] = method
+    return looker
+
+
 def _provider_owner(provider: object, label: str) -> str | None:
     """A provider's own ``owner`` (a str attribute), which wins over the pass's;
     ``None`` when it has none. Anything else is a ``TypeError`` naming the
@@ -499,8 +512,8 @@ async def reconcile(
       the provider lists it). Seconds, at least 0. Default 600 s (10 min).
     * ``max_idle``: Expire records not updated for this long into the ledger (reason ``idle``).
       Absent: no idle expiry. Seconds, at least 0.001.
-    * ``limit``: Most ledger entries claimed per provider, and stale records read. A whole number,
-      at least 1. Default 1000.
+    * ``limit``: Most ledger entries claimed per provider, stale records read, and registered
+      sandboxes a provider looks up by id. A whole number, at least 1. Default 1000.
     * ``lease``: How long claims (ledger entries, a provider's sweep) hold. Seconds, at least 0.001.
       Default 300 s (5 min).
     * ``backoff``: The first wait after a failed retry, doubling per failure: after an entry's n-th
@@ -537,8 +550,12 @@ async def reconcile(
     event = _stop_event(stop)
     labels = ["provider"] if provider is not None else [f"providers[{index}]" for index in range(len(chosen))]
     owners = [_provider_owner(one, label) for one, label in zip(chosen, labels)]
-    plans = [(name, lister is not None, owner) for name, lister, owner in zip(names, lists, owners)]
-    bound = Host(provided={"destroy": destroys, "list": lists}, store=fleet, progress=progress)
+    lookups = [_looker(one, label) for one, label in zip(chosen, labels)]
+    plans = [
+        (name, lister is not None, looker is not None, owner)
+        for name, lister, looker, owner in zip(names, lists, lookups, owners)
+    ]
+    bound = Host(provided={"destroy": destroys, "list": lists, "lookup": lookups}, store=fleet, progress=progress)
     stopped = event is not None and event.is_set()
     arguments = (
         options,

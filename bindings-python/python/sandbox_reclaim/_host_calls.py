@@ -71,6 +71,7 @@ _OPERANDS: dict[str, Operand] = {
     "audit": _slot(lambda rows: [AuditEntry.from_dict(row) for row in json.loads(rows)]),
     "sandbox": _slot(lambda sandbox_id: sandbox_id, 2),  # the id; a deadline cancels the task
     "signal": lambda run, batch, at, args: at + 1,
+    "ids": _slot(json.loads, 2),  # the ids; a deadline cancels the task
     "entry": _entry,
     "leak": _leak,
 }

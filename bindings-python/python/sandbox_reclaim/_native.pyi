@@ -55,6 +55,12 @@ class HostedProvider:
         """
         The API base URL in use.
         """
+    @property
+    def can_lookup(self, /) -> bool:
+        """
+        Whether it looks up registered sandboxes by id (a vendor with a get,
+        unless the listing takes every sandbox).
+        """
     def check_access(self, /) -> Awaitable[None]:
         """
         Awaitable of one small authenticated call; raises naming the variable
@@ -68,6 +74,11 @@ class HostedProvider:
         """
         Awaitable of `[(id, created_at | None, owner | None, key | None, deleting), ...]`:
         every sandbox under the owner, for the orphan sweep.
+        """
+    def lookup(self, ids: SupportsGetItem[int, str], /) -> Awaitable[list[tuple[str, int | None, str | None, str | None, bool]]]:
+        """
+        Awaitable of `[(id, created_at | None, owner | None, key | None, deleting), ...]`:
+        the sandboxes of `ids` that still exist, read by id.
         """
     @property
     def name(self, /) -> str:
@@ -568,9 +579,9 @@ def start_reclaim_all(options_json: str, records: SupportsGetItem[int, tuple[str
     `stopped`: the caller stopped it before it began (nothing starts).
     """
 
-def start_reconcile(options_json: str, providers: SupportsGetItem[int, tuple[str, bool, str | None]], host_name: str, progress: bool, stopped: bool, registry: bool, prune: bool, now: SupportsIndex, /) -> tuple[Any, ...]:
+def start_reconcile(options_json: str, providers: SupportsGetItem[int, tuple[str, bool, bool, str | None]], host_name: str, progress: bool, stopped: bool, registry: bool, prune: bool, now: SupportsIndex, /) -> tuple[Any, ...]:
     """
-    Starts `reconcile`: `providers` are `(name, can_list, owner or None)` triples, in order;
+    Starts `reconcile`: `providers` are `(name, can_list, can_lookup, owner or None)`, in order;
     `registry`: the store has `registered_sandboxes`; `prune`: it has `prune`.
     """
 

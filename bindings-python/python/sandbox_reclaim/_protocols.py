@@ -49,6 +49,10 @@ class FleetProvider(SandboxProvider, Protocol):
     * ``owner``: The owner namespace its sandboxes carry; wins over the pass's ``owner``.
     * ``list()``: Its sandboxes, for the orphan sweep; a throw (or a rejected answer) makes the
       sweep ``unavailable``, and a provider without it gets no sweep (reported ``unavailable``).
+    * ``lookup(ids)``: The sandboxes of ``ids`` that still exist, read by id (the vendor's get):
+      what the store's registry names and the listing did not show, so what an unlabelled app
+      created is found without listing the whole account. An id it leaves out is gone; a throw makes
+      the sweep ``unavailable``.
 
     .. ---- end of generated declarations [fleet provider optional members] ----
     """

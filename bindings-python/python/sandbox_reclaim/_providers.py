@@ -18,7 +18,7 @@ from __future__ import annotations
 import builtins
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Literal
 
 from . import _native
@@ -267,6 +267,20 @@ class _HostedProvider:
         """One small authenticated call: raises :class:`SandboxProviderError`
         naming the variable to set when the vendor refuses the credential."""
         await self._native.check_access()
+
+    @property
+    def lookup(self) -> Callable[[Sequence[str]], Awaitable[builtins.list[ListedSandbox]]] | None:
+        """``lookup(ids)``: the sandboxes of ``ids`` that still exist, read by
+        id (the vendor's get), for :func:`reconcile` to judge what the store's
+        registry names and the listing did not show. ``None`` when the
+        listing takes every sandbox (``sweep_unlabelled``)."""
+        return self._lookup if self._native.can_lookup else None
+
+    async def _lookup(self, ids: Sequence[str]) -> builtins.list[ListedSandbox]:
+        if isinstance(ids, str) or not isinstance(ids, Sequence):
+            raise TypeError(f"`ids` must be a sequence of str, got {type(ids).__name__}")
+        checked = [_text(f"ids[{index}]", sandbox_id) for index, sandbox_id in enumerate(ids)]
+        return [ListedSandbox(*sandbox) for sandbox in await self._native.lookup(checked)]
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self.name!r} api_url={self.api_url!r}>"

@@ -246,6 +246,12 @@ fn start<'a>(
                 async move { provider.list_sandboxes().await.map_or_else(Settled::DestroyFailed, Settled::Sandboxes) },
             )
         }
+        Effect::LookupSandboxes { provider, ids, .. } => {
+            let provider = provider_at(provider)?;
+            Box::pin(async move {
+                provider.lookup_sandboxes(&ids).await.map_or_else(Settled::DestroyFailed, Settled::Sandboxes)
+            })
+        }
         Effect::SandboxReferences { provider, destroyed_since } => {
             let fleet = fleet()?;
             Box::pin(async move {

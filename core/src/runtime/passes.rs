@@ -94,7 +94,8 @@ pub struct ReconcileOptions<'a> {
     /// Expire records not updated for this long into the ledger (reason `idle`). Absent: no idle expiry. At
     /// least 1 ms.
     pub max_idle: Option<Duration>,
-    /// Most ledger entries claimed per provider, and stale records read. At least 1. Default 1000.
+    /// Most ledger entries claimed per provider, stale records read, and registered sandboxes a provider
+    /// looks up by id. At least 1. Default 1000.
     pub limit: usize,
     /// How long claims (ledger entries, a provider's sweep) hold. At least 1 ms. Default 5 min.
     pub lease: Duration,
@@ -280,6 +281,7 @@ async fn reconcile_with(options: HostOptions, hosts: PassHosts<'_>) -> Result<Re
         .map(|provider| HostProvider {
             name: provider.name().to_owned(),
             can_list: provider.can_list(),
+            can_lookup: provider.can_lookup(),
             owner: provider.owner().map(str::to_owned),
         })
         .collect();

@@ -133,7 +133,9 @@ pub async fn sweeping_unlabelled_destroys_only_what_the_registry_names(
     }
     store.delete("k0").await.unwrap();
     store.delete("kt").await.unwrap();
-    let mut filtered = ReconcileOptions::new(vec![labelled_only], &store);
+    // The listing alone (a vendor's lookup by id is tests/hosted_lookup.rs's).
+    let listing_only = ListingOnly(labelled_only);
+    let mut filtered = ReconcileOptions::new(vec![&listing_only as &dyn SandboxProvider], &store);
     filtered.orphan_grace = Duration::from_secs(60);
     let report = reconcile(filtered).await.unwrap();
     let orphans = &report.providers[0].orphans;
@@ -155,4 +157,30 @@ pub async fn sweeping_unlabelled_destroys_only_what_the_registry_names(
     expected.sort();
     assert_eq!(alive, expected);
     assert_eq!(fake.deletes_of(ids.registered).await, 1);
+}
+
+/// A provider without its lookup by id: what its listing alone finds.
+pub struct ListingOnly<'a>(pub &'a dyn SandboxProvider);
+
+#[async_trait::async_trait]
+impl SandboxProvider for ListingOnly<'_> {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    async fn destroy(&self, provider_sandbox_id: &str) -> Result<(), sandbox_reclaim::ProviderError> {
+        self.0.destroy(provider_sandbox_id).await
+    }
+
+    fn can_list(&self) -> bool {
+        self.0.can_list()
+    }
+
+    async fn list_sandboxes(&self) -> Result<Vec<sandbox_reclaim::ListedSandbox>, sandbox_reclaim::ProviderError> {
+        self.0.list_sandboxes().await
+    }
+
+    fn owner(&self) -> Option<&str> {
+        self.0.owner()
+    }
 }

@@ -120,6 +120,7 @@ fn machine(vector: &Value, start: Millis, has_ledger: bool) -> Box<dyn Flow> {
         .map(|provider| HostProvider {
             name: text(&provider["name"]),
             can_list: provider.get("list").is_some(),
+            can_lookup: provider.get("lookup").is_some(),
             owner: provider["owner"].as_str().map(str::to_owned),
         })
         .collect();
@@ -210,6 +211,9 @@ pub fn run_fleet(vector: &Value) -> FleetObserved {
                         Some(Effect::ListSandboxes { provider, .. }) => {
                             aborted.push(json!(format!("list:{}", text(&provider_of(*provider)["name"]))))
                         }
+                        Some(Effect::LookupSandboxes { provider, .. }) => {
+                            aborted.push(json!(format!("lookup:{}", text(&provider_of(*provider)["name"]))))
+                        }
                         _ => {}
                     }
                     // A cancelled call may still settle later; the machine must ignore it.
@@ -234,6 +238,11 @@ pub fn run_fleet(vector: &Value) -> FleetObserved {
                     let call =
                         json!({"on": "provider", "method": "list", "args": [], "at": at, "name": provider["name"]});
                     ("list", call, provider["list"].clone())
+                }
+                Effect::LookupSandboxes { provider, ids, .. } => {
+                    let provider = provider_of(*provider);
+                    let call = json!({"on": "provider", "method": "lookup", "args": [{"ids": ids}], "at": at, "name": provider["name"]});
+                    ("lookup", call, provider["lookup"].clone())
                 }
                 Effect::SandboxReferences { provider, destroyed_since } => (
                     "sandboxReferences",
@@ -413,7 +422,7 @@ fn settle(
     };
     match &settled.effect {
         Effect::Destroy { .. } => Completion::Ok,
-        Effect::ListSandboxes { .. } => {
+        Effect::ListSandboxes { .. } | Effect::LookupSandboxes { .. } => {
             let listed = returned.unwrap_or(json!([]));
             Completion::Sandboxes(
                 listed

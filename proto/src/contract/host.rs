@@ -63,6 +63,8 @@ pub enum Kind {
     Destroy,
     /// What `list` is handed: Node's `{ signal? }` (`FleetListInput`), nothing in Python.
     ListInput,
+    /// What `lookup` is handed: Node's `{ ids, signal? }` (`FleetLookupInput`), Python's list of ids.
+    LookupInput,
     /// What `list` answers: the provider's sandboxes (`ListedSandbox`es).
     Listed,
     /// A log line's meta: a fresh object of the reference's camelCase keys.
@@ -178,7 +180,7 @@ pub const SANDBOX_PROVIDER: [Method; 2] = [
 ];
 
 /// What a reconcile pass also reads of a provider: both optional.
-pub const FLEET_PROVIDER: [Method; 2] = [
+pub const FLEET_PROVIDER: [Method; 3] = [
     property("owner", "owner", Text, true, "The owner namespace its sandboxes carry; wins over the pass's `owner`."),
     method(
         "list",
@@ -188,6 +190,16 @@ pub const FLEET_PROVIDER: [Method; 2] = [
         true,
         "Its sandboxes, for the orphan sweep; a throw (or a rejected answer) makes the sweep `unavailable`, and \
          a provider without it gets no sweep (reported `unavailable`).",
+    ),
+    method(
+        "lookup",
+        "lookup",
+        &[param("input", "ids", LookupInput)],
+        Listed,
+        true,
+        "The sandboxes of `ids` that still exist, read by id (the vendor's get): what the store's registry names \
+         and the listing did not show, so what an unlabelled app created is found without listing the whole \
+         account. An id it leaves out is gone; a throw makes the sweep `unavailable`.",
     ),
 ];
 

@@ -26,6 +26,18 @@ pub trait SandboxProvider: Send + Sync {
     async fn list_sandboxes(&self) -> Result<Vec<ListedSandbox>, ProviderError> {
         Ok(Vec::new())
     }
+    /// Whether [`SandboxProvider::lookup_sandboxes`] is implemented: the
+    /// sweep then reads by id what the store's registry names and the
+    /// listing did not show.
+    fn can_lookup(&self) -> bool {
+        false
+    }
+    /// The sandboxes of `ids` that still exist, read by id (the vendor's
+    /// get), as a listing shows them; an id left out is gone. An answer it
+    /// cannot read fails the whole lookup (the sweep is then `unavailable`).
+    async fn lookup_sandboxes(&self, _ids: &[String]) -> Result<Vec<ListedSandbox>, ProviderError> {
+        Ok(Vec::new())
+    }
     /// The owner namespace its sandboxes carry; the orphan sweep destroys
     /// only sandboxes listed under it. `None`: the pass's `owner` option
     /// (default [`crate::options::defaults::OWNER`]).

@@ -55,9 +55,11 @@ pub mod op {
     pub const REGISTERED_SANDBOXES: u32 = 20;
     /// provider, registryBefore, auditBefore
     pub const PRUNE: u32 = 21;
+    /// provider number, the ids as a JSON array, deadline | Nothing; answered with JSON
+    pub const LOOKUP_SANDBOXES: u32 = 22;
 
     /// Every op, in number order.
-    pub const ALL: [u32; 22] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21];
+    pub const ALL: [u32; 23] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22];
 }
 
 /// Whom an effect calls.
@@ -95,6 +97,9 @@ pub mod operand {
     /// One slot (deadline | Nothing): Node passes `{ signal }` under a
     /// deadline and nothing otherwise; Python passes nothing.
     pub const SIGNAL: &str = "signal";
+    /// Two slots (the ids as a JSON array, deadline | Nothing): Node
+    /// `{ ids, signal? }` (a signal only under a deadline), Python the ids.
+    pub const IDS: &str = "ids";
 }
 
 /// How a driver reports an effect's answer.
@@ -165,7 +170,7 @@ const fn field(wire: &'static str, python: &'static str, kind: &'static str, req
 const FLAG: Option<Shape> = Some(Shape { kind: "flag", noun: "", fields: &[] });
 
 /// Every op's row, in op number order.
-pub const EFFECTS: [EffectSpec; 22] = {
+pub const EFFECTS: [EffectSpec; 23] = {
     use self::{answer as a, operand as o, target as t};
     const fn spec(
         op: u32,
@@ -272,6 +277,11 @@ pub const EFFECTS: [EffectSpec; 22] = {
             false,
         ),
         spec(op::PRUNE, "prune", "prune", t::STORE, &[o::VALUE, o::VALUE, o::VALUE], a::OK),
+        answered(
+            spec(op::LOOKUP_SANDBOXES, "lookup", "lookup", t::PROVIDER, &[o::PROVIDER, o::IDS], a::JSON),
+            LISTED,
+            false,
+        ),
     ]
 };
 
@@ -316,7 +326,7 @@ const DUE: Option<Shape> = Some(Shape {
 pub const fn slots(kind: &str) -> usize {
     match kind.as_bytes() {
         b"leak" => 6,
-        b"entry" | b"sandbox" => 2,
+        b"entry" | b"sandbox" | b"ids" => 2,
         _ => 1,
     }
 }
@@ -348,6 +358,7 @@ mod host_contract {
             Kind::Lease => operand::LEASE,
             Kind::Destroy => operand::SANDBOX,
             Kind::ListInput => operand::SIGNAL,
+            Kind::LookupInput => operand::IDS,
             _ => operand::VALUE,
         }
     }

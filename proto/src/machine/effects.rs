@@ -52,6 +52,12 @@ pub enum Effect {
     /// Provider number `provider`'s `list()`; complete with
     /// [`Completion::Sandboxes`]. Cancellable like a destroy.
     ListSandboxes { provider: u32, deadline: Option<Millis> },
+    /// Provider number `provider`'s `lookup({ ids })` (Python `lookup(ids)`):
+    /// each registered sandbox whose record is gone and the listing did not
+    /// show, read by id (the vendor's get); complete with
+    /// [`Completion::Sandboxes`] (an id it does not answer is gone).
+    /// Cancellable like a listing.
+    LookupSandboxes { provider: u32, ids: Vec<String>, deadline: Option<Millis> },
     /// The store's `sandboxReferences(provider, destroyedSince)`: what the
     /// store's records and ledger entries reference, and what a pass (on any
     /// host, by the audit log) destroyed at or after `destroyed_since`;

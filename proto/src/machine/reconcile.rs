@@ -53,6 +53,9 @@ pub struct ProviderPlan {
     pub name: String,
     /// Whether it implements `list` (no list: no orphan sweep).
     pub can_list: bool,
+    /// Whether it implements `lookup` (read sandboxes by id): the sweep then
+    /// looks up what the store's registry names and the listing did not show.
+    pub can_lookup: bool,
     /// The owner namespace its sandboxes must carry to be swept.
     pub owner: String,
 }
@@ -178,6 +181,10 @@ enum Pending {
         provider: usize,
         deadline: Option<Millis>,
     },
+    Lookup {
+        provider: usize,
+        deadline: Option<Millis>,
+    },
     References {
         provider: usize,
     },
@@ -218,6 +225,10 @@ pub struct Reconcile {
     references: Vec<HashSet<String>>,
     /// Per provider, what the store's registry names as ours.
     registered: Vec<HashSet<String>>,
+    /// Per provider, the listing while its lookup is out.
+    listed: Vec<Vec<ListedSandbox>>,
+    /// Per provider, the ids its lookup asked for.
+    looked_up: Vec<HashSet<String>>,
     /// Per provider, every sandbox this pass has an action for (a leak
     /// retry, an idle expiry): the sweep never takes it for an orphan.
     acted_on: Vec<HashSet<String>>,
@@ -271,6 +282,8 @@ impl Reconcile {
             expire_queue: VecDeque::new(),
             references: vec![HashSet::new(); providers],
             registered: vec![HashSet::new(); providers],
+            listed: vec![Vec::new(); providers],
+            looked_up: vec![HashSet::new(); providers],
             acted_on: vec![HashSet::new(); providers],
             sweep_lease_ends: vec![None; providers],
             jobs: Vec::new(),
@@ -504,6 +517,57 @@ impl Reconcile {
             audit_before: now.saturating_sub(self.input.audit_retention_ms),
         };
         self.ask(effect, Pending::Prune);
+    }
+
+    /// The listing is in. A provider that can read sandboxes by id is then
+    /// asked for what the store's registry names and the listing did not
+    /// show (nor a record or ledger entry references, nor this pass acted
+    /// on): the sandboxes TanStack's providers created without labels whose
+    /// records are gone, found without listing the whole account. At most
+    /// `limit` a pass, from an offset that moves with the pass's start, so a
+    /// long registry is covered over passes at a bounded cost each. Once
+    /// nothing new may start, the listing is judged alone.
+    fn listing_read(&mut self, provider: usize, listed: Vec<ListedSandbox>, now: Millis) {
+        if self.input.providers[provider].can_lookup && self.may_start(now) {
+            let shown: HashSet<&str> = listed.iter().map(|sandbox| sandbox.id.as_str()).collect();
+            let (references, acted_on) = (&self.references[provider], &self.acted_on[provider]);
+            let mut ids: Vec<String> = self.registered[provider]
+                .iter()
+                .filter(|id| !shown.contains(id.as_str()) && !references.contains(*id) && !acted_on.contains(*id))
+                .cloned()
+                .collect();
+            if !ids.is_empty() {
+                ids.sort();
+                let limit = (self.input.limit as usize).max(1);
+                if ids.len() > limit {
+                    let offset = (self.started_at / 1000) as usize % ids.len();
+                    ids.rotate_left(offset);
+                    ids.truncate(limit);
+                    ids.sort();
+                }
+                self.looked_up[provider] = ids.iter().cloned().collect();
+                self.listed[provider] = listed;
+                let deadline = Some(now.saturating_add(self.list_timeout()));
+                let effect = Effect::LookupSandboxes { provider: provider as u32, ids, deadline };
+                self.ask(effect, Pending::Lookup { provider, deadline });
+                return;
+            }
+        }
+        self.sandboxes_listed(provider, listed, now);
+    }
+
+    /// The lookup is in: what it found is judged with the listing. A
+    /// sandbox it found without a label is the registry's, so unlabelled
+    /// (owner `""`); one labelled for another owner stays theirs; an id it
+    /// was not asked for is ignored; one it did not answer is gone.
+    fn looked_up(&mut self, provider: usize, found: Vec<ListedSandbox>, now: Millis) {
+        let asked = std::mem::take(&mut self.looked_up[provider]);
+        let mut listed = std::mem::take(&mut self.listed[provider]);
+        listed.extend(found.into_iter().filter(|sandbox| asked.contains(&sandbox.id)).map(|mut sandbox| {
+            sandbox.owner.get_or_insert_with(String::new);
+            sandbox
+        }));
+        self.sandboxes_listed(provider, listed, now);
     }
 
     /// Ours: listed under our owner label, or listed without a label
@@ -841,7 +905,10 @@ impl Flow for Reconcile {
                 self.report.providers[provider].orphans.status = SweepStatus::HeldElsewhere;
             }
             (Pending::List { provider, .. }, Completion::Sandboxes(sandboxes)) => {
-                self.sandboxes_listed(provider, sandboxes, now);
+                self.listing_read(provider, sandboxes, now);
+            }
+            (Pending::Lookup { provider, .. }, Completion::Sandboxes(found)) => {
+                self.looked_up(provider, found, now);
             }
             (Pending::References { provider }, Completion::Ids(ids)) => self.references_read(provider, ids, now),
             (Pending::Registered { provider }, Completion::Ids(ids)) => self.registered_read(provider, ids, now),
@@ -849,6 +916,7 @@ impl Flow for Reconcile {
             (
                 Pending::Sweep { provider, .. }
                 | Pending::List { provider, .. }
+                | Pending::Lookup { provider, .. }
                 | Pending::References { provider }
                 | Pending::Registered { provider },
                 Completion::Failed { message },
@@ -886,7 +954,9 @@ impl Flow for Reconcile {
         self.pending
             .values()
             .filter_map(|pending| match pending {
-                Pending::Destroy { deadline, .. } | Pending::List { deadline, .. } => *deadline,
+                Pending::Destroy { deadline, .. }
+                | Pending::List { deadline, .. }
+                | Pending::Lookup { deadline, .. } => *deadline,
                 _ => None,
             })
             .min()
@@ -897,9 +967,9 @@ impl Flow for Reconcile {
             .pending
             .iter()
             .filter(|(_, pending)| match pending {
-                Pending::Destroy { deadline, .. } | Pending::List { deadline, .. } => {
-                    deadline.is_some_and(|at| at <= now)
-                }
+                Pending::Destroy { deadline, .. }
+                | Pending::List { deadline, .. }
+                | Pending::Lookup { deadline, .. } => deadline.is_some_and(|at| at <= now),
                 _ => false,
             })
             .map(|(id, pending)| (*id, *pending))
@@ -914,6 +984,11 @@ impl Flow for Reconcile {
                 Pending::List { provider, .. } => {
                     let message =
                         messages::list_timeout_message(&self.input.providers[provider].name, self.list_timeout());
+                    self.unavailable(provider, message);
+                }
+                Pending::Lookup { provider, .. } => {
+                    let message =
+                        messages::lookup_timeout_message(&self.input.providers[provider].name, self.list_timeout());
                     self.unavailable(provider, message);
                 }
                 Pending::Destroy { job, lease_cut, .. } => {

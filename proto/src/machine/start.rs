@@ -16,6 +16,8 @@ pub struct HostProvider {
     pub name: String,
     /// Whether it has a listing method (no listing: no orphan sweep).
     pub can_list: bool,
+    /// Whether it has a lookup method (reads sandboxes by id).
+    pub can_lookup: bool,
     /// Its own owner namespace, when it names one.
     pub owner: Option<String>,
 }
@@ -94,6 +96,7 @@ pub fn reconcile(
         .map(|provider| ProviderPlan {
             name: provider.name,
             can_list: provider.can_list,
+            can_lookup: provider.can_lookup,
             owner: provider.owner.unwrap_or_else(|| owner.clone()),
         })
         .collect();
@@ -164,7 +167,7 @@ mod tests {
     #[test]
     fn reconcile_defaults_come_from_the_core() {
         let options = HostOptions::parse(r#"{"host": "h"}"#, Dialect::Node).unwrap();
-        let provider = HostProvider { name: "p".into(), can_list: true, owner: None };
+        let provider = HostProvider { name: "p".into(), can_list: true, can_lookup: false, owner: None };
         let input = reconcile(&options, vec![provider], PassStart::default(), 5).unwrap();
         assert_eq!(input.providers[0].owner, defaults::OWNER);
         assert_eq!((input.concurrency, input.limit, input.lease_ms), (16, 1000, 300_000));
@@ -177,7 +180,8 @@ mod tests {
     fn python_seconds_become_milliseconds() {
         let options =
             HostOptions::parse(r#"{"lease": 2, "orphan_grace": 0.5, "retry_leaks": false}"#, Dialect::Python).unwrap();
-        let provider = HostProvider { name: "p".into(), can_list: false, owner: Some("team".into()) };
+        let provider =
+            HostProvider { name: "p".into(), can_list: false, can_lookup: false, owner: Some("team".into()) };
         let input = reconcile(&options, vec![provider], PassStart::default(), 0).unwrap();
         assert_eq!((input.lease_ms, input.orphan_grace_ms, input.retry_leaks), (2000, 500, false));
         assert_eq!(input.providers[0].owner, "team");

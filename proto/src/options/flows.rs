@@ -343,8 +343,13 @@ pub mod reconcile {
         1,
         "Expire records not updated for this long into the ledger (reason `idle`). Absent: no idle expiry.",
     );
-    pub const LIMIT: Count =
-        count(names::LIMIT, 1, defaults::LIMIT, "Most ledger entries claimed per provider, and stale records read.");
+    pub const LIMIT: Count = count(
+        names::LIMIT,
+        1,
+        defaults::LIMIT,
+        "Most ledger entries claimed per provider, stale records read, and registered sandboxes a provider looks \
+         up by id.",
+    );
     pub const LEASE: Millis =
         millis(names::LEASE, 1, defaults::LEASE_MS, "How long claims (ledger entries, a provider's sweep) hold.");
     pub const BACKOFF: Millis = millis(

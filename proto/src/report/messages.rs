@@ -76,6 +76,12 @@ pub fn list_timeout_message(provider: &str, timeout_ms: u64) -> String {
     format!("listing the sandboxes of provider \"{provider}\" did not settle within {timeout_ms} ms; it was cancelled")
 }
 
+pub fn lookup_timeout_message(provider: &str, timeout_ms: u64) -> String {
+    format!(
+        "looking up the registered sandboxes of provider \"{provider}\" did not settle within {timeout_ms} ms; it was cancelled"
+    )
+}
+
 /// A host answered a fleet effect with something of the wrong shape.
 pub const MALFORMED_ANSWER: &str = "malformed answer";
 

@@ -26,7 +26,7 @@ use serde::Deserialize;
 
 use super::client::{encode_component, parse_rfc3339_millis, Answer};
 use super::{
-    listed, owner_and_key, variable, with_cursor, Entry, HostedConfig, HostedProvider, Listing, Page, Scope,
+    listed, owner_and_key, variable, with_cursor, Entry, Get, HostedConfig, HostedProvider, Listing, Page, Scope,
     ScopeOptions, Vendor, Verb,
 };
 use crate::model::fleet::ListedSandbox;
@@ -77,6 +77,7 @@ impl Vendor for Blaxel {
         },
         read_page,
         destroy: (Verb::Delete, |_, name| format!("/sandboxes/{}", encode_component(name))),
+        get: Some(Get { path: |_, name| format!("/sandboxes/{}", encode_component(name)), read: read_one }),
     };
 }
 
@@ -107,6 +108,15 @@ fn scope(options: &ScopeOptions<'_>) -> Result<Scope, InvalidInput> {
         ));
     }
     Ok(Scope { headers: vec![("x-blaxel-workspace", workspace)], ..Scope::default() })
+}
+
+/// `GET /v0/sandboxes/{name}`: the sandbox; a `TERMINATED` tombstone is gone.
+fn read_one(answer: &Answer) -> Result<Option<ListedSandbox>, String> {
+    let sandbox = answer.json::<ListedBlaxelSandbox>()?.checked()?;
+    if sandbox.status == "TERMINATED" {
+        return Ok(None);
+    }
+    sandbox.into_listed().map(Some)
 }
 
 /// A page of `GET /v0/sandboxes`, the next by `meta.nextCursor`.

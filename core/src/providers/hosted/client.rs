@@ -175,6 +175,24 @@ impl HostedClient {
         }
     }
 
+    /// `GET path` of one sandbox, read by `read`: `None` when the vendor
+    /// answers `404` or `read` calls it gone; any other failure, or an
+    /// answer `read` refuses, is an error (a lookup fails closed).
+    pub async fn get_one(
+        &self,
+        path: &str,
+        read: fn(&Answer) -> Result<Option<ListedSandbox>, String>,
+    ) -> Result<Option<ListedSandbox>, ProviderError> {
+        let answer = self.send(Method::GET, path).await?;
+        if answer.status == StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        if !answer.status.is_success() {
+            return Err(self.unexpected(&Method::GET, path, &answer));
+        }
+        read(&answer).map_err(|why| self.malformed(&Method::GET, path, &why))
+    }
+
     /// `GET path` must succeed: one small authenticated call.
     pub async fn check(&self, path: &str) -> Result<(), ProviderError> {
         let answer = self.send(Method::GET, path).await?;

@@ -23,8 +23,8 @@ use serde::Deserialize;
 
 use super::client::{encode_component, parse_rfc3339_millis, Answer};
 use super::{
-    listed, unscoped, variable, with_cursor, Entry, HostedConfig, HostedProvider, Listing, Page as HostedPage, Vendor,
-    Verb,
+    listed, unscoped, variable, with_cursor, Entry, Get, HostedConfig, HostedProvider, Listing, Page as HostedPage,
+    Vendor, Verb,
 };
 use crate::model::fleet::ListedSandbox;
 use crate::options::provider::HostedVendor;
@@ -78,6 +78,7 @@ impl Vendor for Daytona {
         list_path,
         read_page,
         destroy: (Verb::Delete, |_, id| format!("/sandbox/{id}")),
+        get: Some(Get { path: |_, id| format!("/sandbox/{id}"), read: read_one }),
     };
 }
 
@@ -101,6 +102,11 @@ fn list_path(listing: &Listing<'_>, cursor: Option<&str>) -> String {
     }
     path.push_str(&format!("limit={}", listing.page_size));
     with_cursor(path, "cursor", cursor)
+}
+
+/// `GET /sandbox/{id}`: the sandbox, read as a listed one.
+fn read_one(answer: &Answer) -> Result<Option<ListedSandbox>, String> {
+    answer.json::<ListedDaytonaSandbox>()?.into_listed().map(Some)
 }
 
 /// A page of `GET /sandbox`, the next by `nextCursor`.

@@ -21,8 +21,8 @@ use serde::Deserialize;
 
 use super::client::{encode_component, parse_rfc3339_millis, Answer};
 use super::{
-    listed, unscoped, variable, with_cursor, Entry, HostedConfig, HostedProvider, Listing, Page as HostedPage, Vendor,
-    Verb,
+    listed, unscoped, variable, with_cursor, Entry, Get, HostedConfig, HostedProvider, Listing, Page as HostedPage,
+    Vendor, Verb,
 };
 use crate::model::fleet::ListedSandbox;
 use crate::options::provider::HostedVendor;
@@ -47,6 +47,7 @@ impl Vendor for E2b {
         list_path,
         read_page,
         destroy: (Verb::Delete, |_, id| format!("/sandboxes/{id}")),
+        get: Some(Get { path: |_, id| format!("/sandboxes/{id}"), read: read_one }),
     };
 }
 
@@ -77,6 +78,11 @@ fn list_path(listing: &Listing<'_>, next_token: Option<&str>) -> String {
 }
 
 /// A page of `GET /v2/sandboxes` (a bare array), the next by the `X-Next-Token` header.
+/// `GET /sandboxes/{id}`: the sandbox's detail, read as a listed one.
+fn read_one(answer: &Answer) -> Result<Option<ListedSandbox>, String> {
+    answer.json::<ListedE2bSandbox>()?.into_listed().map(Some)
+}
+
 fn read_page(answer: &Answer) -> Result<HostedPage, String> {
     let page: Vec<ListedE2bSandbox> = answer.json()?;
     let listed = listed(page, ListedE2bSandbox::into_listed)?;

@@ -69,7 +69,20 @@ pub struct Entry {
     pub(crate) read_page: fn(&Answer) -> Result<Page, String>,
     /// The request that destroys sandbox `id` (`404`: already gone).
     pub(crate) destroy: (Verb, fn(&Scope, &str) -> String),
+    /// How one sandbox is read by id (the vendor's get), for the sweep's
+    /// lookup of registered sandboxes; `None`: the vendor has no get.
+    pub(crate) get: Option<Get>,
 }
+
+/// A vendor's get: its request, and how its answer reads as a listed
+/// sandbox (`None`: a state the vendor calls gone; `404` is gone too).
+pub(crate) struct Get {
+    pub path: fn(&Scope, &str) -> String,
+    pub read: fn(&Answer) -> Result<Option<ListedSandbox>, String>,
+}
+
+/// Gets in flight at once in one lookup.
+const LOOKUP_CONCURRENCY: usize = 8;
 
 /// The scope options a provider was configured with (`None`: the vendor's variable).
 #[derive(Debug, Clone, Copy, Default)]
@@ -261,6 +274,13 @@ impl<V: Vendor> HostedProvider<V> {
         })
     }
 
+    /// One sandbox by the vendor's get, as the sandbox asked for (whatever
+    /// id form the vendor answers with).
+    async fn look_up(&self, get: &Get, id: &str) -> Result<Option<ListedSandbox>, ProviderError> {
+        let read = self.client.get_one(&(get.path)(&self.scope, id), get.read).await?;
+        Ok(read.map(|sandbox| ListedSandbox { id: id.to_owned(), ..sandbox }))
+    }
+
     /// A listing page's request, as the entry builds it.
     pub(crate) fn list_path(&self, cursor: Option<&str>) -> String {
         let server_filters = self.entry.spec().owner_filter == OwnerFilter::Server;
@@ -317,6 +337,29 @@ impl<V: Vendor> SandboxProvider for HostedProvider<V> {
 
     fn owner(&self) -> Option<&str> {
         Some(&self.owner)
+    }
+
+    /// A vendor with a get looks up what the registry names, unless the
+    /// listing already takes every sandbox (`sweep_unlabelled`).
+    fn can_lookup(&self) -> bool {
+        self.entry.get.is_some() && !self.sweep_unlabelled
+    }
+
+    /// Each id by the vendor's get, a few at once: what exists, as listed;
+    /// a `404` or a gone state leaves it out; any other failure, or an
+    /// answer that does not read, fails the lookup (the sweep fails closed).
+    async fn lookup_sandboxes(&self, ids: &[String]) -> Result<Vec<ListedSandbox>, ProviderError> {
+        let Some(get) = &self.entry.get else { return Ok(Vec::new()) };
+        // An id no sandbox of ours can carry is nothing to look up.
+        let ids: Vec<&String> = ids.iter().filter(|id| validate_id(id).is_ok()).collect();
+        let mut found = Vec::new();
+        for chunk in ids.chunks(LOOKUP_CONCURRENCY) {
+            let reads = futures_util::future::join_all(chunk.iter().map(|id| self.look_up(get, id))).await;
+            for read in reads {
+                found.extend(read?);
+            }
+        }
+        Ok(found)
     }
 }
 

@@ -27,8 +27,8 @@ use serde::Deserialize;
 
 use super::client::{encode_component, Answer};
 use super::{
-    listed, owner_and_key, unscoped, variable, with_cursor, Entry, HostedConfig, HostedProvider, Listing, Page, Vendor,
-    Verb,
+    listed, owner_and_key, unscoped, variable, with_cursor, Entry, Get, HostedConfig, HostedProvider, Listing, Page,
+    Vendor, Verb,
 };
 use crate::model::fleet::ListedSandbox;
 use crate::options::provider::HostedVendor;
@@ -71,6 +71,7 @@ impl Vendor for Runloop {
         },
         read_page,
         destroy: (Verb::Post, |_, id| format!("/v1/devboxes/{}/shutdown", encode_component(id))),
+        get: Some(Get { path: |_, id| format!("/v1/devboxes/{}", encode_component(id)), read: read_one }),
     };
 }
 
@@ -79,6 +80,15 @@ pub type RunloopConfig = HostedConfig<Runloop>;
 
 /// Runloop devboxes: destroy by shutdown, list every devbox and keep ours by metadata.
 pub type RunloopProvider = HostedProvider<Runloop>;
+
+/// `GET /v1/devboxes/{id}`: the devbox; shut down or failed, it is gone.
+fn read_one(answer: &Answer) -> Result<Option<ListedSandbox>, String> {
+    let devbox = answer.json::<Devbox>()?.checked()?;
+    if GONE.contains(&devbox.status.as_str()) {
+        return Ok(None);
+    }
+    devbox.into_listed().map(Some)
+}
 
 /// A page of `GET /v1/devboxes`; the next starts after its last devbox.
 fn read_page(answer: &Answer) -> Result<Page, String> {

@@ -24,7 +24,7 @@ use serde::Deserialize;
 
 use super::client::{encode_component, parse_rfc3339_millis, Answer};
 use super::{
-    listed, unscoped, variable, with_cursor, Entry, HostedConfig, HostedProvider, Listing, Page, Vendor, Verb,
+    listed, unscoped, variable, with_cursor, Entry, Get, HostedConfig, HostedProvider, Listing, Page, Vendor, Verb,
 };
 use crate::model::fleet::ListedSandbox;
 use crate::options::provider::HostedVendor;
@@ -51,6 +51,7 @@ impl Vendor for Sprites {
         },
         read_page,
         destroy: (Verb::Delete, |_, name| format!("/v1/sprites/{}", encode_component(name))),
+        get: Some(Get { path: |_, name| format!("/v1/sprites/{}", encode_component(name)), read: read_one }),
     };
 }
 
@@ -64,6 +65,11 @@ pub type SpritesProvider = HostedProvider<Sprites>;
 /// as Sprites labels are plain strings.
 pub fn sprite_labels(owner: &str, key: &str) -> Vec<String> {
     vec![format!("{LABEL_OWNER}={owner}"), format!("{LABEL_KEY}={key}")]
+}
+
+/// `GET /v1/sprites/{name}`: the bare sprite, read as a listed one.
+fn read_one(answer: &Answer) -> Result<Option<ListedSandbox>, String> {
+    answer.json::<ListedSprite>()?.into_listed().map(Some)
 }
 
 /// A page of `GET /v1/sprites`, the next by `next_continuation_token`.

@@ -24,7 +24,7 @@ use serde::Deserialize;
 
 use super::client::{encode_component, Answer};
 use super::{
-    listed, variable, with_cursor, Entry, HostedConfig, HostedProvider, Listing, Page as HostedPage, Scope,
+    listed, variable, with_cursor, Entry, Get, HostedConfig, HostedProvider, Listing, Page as HostedPage, Scope,
     ScopeOptions, Vendor, Verb,
 };
 use crate::model::fleet::ListedSandbox;
@@ -61,6 +61,12 @@ impl Vendor for Vercel {
         destroy: (Verb::Delete, |scope, id| {
             format!("/v2/sandboxes/{id}?{}projectId={}", scope.query, encode_component(&scope.project))
         }),
+        get: Some(Get {
+            path: |scope, id| {
+                format!("/v2/sandboxes/{id}?{}projectId={}", scope.query, encode_component(&scope.project))
+            },
+            read: read_one,
+        }),
     };
 }
 
@@ -96,6 +102,15 @@ fn list_path(listing: &Listing<'_>, cursor: Option<&str>) -> String {
         path.push_str(&format!("&tags={}", encode_component(&tag)));
     }
     with_cursor(path, "cursor", cursor)
+}
+
+/// `GET /v2/sandboxes/{name}`: `{sandbox, ...}`, its sandbox read as a listed one.
+fn read_one(answer: &Answer) -> Result<Option<ListedSandbox>, String> {
+    #[derive(Deserialize)]
+    struct One {
+        sandbox: ListedVercelSandbox,
+    }
+    answer.json::<One>()?.sandbox.into_listed().map(Some)
 }
 
 /// A page of `GET /v2/sandboxes`, the next by `pagination.next`.
