@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use sandbox_reclaim::options::provider::{HostedVendor, VendorSpec, VENDORS};
+
 use crate::pass_flags::{OrphansFlags, ReconcileFlags};
 use crate::time::parse_positive_duration;
 
@@ -19,6 +21,58 @@ pub struct Cli {
     pub global: GlobalArgs,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// The hosted vendors the flags turned on (`--e2b`, `--sprites`, ...), in
+/// the table's order. The flags are made from the core's vendor table
+/// (`proto/src/options/provider.rs`), so a new vendor needs no line here.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostedFlags(pub Vec<HostedVendor>);
+
+impl HostedFlags {
+    pub fn of(vendors: &[HostedVendor]) -> Self {
+        Self(vendors.to_vec())
+    }
+
+    pub fn contains(&self, vendor: HostedVendor) -> bool {
+        self.0.contains(&vendor)
+    }
+}
+
+/// A vendor flag's help: its variables, its API and its config section.
+fn hosted_help(spec: &VendorSpec) -> String {
+    let scope: String = spec.scope_options.iter().map(|option| format!(" with {}", option.variable)).collect();
+    format!(
+        "Reclaim {} sandboxes (key: {}{scope}; API: {}; or the [{}] section)",
+        spec.label,
+        spec.credential_variables.join(", else "),
+        spec.api_url_doc,
+        spec.key
+    )
+}
+
+impl clap::FromArgMatches for HostedFlags {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        Ok(Self(VENDORS.iter().filter(|spec| matches.get_flag(spec.key)).map(|spec| spec.vendor).collect()))
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl Args for HostedFlags {
+    fn augment_args(command: clap::Command) -> clap::Command {
+        VENDORS.iter().fold(command, |command, spec| {
+            let flag = clap::Arg::new(spec.key).long(spec.key).global(true).action(clap::ArgAction::SetTrue);
+            command.arg(flag.help(hosted_help(spec)))
+        })
+    }
+
+    fn augment_args_for_update(command: clap::Command) -> clap::Command {
+        Self::augment_args(command)
+    }
 }
 
 /// Flags every subcommand takes (before or after the subcommand's name).
@@ -41,30 +95,9 @@ pub struct GlobalArgs {
     /// Reclaim LocalProvider sandboxes kept under this directory
     #[arg(long, global = true, value_name = "BASE_DIR")]
     pub local: Option<PathBuf>,
-    /// Reclaim E2B sandboxes (key: E2B_API_KEY; API: E2B_API_URL, else
-    /// https://api.$E2B_DOMAIN, else https://api.e2b.app; or the [e2b] section)
-    #[arg(long, global = true)]
-    pub e2b: bool,
-    /// Reclaim Daytona sandboxes (key: DAYTONA_API_KEY; API: DAYTONA_API_URL,
-    /// else https://app.daytona.io/api; or the [daytona] section)
-    #[arg(long, global = true)]
-    pub daytona: bool,
-    /// Reclaim Vercel sandboxes (VERCEL_TOKEN, VERCEL_TEAM_ID, VERCEL_PROJECT_ID;
-    /// or the [vercel] section)
-    #[arg(long, global = true)]
-    pub vercel: bool,
-    /// Reclaim Fly Sprites (key: SPRITES_API_KEY, else SPRITE_TOKEN; API:
-    /// SPRITES_API_URL, else https://api.sprites.dev; or the [sprites] section)
-    #[arg(long, global = true)]
-    pub sprites: bool,
-    /// Reclaim Runloop devboxes (key: RUNLOOP_API_KEY; API: RUNLOOP_BASE_URL,
-    /// else https://api.runloop.ai; or the [runloop] section)
-    #[arg(long, global = true)]
-    pub runloop: bool,
-    /// Reclaim Blaxel sandboxes (BL_API_KEY, BL_WORKSPACE; API: BL_API_URL,
-    /// else https://api.blaxel.ai/v0; or the [blaxel] section)
-    #[arg(long, global = true)]
-    pub blaxel: bool,
+    /// `--e2b`, `--sprites`, ...: one flag per row of the core's vendor table.
+    #[command(flatten)]
+    pub hosted: HostedFlags,
     /// List every sandbox of the hosted providers, not only those under our
     /// owner label: an unlabelled one the store's registry names (a record
     /// named it within --registry-retention) is swept too [config:
@@ -255,6 +288,10 @@ mod tests {
 
         assert!(parse(&["x", "--sweep-unlabelled", "reconcile"]).global.sweep_unlabelled);
         assert!(parse(&["x", "orphans", "--daytona", "--sweep-unlabelled"]).global.sweep_unlabelled);
+        // One flag per vendor of the table, before or after the subcommand.
+        let hosted = parse(&["x", "--blaxel", "orphans", "--sprites", "--e2b"]).global.hosted;
+        assert_eq!(hosted, HostedFlags::of(&[HostedVendor::E2b, HostedVendor::Sprites, HostedVendor::Blaxel]));
+        assert_eq!(parse(&["x", "status"]).global.hosted, HostedFlags::default());
         assert!(!parse(&["x", "reconcile"]).global.sweep_unlabelled);
         let error = Cli::try_parse_from(["x", "reconcile", "--sweep-unlabelled=yes"]).unwrap_err();
         assert_eq!(error.exit_code(), 2);

@@ -18,7 +18,7 @@ use crate::time::{parse_duration, parse_positive_duration};
 
 /// The file's shape; every key is optional. See `examples/sandbox-reclaim.toml`.
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case")]
 pub struct ConfigFile {
     pub store: Option<String>,
     pub pg_schema: Option<String>,
@@ -30,12 +30,9 @@ pub struct ConfigFile {
     pub metrics_addr: Option<String>,
     pub docker: Option<DockerSection>,
     pub local: Option<LocalSection>,
-    pub e2b: Option<HostedSection>,
-    pub daytona: Option<HostedSection>,
-    pub vercel: Option<HostedSection>,
-    pub sprites: Option<HostedSection>,
-    pub runloop: Option<HostedSection>,
-    pub blaxel: Option<HostedSection>,
+    /// `[e2b]`, `[sprites]`, ...: one section per row of the core's vendor table.
+    #[serde(flatten)]
+    pub hosted: HostedSections,
     /// A pass's options by their flags' names (`pass_flags::from_config` reads them).
     pub reconcile: Option<toml::Table>,
 }
@@ -56,6 +53,61 @@ pub struct LocalSection {
     /// The provider name instance records carry [default: local].
     pub name: Option<String>,
 }
+
+/// The vendors' sections of a config file, by vendor. Read from the keys
+/// the typed fields of [`ConfigFile`] do not take (`#[serde(flatten)]`): a
+/// vendor's key is its section, any other key is refused, naming it, as
+/// `deny_unknown_fields` would (which cannot be combined with `flatten`).
+#[derive(Debug, Clone, Default)]
+pub struct HostedSections(pub std::collections::BTreeMap<Vendor, HostedSection>);
+
+impl<'de> Deserialize<'de> for HostedSections {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(SectionsVisitor)
+    }
+}
+
+struct SectionsVisitor;
+
+impl<'de> serde::de::Visitor<'de> for SectionsVisitor {
+    type Value = HostedSections;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("the hosted vendors' sections")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        use serde::de::Error;
+        let mut sections = std::collections::BTreeMap::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let Some(vendor) = Vendor::parse(&key) else {
+                let known: Vec<String> =
+                    CONFIG_KEYS.iter().copied().chain(Vendor::keys()).map(|name| format!("`{name}`")).collect();
+                return Err(A::Error::custom(format!("unknown field `{key}`, expected one of {}", known.join(", "))));
+            };
+            let section: toml::Table = map.next_value()?;
+            let section = HostedSection::deserialize(toml::Value::Table(section))
+                .map_err(|error| A::Error::custom(format!("[{key}]: {}", error.to_string().trim_end())))?;
+            sections.insert(vendor, section);
+        }
+        Ok(HostedSections(sections))
+    }
+}
+
+/// The config file's own keys (every one but the vendors' sections).
+const CONFIG_KEYS: &[&str] = &[
+    "store",
+    "pg-schema",
+    "connect-timeout",
+    "owner",
+    "host",
+    "json",
+    "log-format",
+    "metrics-addr",
+    "docker",
+    "local",
+    "reconcile",
+];
 
 /// A hosted vendor's section (`[e2b]`, `[sprites]`, ...): a section alone
 /// turns its provider on, as its flag does. The scope keys (`team-id`,
@@ -276,14 +328,8 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
         }
         check_name(&local.name, &key("local.name"))?;
     }
-    let wanted = [
-        (Vendor::E2b, global.e2b, file.e2b.clone()),
-        (Vendor::Daytona, global.daytona, file.daytona.clone()),
-        (Vendor::Vercel, global.vercel, file.vercel.clone()),
-        (Vendor::Sprites, global.sprites, file.sprites.clone()),
-        (Vendor::Runloop, global.runloop, file.runloop.clone()),
-        (Vendor::Blaxel, global.blaxel, file.blaxel.clone()),
-    ];
+    let wanted =
+        Vendor::all().map(|vendor| (vendor, global.hosted.contains(vendor), file.hosted.0.get(&vendor).cloned()));
     let mut hosted = Vec::new();
     for (vendor, flag, section) in wanted {
         if !flag && section.is_none() {
@@ -537,11 +583,13 @@ mod tests {
                     [vercel]\nsweep-unlabelled = true\nproject-id = \"prj_1\"\n";
         let settings = resolved(&sqlite(), text).unwrap();
         assert_eq!(sweeps(&settings), [("e2b", true), ("daytona", false), ("vercel", true)]);
-        let settings = resolved(&GlobalArgs { daytona: true, ..sqlite() }, "").unwrap();
+        let daytona = crate::args::HostedFlags::of(&[Vendor::Daytona]);
+        let settings = resolved(&GlobalArgs { hosted: daytona, ..sqlite() }, "").unwrap();
         assert_eq!(sweeps(&settings), [("daytona", false)], "off unless asked");
 
         // --sweep-unlabelled: every hosted provider, by flag or by section.
-        let global = GlobalArgs { sweep_unlabelled: true, e2b: true, ..sqlite() };
+        let e2b = crate::args::HostedFlags::of(&[Vendor::E2b]);
+        let global = GlobalArgs { sweep_unlabelled: true, hosted: e2b, ..sqlite() };
         let settings = resolved(&global, "[daytona]\nsweep-unlabelled = false\n").unwrap();
         assert_eq!(sweeps(&settings), [("e2b", true), ("daytona", true)]);
         // Docker and local sandboxes carry our label: the flag alone means nothing.

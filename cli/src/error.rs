@@ -4,8 +4,12 @@ use std::fmt;
 
 use sandbox_reclaim::options::OptionId;
 
-/// The flags that choose a binary pass's providers.
-pub(crate) const PROVIDER_FLAGS: &str = "--docker/--local/--e2b/--daytona/--vercel/--sprites/--runloop/--blaxel";
+/// The flags that choose a binary pass's providers: `--docker`, `--local`
+/// and one per hosted vendor of the core's table.
+pub(crate) fn provider_flags() -> String {
+    let hosted = sandbox_reclaim::options::provider::VENDORS.iter().map(|spec| format!("/--{}", spec.key));
+    std::iter::once("--docker/--local".to_owned()).chain(hosted).collect()
+}
 
 /// Everything went to plan and nothing is left leaking.
 pub const EXIT_OK: i32 = 0;
@@ -105,7 +109,7 @@ pub fn from_reclaim(error: sandbox_reclaim::ReclaimError) -> Failure {
     use sandbox_reclaim::ReclaimError;
     match error {
         ReclaimError::InvalidOption(refusal) => {
-            Failure::usage(flag_of(refusal.option, PROVIDER_FLAGS), refusal.message)
+            Failure::usage(flag_of(refusal.option, &provider_flags()), refusal.message)
         }
         // A store library's message may quote its connection string.
         ReclaimError::Store(error) => Failure::unavailable("store", crate::redact::redact_text(&error.to_string())),
@@ -122,7 +126,7 @@ const OPTION_FLAGS: [(OptionId, &str); 3] =
 /// The flag that sets `option`; `providers` for anything else: what the
 /// provider flags decide (`--docker/...` in the binary, `--providers` for a
 /// providers module).
-pub fn flag_of(option: Option<OptionId>, providers: &'static str) -> String {
+pub fn flag_of(option: Option<OptionId>, providers: &str) -> String {
     let own = OPTION_FLAGS.iter().find(|(id, _)| Some(*id) == option).map(|(_, flag)| (*flag).to_owned());
     own.or_else(|| option.and_then(crate::pass_flags::flag_of)).unwrap_or_else(|| providers.to_owned())
 }

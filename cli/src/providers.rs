@@ -137,7 +137,7 @@ impl Providers {
         }
         if required && list.is_empty() {
             return Err(Failure::usage(
-                crate::error::PROVIDER_FLAGS,
+                crate::error::provider_flags(),
                 sandbox_reclaim::report::messages::command::NO_PROVIDER,
             ));
         }

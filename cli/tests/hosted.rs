@@ -283,11 +283,14 @@ fn sweep_unlabelled_destroys_what_the_registry_names_and_nothing_else() {
     };
     let everything = ["leftover", "live", "ours-labelled", "stranger", "unregistered"].map(String::from).to_vec();
 
-    // Without it, the listing is filtered by our label: only ours is seen.
+    // Without it, the listing is filtered by our label, and what the registry
+    // names is looked up by id: `leftover` is found (unlabelled, so the
+    // registry's), `stranger` stays another owner's; `unregistered` is never seen.
     let labelled_only = run(&["reconcile", "--dry-run"]);
     labelled_only.expect_code(1);
-    assert_eq!(labelled_only.json()["report"]["providers"][0]["orphans"]["listed"], 1, "{labelled_only}");
-    assert_eq!(planned_ids(&labelled_only), ["ours-labelled"], "{labelled_only}");
+    let orphans = &labelled_only.json()["report"]["providers"][0]["orphans"];
+    assert_eq!((orphans["listed"].as_u64(), orphans["foreign"].as_u64()), (Some(3), Some(1)), "{labelled_only}");
+    assert_eq!(planned_ids(&labelled_only), ["leftover", "ours-labelled"], "{labelled_only}");
 
     // The flag lists everything; a retention of 0s counts only live records,
     // so the deleted record's sandbox is not (yet) taken for ours.
