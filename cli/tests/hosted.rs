@@ -150,7 +150,7 @@ fn the_e2b_section_of_the_config_turns_the_provider_on_with_its_own_key_and_url(
 }
 
 #[test]
-fn daytona_and_vercel_passes_sweep_their_owners_sandboxes_and_refuse_a_wrong_key() {
+fn every_rest_vendor_pass_sweeps_its_owners_sandboxes_retries_a_failed_destroy_and_refuses_a_wrong_key() {
     let vendors = [
         (
             "daytona.mjs",
@@ -172,6 +172,36 @@ fn daytona_and_vercel_passes_sweep_their_owners_sandboxes_and_refuse_a_wrong_key
             json!({ "name": "old", "tags": { "io.sandbox-reclaim.owner": "cli-hosted" }, "status": "stopped",
                     "createdAt": 1_767_225_600_000_u64 }),
         ),
+        (
+            "sprites.mjs",
+            vec!["--key", "spr_cli_key"],
+            "--sprites",
+            vec![("SPRITES_API_KEY", "spr_cli_key")],
+            "SPRITES_API_URL",
+            "SPRITES_API_KEY",
+            json!({ "name": "old", "labels": ["io.sandbox-reclaim.owner=cli-hosted"], "status": "cold",
+                    "createdAt": 1_767_225_600_000_u64 }),
+        ),
+        (
+            "runloop.mjs",
+            vec!["--key", "rl_cli_key"],
+            "--runloop",
+            vec![("RUNLOOP_API_KEY", "rl_cli_key")],
+            "RUNLOOP_BASE_URL",
+            "RUNLOOP_API_KEY",
+            json!({ "id": "old", "metadata": { "io.sandbox-reclaim.owner": "cli-hosted" }, "status": "suspended",
+                    "createTimeMs": 1_767_225_600_000_u64 }),
+        ),
+        (
+            "blaxel.mjs",
+            vec!["--key", "bl_cli_key", "--workspace", "ws_c"],
+            "--blaxel",
+            vec![("BL_API_KEY", "bl_cli_key"), ("BL_WORKSPACE", "ws_c")],
+            "BL_API_URL",
+            "BL_API_KEY",
+            json!({ "name": "old", "labels": { "io.sandbox-reclaim.owner": "cli-hosted" }, "status": "DEPLOYED",
+                    "createdAt": 1_767_225_600_000_u64 }),
+        ),
     ];
     for (script, fake_args, flag, env, url_variable, key_variable, sandbox) in vendors {
         let fake = Fake::start_vendor(script, &fake_args);
@@ -180,11 +210,19 @@ fn daytona_and_vercel_passes_sweep_their_owners_sandboxes_and_refuse_a_wrong_key
         let store = format!("--store=sqlite:{}", dir.path().join("store.db").display());
         let config = dir.path().join("c.toml");
         let section = flag.trim_start_matches("--");
-        std::fs::write(&config, format!("[{section}]\napi-url = \"{}\"\n", fake.url)).unwrap();
-        let args: Vec<String> =
-            ["reconcile", flag, "--owner=cli-hosted", "--json", &store, &format!("--config={}", config.display())]
-                .map(String::from)
-                .to_vec();
+        let base = if section == "blaxel" { format!("{}/v0", fake.url) } else { fake.url.clone() };
+        std::fs::write(&config, format!("[{section}]\napi-url = \"{base}\"\n")).unwrap();
+        let args: Vec<String> = [
+            "reconcile",
+            flag,
+            "--owner=cli-hosted",
+            "--json",
+            "--backoff=0s",
+            &store,
+            &format!("--config={}", config.display()),
+        ]
+        .map(String::from)
+        .to_vec();
         let run_with = |key: &str| {
             let mut command = common::command(&args);
             for (name, value) in &env {
@@ -205,12 +243,18 @@ fn daytona_and_vercel_passes_sweep_their_owners_sandboxes_and_refuse_a_wrong_key
         assert!(refused.stdout.contains(key_variable), "{refused}");
         assert!(!format!("{}{}", refused.stdout, refused.stderr).contains("wrong_cli_secret"), "{refused}");
 
+        // A failed destroy is still leaking (exit 1) and reaches the ledger; the next pass retries it.
         let right_key = env.iter().find(|(name, _)| *name == key_variable).unwrap().1;
+        fake.call(reqwest::Method::POST, "faults", Some(json!({ "failDeleteEvery": 1 })));
+        let failed = run_with(right_key);
+        failed.expect_code(1);
+        assert_eq!(failed.json()["report"]["providers"][0]["orphans"]["failed"], 1, "{script}: {failed}");
+        fake.call(reqwest::Method::POST, "faults", Some(json!({ "failDeleteEvery": 0 })));
         let run = run_with(right_key);
         run.expect_code(0);
         let report = run.json();
         assert_eq!(report["report"]["providers"][0]["name"], section, "{run}");
-        assert_eq!(report["report"]["providers"][0]["orphans"]["destroyed"], 1, "{run}");
+        assert_eq!(report["report"]["providers"][0]["leaks"]["destroyed"], 1, "the ledger's retry: {run}");
         assert!(fake.alive().is_empty(), "{script}: {run}");
     }
 }
