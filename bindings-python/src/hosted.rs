@@ -22,6 +22,14 @@ use crate::hints::Awaitable;
 /// A sandbox as `list_sandboxes` answers it: `(id, created_at, owner, key, deleting)`.
 type Listed = (String, Option<u64>, Option<String>, Option<String>, bool);
 
+/// Listed sandboxes as the tuples the package reads.
+fn tuples(sandboxes: Vec<sandbox_reclaim::ListedSandbox>) -> Vec<Listed> {
+    sandboxes
+        .into_iter()
+        .map(|sandbox| (sandbox.id, sandbox.created_at, sandbox.owner, sandbox.key, sandbox.deleting))
+        .collect()
+}
+
 /// A native hosted provider handle (any vendor); operations return
 /// awaitables. `sandbox_reclaim` wraps it.
 #[pyclass(name = "HostedProvider", module = "sandbox_reclaim._native", frozen)]
@@ -134,12 +142,7 @@ impl HostedProvider {
     fn list_sandboxes<'py>(&self, py: Python<'py>) -> PyResult<Awaitable<'py, Vec<Listed>>> {
         let inner = self.inner.clone();
         awaitable(py, async move { inner.list_sandboxes().await }, |py, listed| {
-            let sandboxes = listed.map_err(provider_error)?;
-            sandboxes
-                .into_iter()
-                .map(|sandbox| (sandbox.id, sandbox.created_at, sandbox.owner, sandbox.key, sandbox.deleting))
-                .collect::<Vec<_>>()
-                .into_py_any(py)
+            tuples(listed.map_err(provider_error)?).into_py_any(py)
         })
     }
 
@@ -156,12 +159,7 @@ impl HostedProvider {
     fn lookup<'py>(&self, py: Python<'py>, ids: Vec<String>) -> PyResult<Awaitable<'py, Vec<Listed>>> {
         let inner = self.inner.clone();
         awaitable(py, async move { inner.lookup_sandboxes(&ids).await }, |py, found| {
-            let sandboxes = found.map_err(provider_error)?;
-            sandboxes
-                .into_iter()
-                .map(|sandbox| (sandbox.id, sandbox.created_at, sandbox.owner, sandbox.key, sandbox.deleting))
-                .collect::<Vec<_>>()
-                .into_py_any(py)
+            tuples(found.map_err(provider_error)?).into_py_any(py)
         })
     }
 
