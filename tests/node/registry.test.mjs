@@ -337,7 +337,7 @@ for (const vendor of VENDORS) {
     });
   });
 
-  test(`${vendor.name}: without sweepUnlabelled the listing is still filtered by owner, and no unlabelled sandbox is touched`, async () => {
+  test(`${vendor.name}: without sweepUnlabelled the listing is still filtered by owner; the registered unlabelled sandbox is looked up by id, a stranger never touched`, async () => {
     await withFake(async (fake, make) => {
       fake.seed([
         vendor.sandbox('ours', { [OWNER_LABEL]: 'sandbox-reclaim' }),
@@ -351,10 +351,14 @@ for (const vendor of VENDORS) {
       assert.deepStrictEqual((await provider.list()).map((sandbox) => sandbox.id), ['ours']);
       assert.ok(listings(fake).length > 0 && listings(fake).every((request) => request.query.includes(vendor.filter)), `the owner filter is sent: ${JSON.stringify(listings(fake))}`);
 
+      // What the registry names and the listing did not show is read by id:
+      // `reg` (unlabelled, so the registry's) is destroyed, `theirs` stays
+      // another owner's; `bare`, which no record named, is never looked at.
       const report = await reconcile({ providers: [provider], instances: store, orphanGraceMs: 60_000 });
       const orphans = report.providers[0].orphans;
-      assert.deepStrictEqual([orphans.status, orphans.listed, orphans.destroyed], ['swept', 1, 1]);
-      assert.deepStrictEqual(fake.state().alive, ['bare', 'reg', 'theirs']);
+      assert.deepStrictEqual([orphans.status, orphans.listed, orphans.foreign, orphans.destroyed], ['swept', 3, 1, 2]);
+      assert.deepStrictEqual(fake.state().alive, ['bare', 'theirs']);
+      assert.ok(!fake.state().requests.some((request) => request.path.endsWith('/bare')), 'a stranger is never looked up');
     });
   });
 }

@@ -91,3 +91,20 @@ class CollectingLogger:
 
     def sandbox(self, message: str, meta: dict[str, Any]) -> None:
         self.lines.append(("sandbox", message, meta))
+
+
+class ListingOnly:
+    """A hosted provider without its lookup by id: what its listing alone
+    finds (the sweep-unlabelled tests assert the listing, not the lookup)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.name: str = inner.name
+        self.owner: str = inner.owner
+
+    async def destroy(self, sandbox_id: str) -> None:
+        await self._inner.destroy(sandbox_id)
+
+    async def list_sandboxes(self) -> list[sr.ListedSandbox]:
+        listed: list[sr.ListedSandbox] = await self._inner.list_sandboxes()
+        return listed

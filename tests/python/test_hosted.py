@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
+from hosts import ListingOnly
 from sandbox_reclaim import (
     BlaxelProvider,
     DaytonaProvider,
     InMemoryLeakLedgerStore,
-    ListedSandbox,
     ReclaimOutcome,
     RunRecord,
     RunloopProvider,
@@ -209,21 +209,6 @@ def fake(request: pytest.FixtureRequest) -> Iterator[Fake]:
         process.wait()
 
 
-class _ListingOnly:
-    """A provider without its lookup by id: what its listing alone finds."""
-
-    def __init__(self, inner: HostedProvider) -> None:
-        self._inner = inner
-        self.name = inner.name
-        self.owner = inner.owner
-
-    async def destroy(self, sandbox_id: str) -> None:
-        await self._inner.destroy(sandbox_id)
-
-    async def list_sandboxes(self) -> list[ListedSandbox]:
-        return await self._inner.list_sandboxes()
-
-
 def run(key: str) -> RunRecord:
     return RunRecord(run_id=f"run-{key}", thread_id="t1", status=RunStatus.COMPLETED, started_at=1, sandbox_key=key)
 
@@ -356,7 +341,7 @@ async def test_sweep_unlabelled_takes_an_unlabelled_sandbox_only_when_the_regist
     # listing alone here: the lookup by id is test_a_registered_sandbox_is_looked_up_by_id's).
     filtered = fake.provider()
     assert [(sandbox.id, sandbox.owner) for sandbox in await filtered.list_sandboxes()] == [("ours", "sandbox-reclaim")]
-    report = await reconcile(providers=[_ListingOnly(filtered)], instances=store, orphan_grace=60)
+    report = await reconcile(providers=[ListingOnly(filtered)], instances=store, orphan_grace=60)
     assert (report.providers[0].orphans.listed, report.providers[0].orphans.destroyed) == (1, 1)
     assert fake.state()["alive"] == ["bare", "reg", "theirs"], "the registered unlabelled one is not even listed"
     queries = fake.listing_queries()
