@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use sandbox_reclaim::options::provider::{HostedVendor, VendorSpec, VENDORS};
+use sandbox_reclaim::report::messages;
 
 use crate::pass_flags::{OrphansFlags, ReconcileFlags};
 use crate::time::parse_positive_duration;
@@ -41,14 +42,8 @@ impl HostedFlags {
 
 /// A vendor flag's help: its variables, its API and its config section.
 fn hosted_help(spec: &VendorSpec) -> String {
-    let scope: String = spec.scope_options.iter().map(|option| format!(" with {}", option.variable)).collect();
-    format!(
-        "Reclaim {} sandboxes (key: {}{scope}; API: {}; or the [{}] section)",
-        spec.label,
-        spec.credential_variables.join(", else "),
-        spec.api_url_doc,
-        spec.key
-    )
+    let scope: Vec<&str> = spec.scope_options.iter().map(|option| option.variable).collect();
+    messages::command::hosted_flag_help(spec.label, spec.credential_variables, &scope, spec.api_url_doc, spec.key)
 }
 
 impl clap::FromArgMatches for HostedFlags {

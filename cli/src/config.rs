@@ -81,13 +81,13 @@ impl<'de> serde::de::Visitor<'de> for SectionsVisitor {
         let mut sections = std::collections::BTreeMap::new();
         while let Some(key) = map.next_key::<String>()? {
             let Some(vendor) = Vendor::parse(&key) else {
-                let known: Vec<String> =
-                    CONFIG_KEYS.iter().copied().chain(Vendor::keys()).map(|name| format!("`{name}`")).collect();
-                return Err(A::Error::custom(format!("unknown field `{key}`, expected one of {}", known.join(", "))));
+                let known: Vec<&str> = CONFIG_KEYS.iter().copied().chain(Vendor::keys()).collect();
+                return Err(A::Error::custom(messages::command::unknown_config_key(&key, &known)));
             };
             let section: toml::Table = map.next_value()?;
-            let section = HostedSection::deserialize(toml::Value::Table(section))
-                .map_err(|error| A::Error::custom(format!("[{key}]: {}", error.to_string().trim_end())))?;
+            let section = HostedSection::deserialize(toml::Value::Table(section)).map_err(|error| {
+                A::Error::custom(messages::command::bad_vendor_section(&key, error.to_string().trim_end()))
+            })?;
             sections.insert(vendor, section);
         }
         Ok(HostedSections(sections))

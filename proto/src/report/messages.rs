@@ -434,6 +434,26 @@ pub mod command {
     pub const EMPTY_DIRECTORY: &str = "must be a non-empty directory path";
     pub const EMPTY_CREDENTIAL: &str = "must not be empty (leave it out to use the vendor's variable)";
 
+    /// A hosted vendor's flag help (`--sprites`): its variables, API and section.
+    pub fn hosted_flag_help(label: &str, credentials: &[&str], scope: &[&str], api: &str, key: &str) -> String {
+        let scope: String = scope.iter().map(|variable| format!(" with {variable}")).collect();
+        format!(
+            "Reclaim {label} sandboxes (key: {}{scope}; API: {api}; or the [{key}] section)",
+            credentials.join(", else ")
+        )
+    }
+
+    /// A config file key that is neither the file's own nor a vendor's section.
+    pub fn unknown_config_key(key: &str, known: &[&str]) -> String {
+        let known: Vec<String> = known.iter().map(|name| format!("`{name}`")).collect();
+        format!("unknown field `{key}`, expected one of {}", known.join(", "))
+    }
+
+    /// A vendor section that does not read (`[sprites]: ...`).
+    pub fn bad_vendor_section(key: &str, error: &str) -> String {
+        format!("[{key}]: {error}")
+    }
+
     pub fn not_a_vendor_key(vendor: &str) -> String {
         format!("{vendor} takes no such key (team-id and project-id are Vercel's, workspace is Blaxel's)")
     }
