@@ -187,7 +187,8 @@ async fn hosted_provider(spec: &HostedSpec, owner: &str) -> Result<Box<dyn Sandb
     provider.check_access().await.map_err(|error| {
         Failure::unavailable(vendor_label(spec.vendor), format!("{}: {error}", redact(provider.api_url())))
     })?;
-    Ok(Box::new(HostedBox(provider)))
+    // A hosted provider is a `SandboxProvider` (trait upcasting).
+    Ok(provider)
 }
 
 /// A hosted provider as `spec` and `--owner` configure it (nothing sent).
@@ -206,40 +207,6 @@ pub fn build_hosted(spec: &HostedSpec, owner: &str) -> Result<Box<dyn HostedSand
         Some(invalid) => Failure::usage(hosted_flag(spec.vendor, invalid.field), invalid.to_string()),
         None => Failure::unavailable(vendor_label(spec.vendor), error.to_string()),
     })
-}
-
-/// A boxed hosted provider as the command's `dyn SandboxProvider`.
-struct HostedBox(Box<dyn HostedSandboxProvider>);
-
-#[async_trait]
-impl SandboxProvider for HostedBox {
-    fn name(&self) -> &str {
-        self.0.name()
-    }
-
-    async fn destroy(&self, provider_sandbox_id: &str) -> Result<(), ProviderError> {
-        self.0.destroy(provider_sandbox_id).await
-    }
-
-    fn can_list(&self) -> bool {
-        self.0.can_list()
-    }
-
-    async fn list_sandboxes(&self) -> Result<Vec<ListedSandbox>, ProviderError> {
-        self.0.list_sandboxes().await
-    }
-
-    fn can_lookup(&self) -> bool {
-        self.0.can_lookup()
-    }
-
-    async fn lookup_sandboxes(&self, ids: &[String]) -> Result<Vec<ListedSandbox>, ProviderError> {
-        self.0.lookup_sandboxes(ids).await
-    }
-
-    fn owner(&self) -> Option<&str> {
-        self.0.owner()
-    }
 }
 
 fn vendor_label(vendor: Vendor) -> &'static str {

@@ -352,11 +352,17 @@ impl<V: Vendor> SandboxProvider for HostedProvider<V> {
         let Some(get) = &self.entry.get else { return Ok(Vec::new()) };
         // An id no sandbox of ours can carry is nothing to look up.
         let ids: Vec<&String> = ids.iter().filter(|id| validate_id(id).is_ok()).collect();
+        // A sliding window: a slow get holds one slot, not a whole batch.
+        let mut pending = ids.into_iter();
+        let mut reads = futures_util::stream::FuturesOrdered::new();
+        for id in pending.by_ref().take(LOOKUP_CONCURRENCY) {
+            reads.push_back(self.look_up(get, id));
+        }
         let mut found = Vec::new();
-        for chunk in ids.chunks(LOOKUP_CONCURRENCY) {
-            let reads = futures_util::future::join_all(chunk.iter().map(|id| self.look_up(get, id))).await;
-            for read in reads {
-                found.extend(read?);
+        while let Some(read) = futures_util::StreamExt::next(&mut reads).await {
+            found.extend(read?);
+            if let Some(id) = pending.next() {
+                reads.push_back(self.look_up(get, id));
             }
         }
         Ok(found)
