@@ -187,7 +187,7 @@ pub fn start_reclaim_all(
     sent.extend(sandbox_keys.iter().flatten().cloned());
     sent.extend(providers.iter().cloned());
     let records = run_ids.into_iter().zip(sandbox_keys).collect();
-    let pass = PassStart { progress, stopped, host_name: None, registry: false, prune: false };
+    let pass = PassStart { progress, stopped, host_name: None, registry: false, prune: false, scoped: false };
     let input = start::reclaim_all(&host_options(&options_json)?, records, providers, store_has_ledger, pass)
         .map_err(invalid)?;
     Ok(started(sent, |runs| runs.start(Box::new(ReclaimAll::new(input, millis(now))))))
@@ -205,7 +205,9 @@ pub struct ReconcileProvider {
 }
 
 /// Starts `reconcile`. `registry`: the store has `registeredSandboxes`;
-/// `prune`: it has `prune`.
+/// `prune`: it has `prune`; `scoped`: it has `sweepMark`, `referencedAmong`,
+/// `registeredAmong`, `lookupCandidates` and `lookupChecked` (a sweep then
+/// reads only what it listed).
 #[napi]
 #[allow(clippy::too_many_arguments)]
 pub fn start_reconcile(
@@ -216,6 +218,7 @@ pub fn start_reconcile(
     stopped: bool,
     registry: bool,
     prune: bool,
+    scoped: bool,
     now: f64,
 ) -> Result<Packed> {
     let mut sent = Vec::new();
@@ -234,7 +237,7 @@ pub fn start_reconcile(
         })
         .collect();
     let now = millis(now);
-    let pass = PassStart { progress, stopped, host_name: Some(host_name), registry, prune };
+    let pass = PassStart { progress, stopped, host_name: Some(host_name), registry, prune, scoped };
     let input = start::reconcile(&host_options(&options_json)?, providers, pass, now).map_err(invalid)?;
     Ok(started(sent, |runs| runs.start(Box::new(Reconcile::new(input, now)))))
 }

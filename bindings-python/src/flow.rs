@@ -134,16 +134,18 @@ pub fn start_reclaim_all<'py>(
     stopped: bool,
     now: u64,
 ) -> PyResult<Batch<'py>> {
-    let pass = PassStart { progress, stopped, host_name: None, registry: false, prune: false };
+    let pass = PassStart { progress, stopped, host_name: None, registry: false, prune: false, scoped: false };
     let input = start::reclaim_all(&host_options(options_json)?, records, providers, store_has_ledger, pass)
         .map_err(invalid)?;
     start(py, Box::new(ReclaimAll::new(input, now)))
 }
 
 /// Starts `reconcile`: `providers` are `(name, can_list, can_lookup, owner or None)`, in order;
-/// `registry`: the store has `registered_sandboxes`; `prune`: it has `prune`.
+/// `registry`: the store has `registered_sandboxes`; `prune`: it has `prune`;
+/// `scoped`: it has `sweep_mark`, `referenced_among`, `registered_among`,
+/// `lookup_candidates` and `lookup_checked` (a sweep then reads only what it listed).
 #[pyfunction]
-#[pyo3(signature = (options_json, providers, host_name, progress, stopped, registry, prune, now, /))]
+#[pyo3(signature = (options_json, providers, host_name, progress, stopped, registry, prune, scoped, now, /))]
 #[allow(clippy::too_many_arguments)]
 pub fn start_reconcile<'py>(
     py: Python<'py>,
@@ -154,13 +156,14 @@ pub fn start_reconcile<'py>(
     stopped: bool,
     registry: bool,
     prune: bool,
+    scoped: bool,
     now: u64,
 ) -> PyResult<Batch<'py>> {
     let providers = providers
         .into_iter()
         .map(|(name, can_list, can_lookup, owner)| HostProvider { name, can_list, can_lookup, owner })
         .collect();
-    let pass = PassStart { progress, stopped, host_name: Some(host_name), registry, prune };
+    let pass = PassStart { progress, stopped, host_name: Some(host_name), registry, prune, scoped };
     let input = start::reconcile(&host_options(options_json)?, providers, pass, now).map_err(invalid)?;
     start(py, Box::new(Reconcile::new(input, now)))
 }

@@ -95,7 +95,7 @@ pub struct Protocol {
     pub endings: [u32; 6],
     /// Operands after each ending kind (indexed by kind).
     pub ending_operands: [u32; 6],
-    pub ops: [u32; 23],
+    pub ops: [u32; op::ALL.len()],
     pub meta_kinds: [u32; 3],
     pub completions: [u32; 5],
     /// The logger methods a flow may call.
@@ -354,8 +354,7 @@ fn encode_effect(slots: &mut Vec<Slot>, id: EffectId, effect: Effect) -> u32 {
             push(slots, op::LIST_SANDBOXES, id, [int(provider), deadline.map_or(Slot::Nothing, int)])
         }
         Effect::LookupSandboxes { provider, ids, deadline } => {
-            let ids = serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into());
-            push(slots, op::LOOKUP_SANDBOXES, id, [int(provider), text(ids), deadline.map_or(Slot::Nothing, int)])
+            push(slots, op::LOOKUP_SANDBOXES, id, [int(provider), text(json_ids(&ids)), deadline.map_or(Slot::Nothing, int)])
         }
         Effect::SandboxReferences { provider, destroyed_since } => {
             push(slots, op::SANDBOX_REFERENCES, id, [text(provider), int(destroyed_since)])
@@ -363,6 +362,25 @@ fn encode_effect(slots: &mut Vec<Slot>, id: EffectId, effect: Effect) -> u32 {
         Effect::RegisteredSandboxes { provider, since } => {
             push(slots, op::REGISTERED_SANDBOXES, id, [text(provider), int(since)])
         }
+        Effect::SweepMark { provider } => push(slots, op::SWEEP_MARK, id, [text(provider)]),
+        Effect::ReferencedAmong { provider, ids, destroyed_since, mark } => push(
+            slots,
+            op::REFERENCED_AMONG,
+            id,
+            [text(provider), text(json_ids(&ids)), int(destroyed_since), int(mark)],
+        ),
+        Effect::RegisteredAmong { provider, ids, since } => {
+            push(slots, op::REGISTERED_AMONG, id, [text(provider), text(json_ids(&ids)), int(since)])
+        }
+        Effect::LookupCandidates { provider, since, limit } => {
+            push(slots, op::LOOKUP_CANDIDATES, id, [text(provider), int(since), int(limit)])
+        }
+        Effect::LookupChecked { provider, gone, checked, now } => push(
+            slots,
+            op::LOOKUP_CHECKED,
+            id,
+            [text(provider), text(json_ids(&gone)), text(json_ids(&checked)), int(now)],
+        ),
         Effect::ListStale { older_than, limit } => push(slots, op::LIST_STALE, id, [int(older_than), int(limit)]),
         Effect::ExpireIdle { key, updated_at, leak } => {
             let mut args = vec![text(key), int(updated_at)];
@@ -428,6 +446,11 @@ fn encode_effect(slots: &mut Vec<Slot>, id: EffectId, effect: Effect) -> u32 {
     }
 }
 
+/// Ids as the JSON array a host reads.
+fn json_ids(ids: &[String]) -> String {
+    serde_json::to_string(ids).unwrap_or_else(|_| "[]".into())
+}
+
 /// Appends an effect whose operand count varies.
 fn push_all(slots: &mut Vec<Slot>, code: u32, id: EffectId, operands: Vec<Slot>) -> u32 {
     slots.extend([int(code), int(id)]);
@@ -460,8 +483,16 @@ fn decode(op: u32, json: &str) -> Completion {
                 None => failed("expected true or false".into()),
             }
         }
+        op::SWEEP_MARK => match whole(&value) {
+            Some(mark) => Completion::Mark(mark),
+            None => failed("expected a whole number of at least 0".into()),
+        },
         _ if !is_array => failed("expected an array".into()),
-        op::SANDBOX_REFERENCES | op::REGISTERED_SANDBOXES => {
+        op::SANDBOX_REFERENCES
+        | op::REGISTERED_SANDBOXES
+        | op::REFERENCED_AMONG
+        | op::REGISTERED_AMONG
+        | op::LOOKUP_CANDIDATES => {
             let ids: Option<Vec<String>> = items().iter().map(|id| id.as_str().map(str::to_owned)).collect();
             ids.map_or_else(|| failed("expected an array of strings".into()), Completion::Ids)
         }
@@ -599,6 +630,11 @@ mod tests {
             Effect::RegisteredSandboxes { provider: "p".into(), since: 0 },
             Effect::Prune { provider: "p".into(), registry_before: 0, audit_before: 0 },
             Effect::LookupSandboxes { provider: 0, ids: vec!["s".into()], deadline: None },
+            Effect::SweepMark { provider: "p".into() },
+            Effect::ReferencedAmong { provider: "p".into(), ids: vec!["s".into()], destroyed_since: 0, mark: 1 },
+            Effect::RegisteredAmong { provider: "p".into(), ids: vec!["s".into()], since: 0 },
+            Effect::LookupCandidates { provider: "p".into(), since: 0, limit: 1 },
+            Effect::LookupChecked { provider: "p".into(), gone: vec![], checked: vec!["s".into()], now: 0 },
         ];
         assert_eq!(effects.len(), EFFECTS.len(), "one sample per op");
         for (index, effect) in effects.into_iter().enumerate() {

@@ -82,6 +82,7 @@ enum Settled {
     Due(Vec<DueLeak>),
     Stale(Vec<SandboxInstanceRecord>),
     Ids(Vec<String>),
+    Mark(u64),
     Sandboxes(Vec<ListedSandbox>),
     Flag(bool),
     StoreFailed(StoreError),
@@ -181,6 +182,7 @@ pub(crate) async fn run(
                         updated_at: record.updated_at,
                     }).collect()),
                     Settled::Ids(ids) => Completion::Ids(ids),
+                    Settled::Mark(mark) => Completion::Mark(mark),
                     Settled::Sandboxes(sandboxes) => Completion::Sandboxes(sandboxes),
                     Settled::Flag(flag) => Completion::Flag(flag),
                     Settled::StoreFailed(error) => {
@@ -265,6 +267,34 @@ fn start<'a>(
                 let registered = fleet.registered_sandboxes(&provider, since).await;
                 registered.map_or_else(Settled::StoreFailed, Settled::Ids)
             })
+        }
+        Effect::SweepMark { provider } => {
+            let fleet = fleet()?;
+            Box::pin(async move { fleet.sweep_mark(&provider).await.map_or_else(Settled::StoreFailed, Settled::Mark) })
+        }
+        Effect::ReferencedAmong { provider, ids, destroyed_since, mark } => {
+            let fleet = fleet()?;
+            Box::pin(async move {
+                let referenced = fleet.referenced_among(&provider, &ids, destroyed_since, mark).await;
+                referenced.map_or_else(Settled::StoreFailed, Settled::Ids)
+            })
+        }
+        Effect::RegisteredAmong { provider, ids, since } => {
+            let fleet = fleet()?;
+            Box::pin(async move {
+                fleet.registered_among(&provider, &ids, since).await.map_or_else(Settled::StoreFailed, Settled::Ids)
+            })
+        }
+        Effect::LookupCandidates { provider, since, limit } => {
+            let fleet = fleet()?;
+            Box::pin(async move {
+                let candidates = fleet.lookup_candidates(&provider, since, limit as usize).await;
+                candidates.map_or_else(Settled::StoreFailed, Settled::Ids)
+            })
+        }
+        Effect::LookupChecked { provider, gone, checked, now } => {
+            let fleet = fleet()?;
+            Box::pin(async move { store_result(fleet.lookup_checked(&provider, &gone, &checked, now).await) })
         }
         Effect::ListStale { older_than, limit } => {
             let fleet = fleet()?;

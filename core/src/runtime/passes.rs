@@ -285,14 +285,16 @@ async fn reconcile_with(options: HostOptions, hosts: PassHosts<'_>) -> Result<Re
             owner: provider.owner().map(str::to_owned),
         })
         .collect();
-    // Every store this crate ships keeps the registry and prunes; a Rust
-    // store without them answers with the contract's defaults.
+    // Every store this crate ships keeps the registry, prunes and answers
+    // about what a sweep listed; a Rust store without them answers with the
+    // contract's defaults (and, not scoped, is swept the older way).
     let start = PassStart {
         progress: hosts.on_progress.is_some(),
         stopped: hosts.stop.is_some_and(StopSignal::is_stopped),
         host_name: None,
         registry: true,
         prune: true,
+        scoped: hosts.store.scoped_reads(),
     };
     let now = now_millis();
     let input = start::reconcile(&options, providers, start, now)?;

@@ -42,6 +42,17 @@ struct State {
     /// (provider, providerSandboxId) → epoch milliseconds its leak entry was
     /// last resolved (see [`FleetStore::sandbox_references`]).
     resolved: HashMap<(String, String), u64>,
+    /// How many records named each (provider, providerSandboxId) now.
+    live: HashMap<(String, String), usize>,
+    /// Record deletions so far: the store's mark ([`FleetStore::sweep_mark`]).
+    deletions: u64,
+    /// (provider, providerSandboxId) → the mark its record was last deleted
+    /// (or pointed elsewhere) under.
+    deleted: HashMap<(String, String), u64>,
+    /// The lookup queue: registered sandboxes whose record is gone and that
+    /// no lookup found gone → their place (`-deleted at` until checked, then
+    /// the time checked), as the SQL stores' `lookup_at`.
+    queue: HashMap<(String, String), i64>,
 }
 
 /// A ledger entry with its fleet bookkeeping.
@@ -89,12 +100,62 @@ impl State {
         *seen = (*seen).max(at);
     }
 
+    /// Stores `record` (an upsert): a record named its sandbox now; one it
+    /// replaces that named another sandbox no longer names that one.
+    fn put_record(&mut self, record: SandboxInstanceRecord) {
+        let sandbox = (record.provider.clone(), record.provider_sandbox_id.clone());
+        self.register(&sandbox.0, &sandbox.1, record.updated_at);
+        self.queue.remove(&sandbox);
+        let old = self.records.insert(record.key.clone(), record);
+        match old {
+            Some(old) if (&old.provider, &old.provider_sandbox_id) == (&sandbox.0, &sandbox.1) => {}
+            Some(old) => {
+                *self.live.entry(sandbox).or_default() += 1;
+                self.unname(&old);
+            }
+            None => *self.live.entry(sandbox).or_default() += 1,
+        }
+    }
+
     /// Removes record `key`, keeping its sandbox in the registry as last
     /// seen now (the retention counts from the record's deletion).
     fn remove_record(&mut self, key: &str) {
         if let Some(record) = self.records.remove(key) {
-            self.register(&record.provider, &record.provider_sandbox_id, now_millis());
+            self.unname(&record);
         }
+    }
+
+    /// `record` no longer names its sandbox: registered as last seen now,
+    /// marked deleted, and (no record naming it any more) queued for lookup.
+    fn unname(&mut self, record: &SandboxInstanceRecord) {
+        let sandbox = (record.provider.clone(), record.provider_sandbox_id.clone());
+        let seen = now_millis().max(record.updated_at);
+        self.register(&sandbox.0, &sandbox.1, seen);
+        self.deletions += 1;
+        self.deleted.insert(sandbox.clone(), self.deletions);
+        let remaining = self.live.get_mut(&sandbox).map(|count| {
+            *count -= 1;
+            *count
+        });
+        if remaining.unwrap_or(0) == 0 {
+            self.live.remove(&sandbox);
+            self.queue.insert(sandbox, -i64::try_from(seen).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// A destroy of `sandbox` was confirmed: never a lookup candidate again
+    /// (until a record names it again).
+    fn confirmed_gone(&mut self, sandbox: &(String, String)) {
+        self.queue.remove(sandbox);
+    }
+
+    fn named(&self, sandbox: &(String, String)) -> bool {
+        self.live.contains_key(sandbox)
+    }
+
+    fn in_ledger(&self, provider: &str, provider_sandbox_id: &str) -> bool {
+        let same = |leak: &&Leak| leak.entry.provider == provider && leak.entry.provider_sandbox_id == provider_sandbox_id;
+        self.leaks.iter().any(|leak| same(&leak))
     }
 
     /// Records `leak`, or bumps the attempts of the entry for the same
@@ -172,9 +233,7 @@ impl SandboxInstanceStore for InMemorySandboxInstanceStore {
 
     async fn upsert(&self, record: &SandboxInstanceRecord) -> Result<(), StoreError> {
         record.validate()?;
-        let mut state = self.lock();
-        state.register(&record.provider, &record.provider_sandbox_id, record.updated_at);
-        state.records.insert(record.key.clone(), record.clone());
+        self.lock().put_record(record.clone());
         Ok(())
     }
 
@@ -234,7 +293,9 @@ impl LeakLedger for InMemorySandboxInstanceStore {
         // Noted as resolved now: a sweep spares what was resolved within its
         // grace (a lagging listing cannot get it destroyed again).
         let gone = state.leaks.remove(index).entry;
-        state.resolved.insert((gone.provider, gone.provider_sandbox_id), now_millis());
+        let sandbox = (gone.provider, gone.provider_sandbox_id);
+        state.confirmed_gone(&sandbox);
+        state.resolved.insert(sandbox, now_millis());
         Ok(true)
     }
 
@@ -293,6 +354,88 @@ impl FleetStore for InMemorySandboxInstanceStore {
         ids.sort();
         ids.dedup();
         Ok(ids)
+    }
+
+    fn scoped_reads(&self) -> bool {
+        true
+    }
+
+    async fn sweep_mark(&self, _provider: &str) -> Result<u64, StoreError> {
+        Ok(self.lock().deletions)
+    }
+
+    async fn referenced_among(
+        &self,
+        provider: &str,
+        ids: &[String],
+        destroyed_since: u64,
+        mark: u64,
+    ) -> Result<Vec<String>, StoreError> {
+        let state = self.lock();
+        let destroyed: std::collections::HashSet<&str> = state
+            .audit
+            .iter()
+            .filter(|row| row.provider == provider && row.result == AUDIT_DESTROYED && row.at >= destroyed_since)
+            .map(|row| row.provider_sandbox_id.as_str())
+            .collect();
+        let referenced = |id: &String| {
+            let sandbox = (provider.to_owned(), id.clone());
+            state.named(&sandbox)
+                || state.in_ledger(provider, id)
+                || destroyed.contains(id.as_str())
+                || state.resolved.get(&sandbox).is_some_and(|at| *at >= destroyed_since)
+                || state.deleted.get(&sandbox).is_some_and(|deleted| *deleted > mark)
+        };
+        Ok(sorted(ids.iter().filter(|id| referenced(id)).cloned().collect()))
+    }
+
+    async fn registered_among(&self, provider: &str, ids: &[String], since: u64) -> Result<Vec<String>, StoreError> {
+        let state = self.lock();
+        let registered = |id: &String| {
+            let sandbox = (provider.to_owned(), id.clone());
+            state.named(&sandbox) || state.registry.get(&sandbox).is_some_and(|seen| *seen >= since)
+        };
+        Ok(sorted(ids.iter().filter(|id| registered(id)).cloned().collect()))
+    }
+
+    async fn lookup_candidates(&self, provider: &str, since: u64, limit: usize) -> Result<Vec<String>, StoreError> {
+        let state = self.lock();
+        let mut queued: Vec<(i64, &String)> = state
+            .queue
+            .iter()
+            .filter(|((name, id), _)| {
+                let sandbox = (name.clone(), id.clone());
+                name == provider
+                    && state.registry.get(&sandbox).is_some_and(|seen| *seen >= since)
+                    && !state.named(&sandbox)
+                    && !state.in_ledger(name, id)
+            })
+            .map(|((_, id), place)| (*place, id))
+            .collect();
+        queued.sort();
+        Ok(queued.into_iter().take(limit).map(|(_, id)| id.clone()).collect())
+    }
+
+    async fn lookup_checked(
+        &self,
+        provider: &str,
+        gone: &[String],
+        checked: &[String],
+        now: u64,
+    ) -> Result<(), StoreError> {
+        let mut state = self.lock();
+        for id in gone {
+            let sandbox = (provider.to_owned(), id.clone());
+            if state.queue.remove(&sandbox).is_some() {
+                state.resolved.insert(sandbox, now_millis());
+            }
+        }
+        for id in checked {
+            if let Some(place) = state.queue.get_mut(&(provider.to_owned(), id.clone())) {
+                *place = i64::try_from(now).unwrap_or(i64::MAX);
+            }
+        }
+        Ok(())
     }
 
     async fn record_leak(&self, leak: NewLeak, reason: LeakReason, next_attempt_at: u64) -> Result<(), StoreError> {
@@ -359,13 +502,20 @@ impl FleetStore for InMemorySandboxInstanceStore {
     }
 
     async fn append_audit(&self, entries: &[AuditEntry]) -> Result<(), StoreError> {
-        self.lock().audit.extend_from_slice(entries);
+        let mut state = self.lock();
+        for entry in entries.iter().filter(|entry| entry.result == AUDIT_DESTROYED) {
+            state.confirmed_gone(&(entry.provider.clone(), entry.provider_sandbox_id.clone()));
+        }
+        state.audit.extend_from_slice(entries);
         Ok(())
     }
 
     async fn prune(&self, provider: &str, registry_before: u64, audit_before: u64) -> Result<(), StoreError> {
         let mut state = self.lock();
         state.registry.retain(|(name, _), seen| name != provider || *seen >= registry_before);
+        let State { registry, deleted, queue, .. } = &mut *state;
+        deleted.retain(|sandbox, _| registry.contains_key(sandbox));
+        queue.retain(|sandbox, _| registry.contains_key(sandbox));
         state.audit.retain(|row| row.provider != provider || row.at >= audit_before);
         // A resolve counts like an audit row of its destroy (the sweep spares both).
         state.resolved.retain(|(name, _), at| name != provider || *at >= audit_before);
@@ -399,4 +549,11 @@ impl FleetStore for InMemorySandboxInstanceStore {
             last_audit_at: state.audit.iter().map(|entry| entry.at).max(),
         })
     }
+}
+
+/// Sorted, each once (the order the SQL stores answer in).
+fn sorted(mut ids: Vec<String>) -> Vec<String> {
+    ids.sort();
+    ids.dedup();
+    ids
 }

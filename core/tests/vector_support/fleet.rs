@@ -105,6 +105,7 @@ fn machine(vector: &Value, start: Millis, has_ledger: bool) -> Box<dyn Flow> {
         // The in-memory store keeps a registry, and prunes it and its audit log.
         registry: true,
         prune: true,
+        scoped: true,
     };
     if vector["api"] == "reclaimAll" {
         let records = vector["records"].as_array().unwrap();

@@ -224,7 +224,10 @@ const RESOLVE_LEAK: Method = method(
 );
 
 /// What a reconcile pass calls on its store beyond the leak ledger, in the order the declarations list them.
-pub const FLEET_STORE: [Method; 12] = [
+///
+/// The five `sweepMark` ... `lookupChecked` go together (a store has all or none): with them a sweep asks about
+/// what it listed instead of reading every reference, so its cost follows what it lists, not what the store holds.
+pub const FLEET_STORE: [Method; 17] = [
     method(
         "listStale",
         "list_stale",
@@ -273,6 +276,56 @@ pub const FLEET_STORE: [Method; 12] = [
          from before `auditBefore` (epoch ms). A pass calls it once per provider from the pass that took that \
          provider's sweep (never in a dry run); a failure is ignored (the next holder prunes). A store without it \
          keeps every row.",
+    ),
+    method(
+        "sweepMark",
+        "sweep_mark",
+        &[PROVIDER],
+        Number,
+        true,
+        "A mark of the store's record deletions, taken before a sweep lists: a record deleted (or pointed at \
+         another sandbox) after this call is counted by `referencedAmong` with this mark. Any whole number that \
+         never goes down (a counter, a transaction id).",
+    ),
+    method(
+        "referencedAmong",
+        "referenced_among",
+        &[PROVIDER, param("ids", "ids", Ids), param("destroyedSince", "destroyed_since", Number), param("mark", "mark", Number)],
+        Ids,
+        true,
+        "Those of `ids` (what a sweep listed of `provider`, a batch at a time) that a record or a leak entry \
+         references now, that an audit row says was destroyed (or a leak retry resolved) at or after \
+         `destroyedSince` (epoch ms), or whose record was deleted after `mark` (see `sweepMark`): the sweep spares \
+         them all.",
+    ),
+    method(
+        "registeredAmong",
+        "registered_among",
+        &[PROVIDER, param("ids", "ids", Ids), param("since", "since", Number)],
+        Ids,
+        true,
+        "Those of `ids` the registry names: a record of `provider` names it now, or one last written or deleted \
+         at or after `since` (epoch ms) did.",
+    ),
+    method(
+        "lookupCandidates",
+        "lookup_candidates",
+        &[PROVIDER, param("since", "since", Number), LIMIT],
+        Ids,
+        true,
+        "At most `limit` registered `providerSandboxId`s of `provider` for a lookup by id: last written or deleted \
+         at or after `since` (epoch ms), named by no record or leak entry now, and not known gone; never checked \
+         first (most recently deleted first), then least recently checked first.",
+    ),
+    method(
+        "lookupChecked",
+        "lookup_checked",
+        &[PROVIDER, param("gone", "gone", Ids), param("checked", "checked", Ids), NOW],
+        Nothing,
+        true,
+        "What a lookup learned: the sandboxes of `gone` are gone (never a candidate again until a record names \
+         them again), those of `checked` were checked at `now` (epoch ms) and go to the back of the queue. A \
+         failure is ignored.",
     ),
     method(
         "recordLeak",

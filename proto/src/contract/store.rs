@@ -92,6 +92,75 @@ pub trait FleetStore: LeakLedger {
         Ok(Vec::new())
     }
 
+    /// Whether the store answers a sweep's questions about the ids it listed
+    /// ([`sweep_mark`](Self::sweep_mark) ... [`lookup_checked`](Self::lookup_checked)):
+    /// then a pass reads only what it listed, on indexes, never every
+    /// reference of a provider. Every store this crate ships does; a store
+    /// that does not is swept the older way (every reference read before
+    /// listing), and the five methods are never called.
+    fn scoped_reads(&self) -> bool {
+        false
+    }
+
+    /// A mark of the store's record deletions, taken before a sweep lists: a
+    /// record deleted, or pointed at another sandbox, after this call is
+    /// counted by [`referenced_among`](Self::referenced_among) with this
+    /// mark, whatever the clocks say. Never goes down.
+    async fn sweep_mark(&self, provider: &str) -> Result<u64, StoreError> {
+        let _ = provider;
+        Ok(0)
+    }
+
+    /// Those of `ids` (a batch of what a sweep listed of `provider`) that an
+    /// instance record or a leak entry references now, that an audit row
+    /// says was destroyed at or after `destroyed_since`, whose leak entry was
+    /// resolved at or after it, or whose record was deleted (or pointed
+    /// elsewhere) after `mark`. Sorted, each once. Served by indexes on
+    /// `(provider, provider_sandbox_id)`: its cost follows `ids`, not the store.
+    async fn referenced_among(
+        &self,
+        provider: &str,
+        ids: &[String],
+        destroyed_since: u64,
+        mark: u64,
+    ) -> Result<Vec<String>, StoreError> {
+        let _ = (provider, ids, destroyed_since, mark);
+        Ok(Vec::new())
+    }
+
+    /// Those of `ids` the registry names: a record of `provider` names it
+    /// now, or one last written or deleted at or after `since` did. Sorted,
+    /// each once.
+    async fn registered_among(&self, provider: &str, ids: &[String], since: u64) -> Result<Vec<String>, StoreError> {
+        let _ = (provider, ids, since);
+        Ok(Vec::new())
+    }
+
+    /// At most `limit` registered ids of `provider` for a lookup by id:
+    /// last written or deleted at or after `since`, named by no instance
+    /// record or leak entry now, and not known gone (a lookup answered it
+    /// gone, or a destroy of ours was confirmed: a pass's audited destroy, a
+    /// leak's resolve). Never checked first, most recently deleted first;
+    /// then least recently checked first. Read in one indexed page.
+    async fn lookup_candidates(&self, provider: &str, since: u64, limit: usize) -> Result<Vec<String>, StoreError> {
+        let _ = (provider, since, limit);
+        Ok(Vec::new())
+    }
+
+    /// What a lookup learned: the sandboxes of `gone` are gone (no candidate
+    /// again until a record names them again); those of `checked` were
+    /// checked at `now` and go to the back of the queue.
+    async fn lookup_checked(
+        &self,
+        provider: &str,
+        gone: &[String],
+        checked: &[String],
+        now: u64,
+    ) -> Result<(), StoreError> {
+        let _ = (provider, gone, checked, now);
+        Ok(())
+    }
+
     /// Records a leak without touching any instance record (an orphan whose
     /// destroy failed). Recording a known sandbox again bumps its attempts.
     async fn record_leak(&self, leak: NewLeak, reason: LeakReason, next_attempt_at: u64) -> Result<(), StoreError>;
@@ -138,7 +207,9 @@ pub trait FleetStore: LeakLedger {
     /// registry reads live records, and their next write registers them
     /// again) and its audit rows with `at < audit_before`. The pass holding
     /// `provider`'s sweep calls it. A store that keeps neither does nothing
-    /// (the default).
+    /// (the default). The SQL stores delete in bounded batches, each its own
+    /// transaction, so no write waits behind a long prune; a prune that has
+    /// more to delete than its per-call bound leaves the rest to the next.
     async fn prune(&self, provider: &str, registry_before: u64, audit_before: u64) -> Result<(), StoreError> {
         let _ = (provider, registry_before, audit_before);
         Ok(())

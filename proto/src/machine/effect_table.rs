@@ -57,9 +57,20 @@ pub mod op {
     pub const PRUNE: u32 = 21;
     /// provider number, the ids as a JSON array, deadline | Nothing; answered with JSON
     pub const LOOKUP_SANDBOXES: u32 = 22;
+    /// provider; answered with JSON (a whole number)
+    pub const SWEEP_MARK: u32 = 23;
+    /// provider, the ids as a JSON array, destroyedSince, mark; answered with JSON
+    pub const REFERENCED_AMONG: u32 = 24;
+    /// provider, the ids as a JSON array, since; answered with JSON
+    pub const REGISTERED_AMONG: u32 = 25;
+    /// provider, since, limit; answered with JSON
+    pub const LOOKUP_CANDIDATES: u32 = 26;
+    /// provider, the gone ids as a JSON array, the checked ids as a JSON array, now
+    pub const LOOKUP_CHECKED: u32 = 27;
 
     /// Every op, in number order.
-    pub const ALL: [u32; 23] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22];
+    pub const ALL: [u32; 28] =
+        [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27];
 }
 
 /// Whom an effect calls.
@@ -100,6 +111,8 @@ pub mod operand {
     /// Two slots (the ids as a JSON array, deadline | Nothing): Node
     /// `{ ids, signal? }` (a signal only under a deadline), Python the ids.
     pub const IDS: &str = "ids";
+    /// One slot, the ids as a JSON array: the host's array (Python list) of strings.
+    pub const ID_LIST: &str = "idList";
 }
 
 /// How a driver reports an effect's answer.
@@ -169,8 +182,11 @@ const fn field(wire: &'static str, python: &'static str, kind: &'static str, req
 
 const FLAG: Option<Shape> = Some(Shape { kind: "flag", noun: "", fields: &[] });
 
+/// A whole number of at least 0 (a store's mark).
+const MARK: Option<Shape> = Some(Shape { kind: "mark", noun: "", fields: &[] });
+
 /// Every op's row, in op number order.
-pub const EFFECTS: [EffectSpec; 23] = {
+pub const EFFECTS: [EffectSpec; 28] = {
     use self::{answer as a, operand as o, target as t};
     const fn spec(
         op: u32,
@@ -282,6 +298,51 @@ pub const EFFECTS: [EffectSpec; 23] = {
             LISTED,
             false,
         ),
+        answered(spec(op::SWEEP_MARK, "sweepMark", "sweep_mark", t::STORE, &[o::VALUE], a::JSON), MARK, false),
+        answered(
+            spec(
+                op::REFERENCED_AMONG,
+                "referencedAmong",
+                "referenced_among",
+                t::STORE,
+                &[o::VALUE, o::ID_LIST, o::VALUE, o::VALUE],
+                a::JSON,
+            ),
+            IDS,
+            false,
+        ),
+        answered(
+            spec(
+                op::REGISTERED_AMONG,
+                "registeredAmong",
+                "registered_among",
+                t::STORE,
+                &[o::VALUE, o::ID_LIST, o::VALUE],
+                a::JSON,
+            ),
+            IDS,
+            false,
+        ),
+        answered(
+            spec(
+                op::LOOKUP_CANDIDATES,
+                "lookupCandidates",
+                "lookup_candidates",
+                t::STORE,
+                &[o::VALUE, o::VALUE, o::VALUE],
+                a::JSON,
+            ),
+            IDS,
+            false,
+        ),
+        spec(
+            op::LOOKUP_CHECKED,
+            "lookupChecked",
+            "lookup_checked",
+            t::STORE,
+            &[o::VALUE, o::ID_LIST, o::ID_LIST, o::VALUE],
+            a::OK,
+        ),
     ]
 };
 
@@ -359,6 +420,7 @@ mod host_contract {
             Kind::Destroy => operand::SANDBOX,
             Kind::ListInput => operand::SIGNAL,
             Kind::LookupInput => operand::IDS,
+            Kind::Ids => operand::ID_LIST,
             _ => operand::VALUE,
         }
     }

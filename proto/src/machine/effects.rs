@@ -68,6 +68,29 @@ pub enum Effect {
     /// whose record still exists or was last written or deleted at or after
     /// `since`); complete with [`Completion::Ids`].
     RegisteredSandboxes { provider: String, since: Millis },
+    /// The store's `sweepMark(provider)`: a mark of the store's record
+    /// deletions, taken before the sweep lists (a store that answers about
+    /// listed ids, [`crate::machine::reconcile::ReconcileInput::scoped`]);
+    /// complete with [`Completion::Mark`].
+    SweepMark { provider: String },
+    /// The store's `referencedAmong(provider, ids, destroyedSince, mark)`:
+    /// those of `ids` a record or leak entry references now, that a pass
+    /// destroyed or a leak retry resolved at or after `destroyed_since`, or
+    /// whose record was deleted after `mark`; complete with [`Completion::Ids`].
+    ReferencedAmong { provider: String, ids: Vec<String>, destroyed_since: Millis, mark: u64 },
+    /// The store's `registeredAmong(provider, ids, since)`: those of `ids`
+    /// its registry names (a record names it, or one last written or deleted
+    /// at or after `since` did); complete with [`Completion::Ids`].
+    RegisteredAmong { provider: String, ids: Vec<String>, since: Millis },
+    /// The store's `lookupCandidates(provider, since, limit)`: at most
+    /// `limit` registered ids whose record is gone and that no lookup
+    /// answered gone yet, least recently checked first; complete with
+    /// [`Completion::Ids`].
+    LookupCandidates { provider: String, since: Millis, limit: u32 },
+    /// The store's `lookupChecked(provider, gone, checked, now)`: what a
+    /// lookup learned (`gone`: resolved for good; `checked`: to the back of
+    /// the queue); complete with [`Completion::Ok`] (a failure is ignored).
+    LookupChecked { provider: String, gone: Vec<String>, checked: Vec<String>, now: Millis },
     /// The store's `listStale(olderThan, limit)`; complete with [`Completion::Stale`].
     ListStale { older_than: Millis, limit: u32 },
     /// The store's `expireIdle(key, updatedAt, leak)`; complete with [`Completion::Flag`].
@@ -138,8 +161,11 @@ pub enum Completion {
     Failed { message: String },
     /// `list()` answered.
     Sandboxes(Vec<ListedSandbox>),
-    /// `sandboxReferences` / `registeredSandboxes` answered.
+    /// `sandboxReferences` / `registeredSandboxes` (and their scoped forms,
+    /// `lookupCandidates`) answered.
     Ids(Vec<String>),
+    /// `sweepMark` answered.
+    Mark(u64),
     /// `listStale` answered.
     Stale(Vec<StaleRecord>),
     /// `dueLeaks` answered, in order. The driver keeps the entries.

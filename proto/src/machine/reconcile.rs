@@ -99,6 +99,12 @@ pub struct ReconcileInput {
     pub registry: bool,
     /// How far back (after its record was last written or deleted) the registry counts.
     pub registry_retention_ms: u64,
+    /// The store answers about what a sweep listed ([`Effect::SweepMark`],
+    /// [`Effect::ReferencedAmong`], [`Effect::RegisteredAmong`],
+    /// [`Effect::LookupCandidates`], [`Effect::LookupChecked`]): the sweep
+    /// then reads only what it listed (see `Reconcile::sweep`). Without,
+    /// it reads every reference of the provider before listing.
+    pub scoped: bool,
     /// The store offers [`Effect::Prune`]: the pass that takes a provider's
     /// sweep prunes its registry rows past `registry_retention_ms` and its
     /// audit rows past `audit_retention_ms`.
@@ -134,6 +140,7 @@ impl ReconcileInput {
             max_backoff_ms: defaults::MAX_BACKOFF_MS,
             registry: false,
             registry_retention_ms: defaults::REGISTRY_RETENTION_MS,
+            scoped: false,
             prune: false,
             audit_retention_ms: defaults::AUDIT_RETENTION_MS,
             progress: false,
@@ -191,6 +198,21 @@ enum Pending {
     Registered {
         provider: usize,
     },
+    /// A scoped sweep's mark, read before it lists.
+    Mark {
+        provider: usize,
+    },
+    /// The registry's candidates for a lookup by id.
+    Candidates {
+        provider: usize,
+    },
+    /// A batch of the scoped sweep's reads about what it listed.
+    Among {
+        provider: usize,
+        registered: bool,
+    },
+    /// What a lookup learned, written back (a failure is ignored).
+    Checked,
     Destroy {
         job: usize,
         deadline: Option<Millis>,
@@ -229,6 +251,12 @@ pub struct Reconcile {
     listed: Vec<Vec<ListedSandbox>>,
     /// Per provider, the ids its lookup asked for.
     looked_up: Vec<HashSet<String>>,
+    /// Per provider (scoped sweeps): when its sweep began, the store's mark,
+    /// the registry's lookup candidates, and the reads still out.
+    sweep_started: Vec<Millis>,
+    marks: Vec<u64>,
+    candidates: Vec<Vec<String>>,
+    reads_out: Vec<usize>,
     /// Per provider, every sandbox this pass has an action for (a leak
     /// retry, an idle expiry): the sweep never takes it for an orphan.
     acted_on: Vec<HashSet<String>>,
@@ -284,6 +312,10 @@ impl Reconcile {
             registered: vec![HashSet::new(); providers],
             listed: vec![Vec::new(); providers],
             looked_up: vec![HashSet::new(); providers],
+            sweep_started: vec![now; providers],
+            marks: vec![0; providers],
+            candidates: vec![Vec::new(); providers],
+            reads_out: vec![0; providers],
             acted_on: vec![HashSet::new(); providers],
             sweep_lease_ends: vec![None; providers],
             jobs: Vec::new(),
@@ -469,8 +501,26 @@ impl Reconcile {
     /// between look like an orphan and be destroyed twice. The references
     /// include what any pass destroyed within the orphan grace (the audit
     /// log): a lagging listing still shows it, and it is nobody's orphan.
+    ///
+    /// A scoped sweep (a store that answers about listed ids) turns this
+    /// around, so that its store work follows what it lists: it takes the
+    /// store's deletion mark, lists, and only then asks the store about the
+    /// listed ids, in batches. Nothing is lost by listing first: a record or
+    /// ledger entry that exists when the store answers is read then; one
+    /// deleted since the mark is counted through the registry's deletion
+    /// mark (whatever the clocks say); a destroy a pass or a leak retry
+    /// confirmed within the grace, through the audit log and the registry's
+    /// `resolved_at`, as before. So a sandbox whose record or ledger entry
+    /// existed at any moment from the mark to the decision is never an
+    /// orphan, and one created meanwhile is seen too (the older order could
+    /// not see it).
     fn sweep(&mut self, provider: usize, now: Millis) {
         let provider_name = self.input.providers[provider].name.clone();
+        if self.input.scoped {
+            self.sweep_started[provider] = now;
+            self.ask(Effect::SweepMark { provider: provider_name }, Pending::Mark { provider });
+            return;
+        }
         let destroyed_since = now.saturating_sub(self.input.orphan_grace_ms);
         let effect = Effect::SandboxReferences { provider: provider_name, destroyed_since };
         self.ask(effect, Pending::References { provider });
@@ -488,6 +538,13 @@ impl Reconcile {
             self.list(provider, now);
             self.prune(provider, now);
         }
+    }
+
+    /// A scoped sweep's mark is in: list (and prune alongside, as below).
+    fn mark_read(&mut self, provider: usize, mark: u64, now: Millis) {
+        self.marks[provider] = mark;
+        self.list(provider, now);
+        self.prune(provider, now);
     }
 
     fn registered_read(&mut self, provider: usize, registered: Vec<String>, now: Millis) {
@@ -511,10 +568,15 @@ impl Reconcile {
         {
             return;
         }
+        // Never an audit row the sweep still counts (destroyed within the
+        // grace): a scoped sweep reads them after this prune runs.
+        let audit_before = now
+            .saturating_sub(self.input.audit_retention_ms)
+            .min(self.sweep_started[provider].saturating_sub(self.input.orphan_grace_ms));
         let effect = Effect::Prune {
             provider: self.input.providers[provider].name.clone(),
             registry_before: now.saturating_sub(self.input.registry_retention_ms),
-            audit_before: now.saturating_sub(self.input.audit_retention_ms),
+            audit_before,
         };
         self.ask(effect, Pending::Prune);
     }
@@ -528,6 +590,20 @@ impl Reconcile {
     /// long registry is covered over passes at a bounded cost each. Once
     /// nothing new may start, the listing is judged alone.
     fn listing_read(&mut self, provider: usize, listed: Vec<ListedSandbox>, now: Millis) {
+        if self.input.scoped {
+            if self.input.providers[provider].can_lookup && self.may_start(now) {
+                self.listed[provider] = listed;
+                let effect = Effect::LookupCandidates {
+                    provider: self.input.providers[provider].name.clone(),
+                    since: self.sweep_started[provider].saturating_sub(self.input.registry_retention_ms),
+                    limit: self.input.limit.max(1),
+                };
+                self.ask(effect, Pending::Candidates { provider });
+            } else {
+                self.read_among(provider, listed, now);
+            }
+            return;
+        }
         if self.input.providers[provider].can_lookup && self.may_start(now) {
             let shown: HashSet<&str> = listed.iter().map(|sandbox| sandbox.id.as_str()).collect();
             let (references, acted_on) = (&self.references[provider], &self.acted_on[provider]);
@@ -556,6 +632,97 @@ impl Reconcile {
         self.sandboxes_listed(provider, listed, now);
     }
 
+    /// A scoped sweep's lookup candidates are in (the store's page of
+    /// registered ids whose record is gone, least recently checked first):
+    /// those the listing did not show, nor this pass acted on, are looked
+    /// up by id, sorted; the rest were seen anyway and count as checked.
+    fn candidates_read(&mut self, provider: usize, candidates: Vec<String>, now: Millis) {
+        let listed = std::mem::take(&mut self.listed[provider]);
+        let shown: HashSet<&str> = listed.iter().map(|sandbox| sandbox.id.as_str()).collect();
+        let acted_on = &self.acted_on[provider];
+        let mut ids: Vec<String> =
+            candidates.iter().filter(|id| !shown.contains(id.as_str()) && !acted_on.contains(*id)).cloned().collect();
+        ids.sort();
+        ids.dedup();
+        self.candidates[provider] = candidates;
+        if ids.is_empty() || !self.may_start(now) {
+            self.lookup_checked(provider, &HashSet::new(), now);
+            return self.read_among(provider, listed, now);
+        }
+        self.looked_up[provider] = ids.iter().cloned().collect();
+        self.listed[provider] = listed;
+        let deadline = Some(now.saturating_add(self.list_timeout()));
+        let effect = Effect::LookupSandboxes { provider: provider as u32, ids, deadline };
+        self.ask(effect, Pending::Lookup { provider, deadline });
+    }
+
+    /// Writes back what a scoped sweep's lookup learned (never in a dry
+    /// run): the asked ids it did not answer are gone; every other
+    /// candidate was checked now and goes to the back of the store's queue.
+    fn lookup_checked(&mut self, provider: usize, gone: &HashSet<String>, now: Millis) {
+        let candidates = std::mem::take(&mut self.candidates[provider]);
+        if self.input.dry_run || candidates.is_empty() || !self.may_start(now) {
+            return;
+        }
+        let mut gone: Vec<String> = gone.iter().cloned().collect();
+        gone.sort();
+        let mut checked: Vec<String> = candidates.into_iter().filter(|id| gone.binary_search(id).is_err()).collect();
+        checked.sort();
+        checked.dedup();
+        let effect = Effect::LookupChecked {
+            provider: self.input.providers[provider].name.clone(),
+            gone,
+            checked,
+            now: self.sweep_started[provider],
+        };
+        self.ask(effect, Pending::Checked);
+    }
+
+    /// A scoped sweep asks the store about everything it will judge (the
+    /// listing and what the lookup found), in batches of [`AMONG_BATCH`]
+    /// ids, all at once: what references them, and what the registry names.
+    fn read_among(&mut self, provider: usize, listed: Vec<ListedSandbox>, now: Millis) {
+        let mut ids: Vec<String> = listed.iter().map(|sandbox| sandbox.id.clone()).collect();
+        ids.sort();
+        ids.dedup();
+        self.listed[provider] = listed;
+        if ids.is_empty() {
+            let listed = std::mem::take(&mut self.listed[provider]);
+            return self.sandboxes_listed(provider, listed, now);
+        }
+        let name = self.input.providers[provider].name.clone();
+        let started = self.sweep_started[provider];
+        let destroyed_since = started.saturating_sub(self.input.orphan_grace_ms);
+        let since = started.saturating_sub(self.input.registry_retention_ms);
+        for batch in ids.chunks(AMONG_BATCH) {
+            let (provider_name, mark) = (name.clone(), self.marks[provider]);
+            let referenced =
+                Effect::ReferencedAmong { provider: provider_name, ids: batch.to_vec(), destroyed_since, mark };
+            self.ask(referenced, Pending::Among { provider, registered: false });
+            let registered = Effect::RegisteredAmong { provider: name.clone(), ids: batch.to_vec(), since };
+            self.ask(registered, Pending::Among { provider, registered: true });
+            self.reads_out[provider] += 2;
+        }
+    }
+
+    /// One batch of a scoped sweep's reads is in; the last one judges.
+    fn among_read(&mut self, provider: usize, registered: bool, ids: Vec<String>, now: Millis) {
+        let set = if registered { &mut self.registered[provider] } else { &mut self.references[provider] };
+        set.extend(ids);
+        self.among_settled(provider, now);
+    }
+
+    fn among_settled(&mut self, provider: usize, now: Millis) {
+        self.reads_out[provider] -= 1;
+        if self.reads_out[provider] > 0 {
+            return;
+        }
+        let listed = std::mem::take(&mut self.listed[provider]);
+        if self.report.providers[provider].orphans.status != SweepStatus::Unavailable {
+            self.sandboxes_listed(provider, listed, now);
+        }
+    }
+
     /// The lookup is in: what it found is judged with the listing. A
     /// sandbox it found without a label is the registry's, so unlabelled
     /// (owner `""`); one labelled for another owner stays theirs; an id it
@@ -563,10 +730,16 @@ impl Reconcile {
     fn looked_up(&mut self, provider: usize, found: Vec<ListedSandbox>, now: Millis) {
         let asked = std::mem::take(&mut self.looked_up[provider]);
         let mut listed = std::mem::take(&mut self.listed[provider]);
+        let mut gone = asked.clone();
         listed.extend(found.into_iter().filter(|sandbox| asked.contains(&sandbox.id)).map(|mut sandbox| {
+            gone.remove(&sandbox.id);
             sandbox.owner.get_or_insert_with(String::new);
             sandbox
         }));
+        if self.input.scoped {
+            self.lookup_checked(provider, &gone, now);
+            return self.read_among(provider, listed, now);
+        }
         self.sandboxes_listed(provider, listed, now);
     }
 
@@ -866,6 +1039,10 @@ impl Reconcile {
 /// Audit rows written per store transaction.
 const AUDIT_BATCH: usize = 64;
 
+/// Listed ids a scoped sweep asks the store about per call: bounded
+/// statements (SQLite binds at most 32,766 parameters) and answers.
+pub const AMONG_BATCH: usize = 500;
+
 /// How long a listing may take when no `destroyTimeoutMs` is given: a pass
 /// must end even when a vendor's listing hangs (then its sweep is
 /// `unavailable`, nothing swept). Two minutes lists thousands of pages.
@@ -911,6 +1088,17 @@ impl Flow for Reconcile {
                 self.looked_up(provider, found, now);
             }
             (Pending::References { provider }, Completion::Ids(ids)) => self.references_read(provider, ids, now),
+            (Pending::Mark { provider }, Completion::Mark(mark)) => self.mark_read(provider, mark, now),
+            (Pending::Candidates { provider }, Completion::Ids(ids)) => self.candidates_read(provider, ids, now),
+            (Pending::Among { provider, registered }, Completion::Ids(ids)) => {
+                self.among_read(provider, registered, ids, now);
+            }
+            (Pending::Among { provider, .. }, Completion::Failed { message }) => {
+                if self.report.providers[provider].orphans.status != SweepStatus::Unavailable {
+                    self.unavailable(provider, message);
+                }
+                self.among_settled(provider, now);
+            }
             (Pending::Registered { provider }, Completion::Ids(ids)) => self.registered_read(provider, ids, now),
             // Reads that feed the sweep fail closed: that provider destroys nothing.
             (
@@ -918,7 +1106,9 @@ impl Flow for Reconcile {
                 | Pending::List { provider, .. }
                 | Pending::Lookup { provider, .. }
                 | Pending::References { provider }
-                | Pending::Registered { provider },
+                | Pending::Registered { provider }
+                | Pending::Mark { provider }
+                | Pending::Candidates { provider },
                 Completion::Failed { message },
             ) => {
                 self.unavailable(provider, message);
@@ -931,12 +1121,12 @@ impl Flow for Reconcile {
                 self.destroy_ended(job);
                 self.destroy_failed(job, message, false, now);
             }
-            (Pending::Write { .. } | Pending::Audit | Pending::Release | Pending::Prune, Completion::Ok) => {}
+            (Pending::Write { .. } | Pending::Audit | Pending::Release | Pending::Prune | Pending::Checked, Completion::Ok) => {}
             (Pending::Write { .. }, Completion::Flag(true)) => {}
             (Pending::Write { job }, Completion::Flag(false)) => self.lease_lost(job, now),
             // A lapsed sweep lease expires by itself; what a failed prune
             // left, the next sweep's holder prunes.
-            (Pending::Release | Pending::Prune, Completion::Failed { .. }) => {}
+            (Pending::Release | Pending::Prune | Pending::Checked, Completion::Failed { .. }) => {}
             (
                 Pending::Stale | Pending::Expire { .. } | Pending::Due { .. } | Pending::Write { .. } | Pending::Audit,
                 Completion::Failed { .. },

@@ -39,6 +39,10 @@ pub struct PassStart {
     /// The store offers `prune` (bounded growth): the sweep's holder prunes
     /// the registry and the audit log past their retention.
     pub prune: bool,
+    /// The store answers about what a sweep listed (`sweepMark`,
+    /// `referencedAmong`, `registeredAmong`, `lookupCandidates`,
+    /// `lookupChecked`): see [`crate::machine::reconcile::ReconcileInput::scoped`].
+    pub scoped: bool,
 }
 
 /// `reclaimAll`'s input: `records` are `(runId, sandboxKey)`, `providers` the names in order.
@@ -118,6 +122,7 @@ pub fn reconcile(
     input.audit_retention_ms = audit_retention_ms;
     input.registry = start.registry;
     input.prune = start.prune;
+    input.scoped = start.scoped;
     input.progress = start.progress;
     input.stopped = start.stopped;
     Ok(input)
