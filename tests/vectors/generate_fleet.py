@@ -1347,7 +1347,132 @@ def reconcile_cases() -> list[dict[str, Any]]:
             providers=[local([])],
             store={"audit": [{**audit(-48 * HOUR, "local", "o1", None, "orphan", "destroyed"), "host": "host-b"}]},
         ),
+        # Between listing and judging: the sweep asks its store about what it
+        # listed only once the listing is in, so what other processes do
+        # meanwhile (the listing's `meanwhile`) is what it must see.
+        case(
+            "reconcile: a record deleted between listing and judging is not an orphan",
+            "A record that names a listed sandbox is deleted while the listing is out (the app reclaimed it: its destroy came first, and a lagging listing still shows it). Its record existed after the sweep's mark, so the store counts it through the registry's deletion mark: spared, never destroyed a second time. The unreferenced old sandbox beside it is an orphan.",
+            {
+                "report": {
+                    "providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept", listed=2, referenced=1, found=1, destroyed=1)}],
+                    "actions": [action("orphan", "local", "o2", None, "destroyed")],
+                },
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), prune(0), destroy("o2", 10, "local"), store("appendAudit", [1], 10), release_sweep(10)],
+                "auditAfter": [audit(10, "local", "o2", None, "orphan", "destroyed")],
+            },
+            providers=[{"name": "local", "destroy": {}, "list": {"mode": "return", "value": [sandbox("o1", old), sandbox("o2", old)], "latencyMs": 10, "meanwhile": [{"op": "delete", "key": "k1"}]}}],
+            instances=[instance("k1", "local", "o1")],
+        ),
+        case(
+            "reconcile: a leak resolved between listing and judging is not swept again",
+            "A ledger entry (not yet due for this pass) names a listed sandbox; while the listing is out another host's leak retry destroys it and resolves the entry. The entry is gone when the store is asked, but its resolve is within the orphan grace: spared, not destroyed again off a lagging listing.",
+            {
+                "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept", listed=1, referenced=1)}], "actions": []},
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), prune(0), release_sweep(10)],
+            },
+            providers=[{"name": "local", "destroy": {}, "list": {"mode": "return", "value": [sandbox("o5", old)], "latencyMs": 10, "meanwhile": [{"op": "resolveLeaks", "provider": "local"}]}}],
+            leaks=[l5],
+        ),
+        case(
+            "reconcile: a record created between listing and judging is not an orphan",
+            "A record naming a listed old sandbox is written while the listing is out (an app adopted the sandbox for a new run). The sweep reads references after listing, so it sees the record and spares the sandbox (a sweep that read its references before listing could not).",
+            {
+                "report": {"providers": [{"name": "local", "leaks": leak_counts(), "orphans": orphans("swept", listed=1, referenced=1)}], "actions": []},
+                "calls": [due("local"), claim_sweep(), references(0), registered(0), listing(0), prune(0), release_sweep(10)],
+                "instancesAfter": [instance("k3", "local", "o3", 5)],
+            },
+            providers=[{"name": "local", "destroy": {}, "list": {"mode": "return", "value": [sandbox("o3", old)], "latencyMs": 10, "meanwhile": [{"op": "upsert", "record": instance("k3", "local", "o3", 5)}]}}],
+        ),
     ]
+
+
+def scoped(case: dict[str, Any]) -> dict[str, Any]:
+    """A sweep on a store that answers about what it listed (every native
+    store, and so every fleet case): the sweep's two whole-provider reads
+    before the listing become the store's deletion mark, and after the
+    listing (and its lookup) come the scoped reads, as the rules say:
+
+    * ``sweepMark(provider)`` where ``sandboxReferences`` was;
+    * ``list``, ``prune`` as before;
+    * with a provider that looks up by id, once the listing is in:
+      ``lookupCandidates(provider, since, limit)`` (the registry's queue:
+      registered sandboxes whose record is gone, no ledger entry), the
+      ``lookup`` of those the listing did not show, then (not in a dry run)
+      ``lookupChecked(provider, gone, checked, markTime)``: asked ids the
+      lookup left out are gone, every other candidate was checked;
+    * ``referencedAmong(provider, ids, destroyedSince, "$mark")`` and
+      ``registeredAmong(provider, ids, since)`` about every listed or found
+      id (sorted, once), unless a read before them failed.
+    """
+    options = case["options"]
+    dry = options.get("dryRun", False)
+    limit = options.get("limit", 1000)
+    store_seed = case["store"]
+    live = {(i["provider"], i["providerSandboxId"]) for i in store_seed.get("instances", [])}
+    ledger = {(l["provider"], l["providerSandboxId"]) for l in store_seed.get("leaks", [])}
+    providers = {provider["name"]: provider for provider in case["providers"]}
+    calls = case["expect"].get("calls")
+    if calls is None:
+        return case
+    out: list[dict[str, Any]] = []
+    marks: dict[str, tuple[int, int]] = {}
+    since: dict[str, int] = {}
+    index = 0
+
+    def settles(script: dict[str, Any] | None, at: int) -> int | None:
+        if script is None or script.get("mode") in ("reject", "throw", "hang"):
+            return None
+        return at + script.get("latencyMs", 0)
+
+    while index < len(calls):
+        entry = calls[index]
+        index += 1
+        method, args = entry["method"], entry["args"]
+        if entry["on"] == "store" and method == "sandboxReferences":
+            marks[args[0]] = (entry["at"], args[1])
+            out.append(store("sweepMark", [args[0]], entry["at"]))
+            continue
+        if entry["on"] == "store" and method == "registeredSandboxes":
+            since[args[0]] = args[1]
+            continue
+        out.append(entry)
+        if not (entry["on"] == "provider" and method == "list"):
+            continue
+        name = entry["name"]
+        provider = providers[name]
+        if index < len(calls) and calls[index]["method"] == "prune":
+            out.append(calls[index])
+            index += 1
+        at = settles(provider["list"], entry["at"])
+        if at is None:
+            continue
+        listed = [sandbox["id"] for sandbox in provider["list"]["value"]]
+        found: list[str] = []
+        mark_at, destroyed_since = marks[name]
+        if "lookup" in provider:
+            registered = [r["providerSandboxId"] for r in store_seed.get("registered", []) if r["provider"] == name]
+            candidates = sorted({sid for sid in registered if (name, sid) not in live and (name, sid) not in ledger})[:limit]
+            out.append(store("lookupCandidates", [name, since[name], limit], at))
+            asked: list[str] = []
+            if index < len(calls) and calls[index]["method"] == "lookup":
+                asked = calls[index]["args"][0]["ids"]
+                assert asked == sorted(set(candidates) - set(listed)), (case["name"], asked, candidates)
+                out.append(calls[index])
+                index += 1
+                at = settles(provider["lookup"], at)
+                if at is None:
+                    continue
+                found = [sandbox["id"] for sandbox in provider["lookup"]["value"] if sandbox["id"] in asked]
+            gone = sorted(set(asked) - set(found))
+            if not dry and candidates:
+                out.append(store("lookupChecked", [name, gone, sorted(set(candidates) - set(gone)), mark_at], at))
+        ids = sorted(set(listed) | set(found))
+        if ids:
+            out.append(store("referencedAmong", [name, ids, destroyed_since, "$mark"], at))
+            out.append(store("registeredAmong", [name, ids, since[name]], at))
+    case["expect"]["calls"] = out
+    return case
 
 
 def write(name: str, comment: str, cases: list[dict[str, Any]]) -> None:
@@ -1358,4 +1483,4 @@ def write(name: str, comment: str, cases: list[dict[str, Any]]) -> None:
 
 if __name__ == "__main__":
     write("reclaim-all.json", "reclaimAll: written by generate_fleet.py; see README.md (Fleet passes).", reclaim_all_cases())
-    write("reconcile.json", "reconcile: written by generate_fleet.py; see README.md (Fleet passes).", thrown_twins(reconcile_cases()))
+    write("reconcile.json", "reconcile: written by generate_fleet.py; see README.md (Fleet passes).", thrown_twins([scoped(case) for case in reconcile_cases()]))

@@ -255,6 +255,30 @@ pub fn run_fleet(vector: &Value) -> FleetObserved {
                     store_call("registeredSandboxes", json!([provider, rel(*since)])),
                     script_for("registeredSandboxes", provider),
                 ),
+                Effect::SweepMark { provider } => {
+                    ("sweepMark", store_call("sweepMark", json!([provider])), script_for("sweepMark", provider))
+                }
+                Effect::ReferencedAmong { provider, ids, destroyed_since, .. } => (
+                    "referencedAmong",
+                    // The mark is the store's own number: recorded as "$mark".
+                    store_call("referencedAmong", json!([provider, ids, rel(*destroyed_since), "$mark"])),
+                    script_for("referencedAmong", provider),
+                ),
+                Effect::RegisteredAmong { provider, ids, since } => (
+                    "registeredAmong",
+                    store_call("registeredAmong", json!([provider, ids, rel(*since)])),
+                    script_for("registeredAmong", provider),
+                ),
+                Effect::LookupCandidates { provider, since, limit } => (
+                    "lookupCandidates",
+                    store_call("lookupCandidates", json!([provider, rel(*since), limit])),
+                    script_for("lookupCandidates", provider),
+                ),
+                Effect::LookupChecked { provider, gone, checked, now: checked_at } => (
+                    "lookupChecked",
+                    store_call("lookupChecked", json!([provider, gone, checked, rel(*checked_at)])),
+                    script_for("lookupChecked", provider),
+                ),
                 Effect::ListStale { older_than, limit } => (
                     "listStale",
                     store_call("listStale", json!([rel(*older_than), limit])),
@@ -424,6 +448,9 @@ fn settle(
     match &settled.effect {
         Effect::Destroy { .. } => Completion::Ok,
         Effect::ListSandboxes { .. } | Effect::LookupSandboxes { .. } => {
+            if let Effect::ListSandboxes { .. } = settled.effect {
+                meanwhile(&script["meanwhile"], start, store);
+            }
             let listed = returned.unwrap_or(json!([]));
             Completion::Sandboxes(
                 listed
@@ -461,6 +488,23 @@ fn settle(
             Ok(ids) => Completion::Ids(ids),
             Err(error) => failed(error, thrown),
         },
+        Effect::SweepMark { provider } => match returned {
+            Some(value) => Completion::Mark(value.as_u64().unwrap()),
+            None => ready(store.sweep_mark(provider)).map_or_else(|error| failed(error, thrown), Completion::Mark),
+        },
+        Effect::ReferencedAmong { provider, ids, destroyed_since, mark } => {
+            ready(store.referenced_among(provider, ids, *destroyed_since, *mark))
+                .map_or_else(|error| failed(error, thrown), Completion::Ids)
+        }
+        Effect::RegisteredAmong { provider, ids, since } => ready(store.registered_among(provider, ids, *since))
+            .map_or_else(|error| failed(error, thrown), Completion::Ids),
+        Effect::LookupCandidates { provider, since, limit } => {
+            ready(store.lookup_candidates(provider, *since, *limit as usize))
+                .map_or_else(|error| failed(error, thrown), Completion::Ids)
+        }
+        Effect::LookupChecked { provider, gone, checked, now: checked_at } => {
+            store_done(ready(store.lookup_checked(provider, gone, checked, *checked_at)), thrown)
+        }
         Effect::ListStale { older_than, limit } => match ready(store.list_stale(*older_than, *limit as usize)) {
             Ok(records) => Completion::Stale(
                 records
@@ -532,6 +576,30 @@ fn settle(
         other => {
             let _ = now;
             panic!("unexpected effect {other:?}")
+        }
+    }
+}
+
+/// A listing's `meanwhile`: what other processes do to the store while the
+/// listing is out, applied as it settles (before the pass reads it).
+fn meanwhile(ops: &Value, start: Millis, store: &InMemorySandboxInstanceStore) {
+    for op in ops.as_array().into_iter().flatten() {
+        match op["op"].as_str() {
+            Some("delete") => ready(store.delete(&text(&op["key"]))).unwrap(),
+            Some("upsert") => {
+                let mut record = op["record"].clone();
+                record["updatedAt"] = json!(absolute(&record["updatedAt"], start));
+                let record: SandboxInstanceRecord = serde_json::from_value(record).unwrap();
+                ready(store.upsert(&record)).unwrap();
+            }
+            Some("resolveLeaks") => {
+                let lease = std::time::Duration::from_millis(60_000);
+                let claimed = ready(store.claim_leaks(&text(&op["provider"]), 1000, lease)).unwrap();
+                for entry in claimed {
+                    assert!(ready(store.resolve_leak(&entry)).unwrap());
+                }
+            }
+            other => panic!("unknown meanwhile op {other:?}"),
         }
     }
 }
