@@ -403,12 +403,11 @@ impl FleetStore for InMemorySandboxInstanceStore {
         let mut queued: Vec<(i64, &String)> = state
             .queue
             .iter()
-            .filter(|((name, id), _)| {
-                let sandbox = (name.clone(), id.clone());
-                name == provider
-                    && state.registry.get(&sandbox).is_some_and(|seen| *seen >= since)
-                    && !state.named(&sandbox)
-                    && !state.in_ledger(name, id)
+            .filter(|(sandbox, _)| {
+                sandbox.0 == provider
+                    && state.registry.get(*sandbox).is_some_and(|seen| *seen >= since)
+                    && !state.named(sandbox)
+                    && !state.in_ledger(&sandbox.0, &sandbox.1)
             })
             .map(|((_, id), place)| (*place, id))
             .collect();
