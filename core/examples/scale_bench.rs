@@ -131,7 +131,8 @@ async fn seed_sqlite(path: &PathBuf, records: u64) -> Duration {
     let url = format!("sqlite://{}", path.display());
     let pool = sqlx::SqlitePool::connect(&url).await.expect("seed connection");
     let now = now_millis() as i64;
-    let series = |count: u64| format!("WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < {count} - 1)");
+    let series =
+        |count: u64| format!("WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < {count} - 1)");
     let statements = [
         format!(
             "{} INSERT INTO sandbox_instances (sandbox_key, provider, provider_sandbox_id, latest_snapshot_id, \

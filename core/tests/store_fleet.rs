@@ -500,7 +500,7 @@ async fn facts_count_records_and_name_the_newest_audit_row(fresh: &Fresh) {
     let store = &fresh.store;
     let empty = store.facts().await.unwrap();
     assert_eq!((empty.records, empty.last_audit_at), (0, None));
-    let migrated = if matches!(fresh.backend, Backend::Memory) { 0 } else { 4 };
+    let migrated = if matches!(fresh.backend, Backend::Memory) { 0 } else { 5 };
     assert_eq!(empty.schema_version, migrated, "the newest migration applied");
     store.upsert(&record("a", "docker", "ctr-a", 1)).await.unwrap();
     store.upsert(&record("b", "docker", "ctr-b", 1)).await.unwrap();
@@ -628,12 +628,12 @@ async fn a_version_1_sqlite_file_upgrades_in_place_keeping_its_leaks() {
     let store = SqliteSandboxInstanceStore::open(&path).await.expect("a version-1 file upgrades");
     check_upgraded(&store).await;
     store.close().await;
-    assert_eq!(sqlite_versions(&path).await, [1, 2, 3, 4]);
+    assert_eq!(sqlite_versions(&path).await, [1, 2, 3, 4, 5]);
     // Opening again finds nothing left to do.
     let store = SqliteSandboxInstanceStore::open(&path).await.expect("reopen");
     assert_eq!(store.list_leaks(None).await.unwrap().len(), 1);
     store.close().await;
-    assert_eq!(sqlite_versions(&path).await, [1, 2, 3, 4]);
+    assert_eq!(sqlite_versions(&path).await, [1, 2, 3, 4, 5]);
     remove_db(&path);
 }
 
@@ -646,18 +646,18 @@ async fn sqlite_versions(path: &Path) -> Vec<i64> {
 }
 
 #[tokio::test]
-async fn a_sqlite_schema_newer_than_version_4_is_refused() {
-    let path = temp_db_path("fleet_v5");
+async fn a_sqlite_schema_newer_than_version_5_is_refused() {
+    let path = temp_db_path("fleet_v6");
     SqliteSandboxInstanceStore::open(&path).await.unwrap().close().await;
-    assert_eq!(sqlite_versions(&path).await, [1, 2, 3, 4]);
+    assert_eq!(sqlite_versions(&path).await, [1, 2, 3, 4, 5]);
     store_support::sqlite_exec(
         &path,
-        &format!("INSERT INTO {SCHEMA_VERSION_TABLE} (version, applied_at) VALUES (5, 0)"),
+        &format!("INSERT INTO {SCHEMA_VERSION_TABLE} (version, applied_at) VALUES (6, 0)"),
     )
     .await;
     match SqliteSandboxInstanceStore::open(&path).await {
-        Err(StoreOpenError::SchemaTooNew { found: 5, supported: 4 }) => {}
-        other => panic!("expected SchemaTooNew {{ found: 5, supported: 4 }}, got {other:?}"),
+        Err(StoreOpenError::SchemaTooNew { found: 6, supported: 5 }) => {}
+        other => panic!("expected SchemaTooNew {{ found: 6, supported: 5 }}, got {other:?}"),
     }
     remove_db(&path);
 }
@@ -721,7 +721,7 @@ async fn a_version_1_postgres_schema_upgrades_in_place_keeping_its_leaks() {
     let applied: Vec<i64> =
         sqlx::query_scalar(&format!("SELECT version FROM {versions} ORDER BY version")).fetch_all(&pool).await.unwrap();
     pool.close().await;
-    assert_eq!(applied, [1, 2, 3, 4]);
+    assert_eq!(applied, [1, 2, 3, 4, 5]);
     drop_schema(&schema).await;
 }
 

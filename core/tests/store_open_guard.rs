@@ -130,8 +130,8 @@ async fn a_newer_schema_is_refused_before_any_write() {
     let before = std::fs::read(&path).unwrap();
 
     match SqliteSandboxInstanceStore::open(&path).await {
-        Err(StoreOpenError::SchemaTooNew { found: 99, supported: 4 }) => {}
-        other => panic!("expected SchemaTooNew {{ found: 99, supported: 4 }}, got {other:?}"),
+        Err(StoreOpenError::SchemaTooNew { found: 99, supported: 5 }) => {}
+        other => panic!("expected SchemaTooNew {{ found: 99, supported: 5 }}, got {other:?}"),
     }
     assert_eq!(std::fs::read(&path).unwrap(), before, "not a byte of the file changed");
     remove_db(&path);

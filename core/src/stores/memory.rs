@@ -111,7 +111,9 @@ impl State {
             Some(old) if (&old.provider, &old.provider_sandbox_id) == (&sandbox.0, &sandbox.1) => {}
             Some(old) => {
                 *self.live.entry(sandbox).or_default() += 1;
-                self.unname(&old);
+                // Still last seen at its record's last write, as the SQL
+                // stores' update trigger keeps it.
+                self.unname(&old, old.updated_at);
             }
             None => *self.live.entry(sandbox).or_default() += 1,
         }
@@ -121,15 +123,16 @@ impl State {
     /// seen now (the retention counts from the record's deletion).
     fn remove_record(&mut self, key: &str) {
         if let Some(record) = self.records.remove(key) {
-            self.unname(&record);
+            let seen = now_millis().max(record.updated_at);
+            self.unname(&record, seen);
         }
     }
 
-    /// `record` no longer names its sandbox: registered as last seen now,
-    /// marked deleted, and (no record naming it any more) queued for lookup.
-    fn unname(&mut self, record: &SandboxInstanceRecord) {
+    /// `record` no longer names its sandbox: registered as last seen at
+    /// `seen`, marked deleted, and (no record naming it any more) queued for
+    /// lookup.
+    fn unname(&mut self, record: &SandboxInstanceRecord, seen: u64) {
         let sandbox = (record.provider.clone(), record.provider_sandbox_id.clone());
-        let seen = now_millis().max(record.updated_at);
         self.register(&sandbox.0, &sandbox.1, seen);
         self.deletions += 1;
         self.deleted.insert(sandbox.clone(), self.deletions);
@@ -154,7 +157,8 @@ impl State {
     }
 
     fn in_ledger(&self, provider: &str, provider_sandbox_id: &str) -> bool {
-        let same = |leak: &&Leak| leak.entry.provider == provider && leak.entry.provider_sandbox_id == provider_sandbox_id;
+        let same =
+            |leak: &&Leak| leak.entry.provider == provider && leak.entry.provider_sandbox_id == provider_sandbox_id;
         self.leaks.iter().any(|leak| same(&leak))
     }
 

@@ -15,10 +15,11 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use super::coalesce::Coalesce;
 use super::ordered::KeyedOrder;
 use super::sql::{
-    audit_from_row, backend, due_in_order, held, leak_from_row, ledger_text, record_from_row, scheduled_from_row,
-    sql_int, sql_limit, storable_key, storable_name, summaries, validate_leak, AuditText, Migration, StoreOpenError,
-    AUDIT_COLUMNS,
+    audit_from_row, backend, due_in_order, held, leak_from_row, ledger_text, prune_in_batches, record_from_row,
+    scheduled_from_row, sorted_ids, sql_int, sql_limit, storable_ids, storable_key, storable_name, summaries,
+    validate_leak, AuditText, Migration, StoreOpenError, AUDIT_COLUMNS,
 };
+pub use super::sql::{ScopedSql, PRUNE_BATCH, PRUNE_MAX_BATCHES};
 use crate::contract::errors::StoreError;
 use crate::contract::FleetStore;
 use crate::contract::LeakLedger;
@@ -32,6 +33,7 @@ const MIGRATIONS: &[Migration] = &[
     Migration { version: 2, sql: include_str!("migrations/postgres/0002_fleet.sql") },
     Migration { version: 3, sql: include_str!("migrations/postgres/0003_registry.sql") },
     Migration { version: 4, sql: include_str!("migrations/postgres/0004_claim_generation.sql") },
+    Migration { version: 5, sql: include_str!("migrations/postgres/0005_scoped_reads.sql") },
 ];
 
 const RECORD_COLUMNS: &str =
@@ -57,6 +59,14 @@ const DB_NOW_MILLIS: &str = "(extract(epoch FROM clock_timestamp()) * 1000)::big
 /// `provider_sandbox_id` parameters (length-prefixed, so it is unambiguous).
 fn sandbox_hash(provider: &str, provider_sandbox_id: &str) -> String {
     format!("sha256(convert_to(length({provider}::text)::text || ':' || {provider}::text || {provider_sandbox_id}::text, 'UTF8'))")
+}
+
+/// The same identity computed from the columns of row `alias` of the
+/// records or the audit by the schema's hash function (`hash_fn`): exactly
+/// the expression their version-5 indexes hold, so a lookup by it is an
+/// index lookup.
+fn row_hash(hash_fn: &str, alias: &str) -> String {
+    format!("{hash_fn}({alias}.provider, {alias}.provider_sandbox_id)")
 }
 
 /// Where and how [`PostgresSandboxInstanceStore::connect`] keeps its tables.
@@ -227,10 +237,11 @@ struct Queries {
     claim_sweep: String,
     release_sweep: String,
     append_audit: String,
-    prune: String,
     list_audit: String,
     facts: String,
     scheduled: String,
+    /// The scoped reads, the queue's writes and prune's batches.
+    scoped: ScopedSql,
 }
 
 impl Queries {
@@ -281,15 +292,16 @@ impl Queries {
             // now, in one statement: a sweep spares what was resolved within
             // its grace, so a lagging listing cannot get a sandbox this
             // resolve just confirmed destroyed destroyed again (retryLeaks
-            // writes no audit row). A row it creates counts as seen at 0:
-            // never within a registry retention.
+            // writes no audit row), and it leaves the lookup queue (known
+            // gone). A row it creates counts as seen at 0: never within a
+            // registry retention.
             resolve_leak: format!(
                 "WITH gone AS (DELETE FROM {leaks} WHERE sandbox_hash = {leak_hash} AND {} \
                  RETURNING sandbox_hash, provider, provider_sandbox_id, sandbox_key) \
                  INSERT INTO {registry} AS r \
                  (sandbox_hash, provider, provider_sandbox_id, sandbox_key, first_seen, last_seen, resolved_at) \
                  SELECT sandbox_hash, provider, provider_sandbox_id, sandbox_key, 0, 0, {DB_NOW_MILLIS} FROM gone \
-                 ON CONFLICT (sandbox_hash) DO UPDATE SET resolved_at = excluded.resolved_at",
+                 ON CONFLICT (sandbox_hash) DO UPDATE SET resolved_at = excluded.resolved_at, lookup_at = NULL",
                 fence("$3")
             ),
             record_retry_failure: format!(
@@ -355,23 +367,85 @@ impl Queries {
                 "DELETE FROM {sweeps} WHERE provider_hash = {PROVIDER_HASH} AND provider = $1 AND holder = $2"
             ),
             append_audit: format!("INSERT INTO {audit} ({AUDIT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"),
-            // One statement, so one transaction; served by the registry's
-            // (provider, last_seen) index and the audit's (at) index. A
-            // row's `resolved_at` counts like an audit row of its destroy
-            // (the sweep spares both): kept as long as the audit keeps those.
-            prune: format!(
-                "WITH registry AS (DELETE FROM {registry} WHERE provider = $1::text AND last_seen < $2 \
-                 AND (resolved_at IS NULL OR resolved_at < $3)) \
-                 DELETE FROM {audit} WHERE at < $3 AND provider = $1::text"
-            ),
             list_audit: format!("SELECT {AUDIT_COLUMNS} FROM {audit} WHERE at >= $1 ORDER BY id LIMIT $2"),
             scheduled: format!("SELECT {DUE_COLUMNS} FROM {leaks} ORDER BY id"),
             facts: format!(
                 "SELECT (SELECT COALESCE(MAX(version), 0)::bigint FROM {versions}), \
                  (SELECT COUNT(*)::bigint FROM {instances}), (SELECT MAX(at)::bigint FROM {audit})"
             ),
+            scoped: scoped_sql(tables),
         }
     }
+}
+
+/// The scoped reads' SQL. A listed id (`asked.id`) is found on an index of
+/// each table: its hash, computed here with the indexes' own expression,
+/// then its exact text (a digest alone is never trusted).
+fn scoped_sql(tables: &Tables) -> ScopedSql {
+    let Tables { instances, leaks, audit, registry, hash_fn, .. } = tables;
+    let row_hash = |alias: &str| row_hash(hash_fn, alias);
+    let asked = sandbox_hash("$1", "asked.id");
+    let exact = |alias: &str| format!("{alias}.provider = $1::text AND {alias}.provider_sandbox_id = asked.id");
+    let named = probe(instances, "i", &format!("{} = {asked} AND {}", row_hash("i"), exact("i")));
+    let among = |conditions: String| format!("SELECT asked.id FROM unnest($2::text[]) AS asked(id) WHERE {conditions}");
+    let queued = format!(
+        "FROM unnest($2::text[]) AS asked(id) WHERE r.sandbox_hash = {asked} AND {} AND r.lookup_at IS NOT NULL",
+        exact("r")
+    );
+    let in_ledger = probe(leaks, "l", &format!("l.sandbox_hash = {asked} AND {}", exact("l")));
+    let audited = format!("{} = {asked} AND a.at >= $3 AND a.result = $5 AND {}", row_hash("a"), exact("a"));
+    let marked =
+        format!("r.sandbox_hash = {asked} AND {} AND (r.resolved_at >= $3 OR r.deleted_xid >= $4)", exact("r"));
+    let seen = format!("r.sandbox_hash = {asked} AND {} AND r.last_seen >= $3", exact("r"));
+    let renamed = format!(
+        "{} = r.sandbox_hash AND i.provider = r.provider AND i.provider_sandbox_id = r.provider_sandbox_id",
+        row_hash("i")
+    );
+    ScopedSql {
+        // The oldest transaction still running (see migration 5).
+        sweep_mark: "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint".to_owned(),
+        referenced_among: among(format!(
+            "{named} OR {in_ledger} OR {} OR {}",
+            probe(audit, "a", &audited),
+            probe(registry, "r", &marked)
+        )),
+        registered_among: among(format!("{named} OR {}", probe(registry, "r", &seen))),
+        // The queue's index gives the order; a row a record or leak entry
+        // names again is skipped (the triggers keep the queue, this read
+        // does not trust it). Ties in byte order, as the other stores.
+        lookup_candidates: format!(
+            "SELECT r.provider_sandbox_id FROM {registry} AS r \
+             WHERE r.provider = $1::text AND r.lookup_at IS NOT NULL AND r.last_seen >= $2 \
+             AND NOT {} AND NOT {} ORDER BY r.lookup_at, r.provider_sandbox_id COLLATE \"C\" LIMIT $3",
+            probe(instances, "i", &renamed),
+            probe(leaks, "l", "l.sandbox_hash = r.sandbox_hash")
+        ),
+        lookup_gone: format!("UPDATE {registry} AS r SET lookup_at = NULL, resolved_at = {DB_NOW_MILLIS} {queued}"),
+        lookup_checked: format!("UPDATE {registry} AS r SET lookup_at = $3 {queued}"),
+        unqueue_destroyed: format!(
+            "UPDATE {registry} SET lookup_at = NULL WHERE sandbox_hash = {} AND lookup_at IS NOT NULL",
+            sandbox_hash("$1", "$2")
+        ),
+        // By primary key, a batch at a time: served by the registry's
+        // (provider, last_seen) index and the audit's (provider, at) index.
+        // A row's `resolved_at` counts like an audit row of its destroy (the
+        // sweep spares both): kept as long as the audit keeps those.
+        prune_registry: format!(
+            "DELETE FROM {registry} WHERE sandbox_hash IN (SELECT sandbox_hash FROM {registry} \
+             WHERE provider = $1::text AND last_seen < $2 AND (resolved_at IS NULL OR resolved_at < $3) LIMIT $4)"
+        ),
+        prune_audit: format!(
+            "DELETE FROM {audit} WHERE id IN (SELECT id FROM {audit} WHERE provider = $1::text AND at < $2 LIMIT $3)"
+        ),
+    }
+}
+
+/// `EXISTS` of a row of `table` (as `alias`) meeting `condition`: one index
+/// probe per outer row. `OFFSET 0` keeps PostgreSQL from turning it into a
+/// hashed subplan or a hash (anti) join, which read the whole table (cheap
+/// while it is small, but a cost that grows with the store, not the ids).
+fn probe(table: &str, alias: &str, condition: &str) -> String {
+    format!("EXISTS (SELECT 1 FROM {table} AS {alias} WHERE {condition} OFFSET 0)")
 }
 
 /// An instance store with a [`LeakLedger`] in PostgreSQL, for many hosts.
@@ -443,6 +517,9 @@ impl PostgresSandboxInstanceStore {
             registry: qualified(&options.registry_table_name()),
             register_fn: qualified(&format!("{}_register", options.registry_table_name())),
             register_trigger: quote(&format!("{}_register", options.registry_table_name())),
+            leak_fn: qualified(&format!("{}_on_leak", options.registry_table_name())),
+            leak_trigger: quote(&format!("{}_on_leak", options.registry_table_name())),
+            hash_fn: qualified(&format!("{}_hash", options.registry_table_name())),
         };
         migrate(&pool, &options, &tables).await?;
         let queries = std::sync::Arc::new(Queries::new(&tables));
@@ -480,6 +557,12 @@ impl PostgresSandboxInstanceStore {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+
+    /// The scoped reads' and bounded writes' SQL, as the store issues it.
+    #[doc(hidden)]
+    pub fn scoped_sql(&self) -> &ScopedSql {
+        &self.queries.scoped
+    }
 }
 
 /// Quotes a validated identifier (validation already refused `"`).
@@ -498,6 +581,13 @@ struct Tables {
     /// The registry's trigger function (schema-qualified) and trigger name.
     register_fn: String,
     register_trigger: String,
+    /// The ledger's trigger that takes a sandbox off the lookup queue
+    /// (schema version 5): function (schema-qualified) and trigger name.
+    leak_fn: String,
+    leak_trigger: String,
+    /// The sandbox hash as an immutable function (schema version 5), which
+    /// the records' and the audit's expression indexes hold.
+    hash_fn: String,
 }
 
 /// Applies pending migrations in one transaction holding an advisory lock on
@@ -542,6 +632,9 @@ async fn migrate(pool: &PgPool, options: &PostgresOptions, tables: &Tables) -> R
         ("{registry}", tables.registry.as_str()),
         ("{register_fn}", tables.register_fn.as_str()),
         ("{register_trigger}", tables.register_trigger.as_str()),
+        ("{leak_fn}", tables.leak_fn.as_str()),
+        ("{leak_trigger}", tables.leak_trigger.as_str()),
+        ("{hash_fn}", tables.hash_fn.as_str()),
     ];
     for migration in MIGRATIONS.iter().filter(|migration| migration.version > current) {
         for statement in migration.statements(&names) {
@@ -807,6 +900,86 @@ impl FleetStore for PostgresSandboxInstanceStore {
             .map_err(backend)
     }
 
+    fn scoped_reads(&self) -> bool {
+        true
+    }
+
+    async fn sweep_mark(&self, _provider: &str) -> Result<u64, StoreError> {
+        let sql = &self.queries.scoped.sweep_mark;
+        let mark: i64 = sqlx::query_scalar(sql).fetch_one(&self.pool).await.map_err(backend)?;
+        Ok(u64::try_from(mark).unwrap_or(0))
+    }
+
+    async fn referenced_among(
+        &self,
+        provider: &str,
+        ids: &[String],
+        destroyed_since: u64,
+        mark: u64,
+    ) -> Result<Vec<String>, StoreError> {
+        let asked = storable_ids(ids);
+        if !storable_name(provider) || asked.is_empty() {
+            return Ok(Vec::new());
+        }
+        let found = sqlx::query_scalar(&self.queries.scoped.referenced_among)
+            .bind(provider)
+            .bind(asked)
+            .bind(sql_int(destroyed_since))
+            .bind(sql_int(mark))
+            .bind(AUDIT_DESTROYED)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?;
+        Ok(sorted_ids(found))
+    }
+
+    async fn registered_among(&self, provider: &str, ids: &[String], since: u64) -> Result<Vec<String>, StoreError> {
+        let asked = storable_ids(ids);
+        if !storable_name(provider) || asked.is_empty() {
+            return Ok(Vec::new());
+        }
+        let found = sqlx::query_scalar(&self.queries.scoped.registered_among)
+            .bind(provider)
+            .bind(asked)
+            .bind(sql_int(since))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?;
+        Ok(sorted_ids(found))
+    }
+
+    async fn lookup_candidates(&self, provider: &str, since: u64, limit: usize) -> Result<Vec<String>, StoreError> {
+        if limit == 0 || !storable_name(provider) {
+            return Ok(Vec::new());
+        }
+        sqlx::query_scalar(&self.queries.scoped.lookup_candidates)
+            .bind(provider)
+            .bind(sql_int(since))
+            .bind(sql_limit(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)
+    }
+
+    async fn lookup_checked(
+        &self,
+        provider: &str,
+        gone: &[String],
+        checked: &[String],
+        now: u64,
+    ) -> Result<(), StoreError> {
+        let (gone, checked) = (storable_ids(gone), storable_ids(checked));
+        if !storable_name(provider) || (gone.is_empty() && checked.is_empty()) {
+            return Ok(());
+        }
+        let sql = &self.queries.scoped;
+        let mut tx = self.pool.begin().await.map_err(backend)?;
+        sqlx::query(&sql.lookup_gone).bind(provider).bind(gone).execute(&mut *tx).await.map_err(backend)?;
+        let query = sqlx::query(&sql.lookup_checked).bind(provider).bind(checked).bind(sql_int(now));
+        query.execute(&mut *tx).await.map_err(backend)?;
+        tx.commit().await.map_err(backend)
+    }
+
     async fn record_leak(&self, leak: NewLeak, reason: LeakReason, next_attempt_at: u64) -> Result<(), StoreError> {
         validate_leak(&leak.key, &leak)?;
         self.upsert_leak(&self.pool, &leak, reason, next_attempt_at).await
@@ -901,14 +1074,20 @@ impl FleetStore for PostgresSandboxInstanceStore {
         if !storable_name(provider) {
             return Ok(());
         }
-        sqlx::query(&self.queries.prune)
-            .bind(provider)
-            .bind(sql_int(registry_before))
-            .bind(sql_int(audit_before))
-            .execute(&self.pool)
-            .await
-            .map_err(backend)?;
-        Ok(())
+        // In batches, each one statement (so its own short transaction): no
+        // write waits behind a long prune.
+        let (sql, batch) = (&self.queries.scoped, sql_limit(PRUNE_BATCH));
+        prune_in_batches(|| async move {
+            let query = sqlx::query(&sql.prune_registry).bind(provider).bind(sql_int(registry_before));
+            let done = query.bind(sql_int(audit_before)).bind(batch).execute(&self.pool).await.map_err(backend)?;
+            Ok(done.rows_affected())
+        })
+        .await?;
+        prune_in_batches(|| async move {
+            let query = sqlx::query(&sql.prune_audit).bind(provider).bind(sql_int(audit_before)).bind(batch);
+            Ok(query.execute(&self.pool).await.map_err(backend)?.rows_affected())
+        })
+        .await
     }
 
     async fn append_audit(&self, entries: &[AuditEntry]) -> Result<(), StoreError> {
@@ -930,6 +1109,14 @@ impl FleetStore for PostgresSandboxInstanceStore {
                 .execute(&mut *tx)
                 .await
                 .map_err(backend)?;
+            if entry.result == AUDIT_DESTROYED
+                && storable_name(&entry.provider)
+                && storable_name(&entry.provider_sandbox_id)
+            {
+                // A confirmed destroy: known gone, off the lookup queue.
+                let query = sqlx::query(&self.queries.scoped.unqueue_destroyed).bind(&entry.provider);
+                query.bind(&entry.provider_sandbox_id).execute(&mut *tx).await.map_err(backend)?;
+            }
         }
         tx.commit().await.map_err(backend)
     }

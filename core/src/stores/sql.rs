@@ -325,3 +325,64 @@ pub(crate) fn summaries(rows: Vec<(String, i64, i64)>) -> Vec<crate::model::ledg
         })
         .collect()
 }
+
+/// Rows one prune batch deletes, each batch its own short transaction: small
+/// enough that no write waits long behind one, large enough that a day's
+/// expired rows go in a few batches.
+pub const PRUNE_BATCH: usize = 5_000;
+
+/// Batches of one table a prune call runs at most (500,000 rows): a pass's
+/// prune stays bounded however far behind the store is; the next pass's
+/// prune takes the rest.
+pub const PRUNE_MAX_BATCHES: usize = 100;
+
+/// The SQL of a store's scoped reads and bounded writes, exactly as it issues
+/// them (for plan checks). Parameters, in order: `referenced_among`
+/// (provider, ids, destroyed_since, mark, the audit's destroyed result),
+/// `registered_among` (provider, ids, since), `lookup_candidates` (provider,
+/// since, limit), `lookup_gone` (provider, ids), `lookup_checked` (provider,
+/// ids, now), `unqueue_destroyed` (provider, id), `prune_registry`
+/// (provider, registry_before, audit_before, batch), `prune_audit`
+/// (provider, audit_before, batch). `ids` is a JSON array on SQLite, a
+/// `text[]` on PostgreSQL.
+#[doc(hidden)]
+#[derive(Debug, Clone)]
+pub struct ScopedSql {
+    pub sweep_mark: String,
+    pub referenced_among: String,
+    pub registered_among: String,
+    pub lookup_candidates: String,
+    pub lookup_gone: String,
+    pub lookup_checked: String,
+    pub unqueue_destroyed: String,
+    pub prune_registry: String,
+    pub prune_audit: String,
+}
+
+/// The asked ids a store could hold (no NUL, not empty): no row has any
+/// other, and PostgreSQL cannot even bind one with NUL.
+pub(crate) fn storable_ids(ids: &[String]) -> Vec<&str> {
+    ids.iter().map(String::as_str).filter(|id| storable_name(id)).collect()
+}
+
+/// Sorted (byte order, as every store answers), each once.
+pub(crate) fn sorted_ids(mut ids: Vec<String>) -> Vec<String> {
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+/// Runs `batch` (which deletes at most [`PRUNE_BATCH`] rows and says how
+/// many it did) until one deletes fewer, or [`PRUNE_MAX_BATCHES`] ran.
+pub(crate) async fn prune_in_batches<F, Fut>(mut batch: F) -> Result<(), StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<u64, StoreError>>,
+{
+    for _ in 0..PRUNE_MAX_BATCHES {
+        if batch().await? < PRUNE_BATCH as u64 {
+            break;
+        }
+    }
+    Ok(())
+}

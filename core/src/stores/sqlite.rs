@@ -16,10 +16,11 @@ use sqlx::{ConnectOptions, Connection};
 use super::group_commit::{BatchCommit, GroupCommit, Write};
 use super::ordered::KeyedOrder;
 use super::sql::{
-    audit_from_row, backend, due_in_order, held, leak_from_row, ledger_text, record_from_row, scheduled_from_row,
-    sql_int, sql_limit, storable_key, storable_name, summaries, validate_leak, AuditText, Migration, StoreOpenError,
-    AUDIT_COLUMNS,
+    audit_from_row, backend, due_in_order, held, leak_from_row, ledger_text, prune_in_batches, record_from_row,
+    scheduled_from_row, sorted_ids, sql_int, sql_limit, storable_ids, storable_key, storable_name, summaries,
+    validate_leak, AuditText, Migration, StoreOpenError, AUDIT_COLUMNS,
 };
+pub use super::sql::{ScopedSql, PRUNE_BATCH, PRUNE_MAX_BATCHES};
 use crate::contract::errors::StoreError;
 use crate::contract::FleetStore;
 use crate::contract::LeakLedger;
@@ -51,6 +52,7 @@ const MIGRATIONS: &[Migration] = &[
     Migration { version: 2, sql: include_str!("migrations/sqlite/0002_fleet.sql") },
     Migration { version: 3, sql: include_str!("migrations/sqlite/0003_registry.sql") },
     Migration { version: 4, sql: include_str!("migrations/sqlite/0004_claim_generation.sql") },
+    Migration { version: 5, sql: include_str!("migrations/sqlite/0005_scoped_reads.sql") },
 ];
 
 const RECORD_COLUMNS: &str =
@@ -64,6 +66,69 @@ const LEAK_COLUMNS: &str =
     "id, sandbox_key, provider, provider_sandbox_id, run_id, last_error, failed_at, attempts, claim, claimed_until";
 const DUE_COLUMNS: &str = "id, sandbox_key, provider, provider_sandbox_id, run_id, last_error, failed_at, attempts, \
      claim, claimed_until, reason, next_attempt_at";
+
+/// The scoped reads' SQL, built once (the table names are fixed). A listed
+/// id is found on an index of each table: the records' and the audit's
+/// (provider, provider_sandbox_id, ...), the ledger's UNIQUE, the registry's key.
+static SCOPED: std::sync::LazyLock<ScopedSql> = std::sync::LazyLock::new(|| {
+    // A row of `table` (as `alias`) naming the asked id (`asked.value`, from `json_each`).
+    let asked = |table: &str, alias: &str, more: &str| {
+        format!(
+            "EXISTS (SELECT 1 FROM {table} AS {alias} \
+             WHERE {alias}.provider = ?1 AND {alias}.provider_sandbox_id = asked.value{more})"
+        )
+    };
+    let named = asked(INSTANCES_TABLE, "i", "");
+    let among = |conditions: &str| format!("SELECT asked.value FROM json_each(?2) AS asked WHERE {conditions}");
+    // `+lookup_at`: found by key (the asked ids), never by walking the queue's index.
+    let queued =
+        "provider = ?1 AND provider_sandbox_id IN (SELECT value FROM json_each(?2)) AND +lookup_at IS NOT NULL";
+    ScopedSql {
+        // The newest deletion's counter, read from the end of the partial index.
+        sweep_mark: format!("SELECT COALESCE(MAX(deleted_seq), 0) FROM {REGISTRY_TABLE} WHERE deleted_seq > 0"),
+        referenced_among: among(&format!(
+            "{named} OR {} OR {} OR {}",
+            asked(LEAKS_TABLE, "l", ""),
+            asked(AUDIT_TABLE, "a", " AND a.at >= ?3 AND a.result = ?5"),
+            asked(REGISTRY_TABLE, "r", " AND (r.resolved_at >= ?3 OR r.deleted_seq > ?4)")
+        )),
+        registered_among: among(&format!("{named} OR {}", asked(REGISTRY_TABLE, "r", " AND r.last_seen >= ?3"))),
+        // The queue's index gives the order, so a page reads only its rows
+        // (named, never the planner's pick: by `last_seen` it would sort the
+        // whole registry). A row a record or leak entry names again is
+        // skipped (the triggers keep the queue, this read does not trust it).
+        lookup_candidates: format!(
+            "SELECT r.provider_sandbox_id FROM {REGISTRY_TABLE} AS r INDEXED BY {REGISTRY_TABLE}_lookup_queue \
+             WHERE r.provider = ?1 AND r.lookup_at IS NOT NULL AND r.last_seen >= ?2 \
+             AND NOT EXISTS (SELECT 1 FROM {INSTANCES_TABLE} AS i \
+             WHERE i.provider = r.provider AND i.provider_sandbox_id = r.provider_sandbox_id) \
+             AND NOT EXISTS (SELECT 1 FROM {LEAKS_TABLE} AS l \
+             WHERE l.provider = r.provider AND l.provider_sandbox_id = r.provider_sandbox_id) \
+             ORDER BY r.lookup_at, r.provider_sandbox_id LIMIT ?3"
+        ),
+        lookup_gone: format!(
+            "UPDATE {REGISTRY_TABLE} SET lookup_at = NULL, resolved_at = {SQLITE_NOW_MILLIS} WHERE {queued}"
+        ),
+        lookup_checked: format!("UPDATE {REGISTRY_TABLE} SET lookup_at = ?3 WHERE {queued}"),
+        unqueue_destroyed: format!(
+            "UPDATE {REGISTRY_TABLE} SET lookup_at = NULL \
+             WHERE provider = ?1 AND provider_sandbox_id = ?2 AND lookup_at IS NOT NULL"
+        ),
+        // The newest deletion's row stays, so the mark (its counter) never
+        // goes down. A row's `resolved_at` counts like an audit row of its
+        // destroy (the sweep spares both): kept as long as the audit keeps those.
+        prune_registry: format!(
+            "DELETE FROM {REGISTRY_TABLE} WHERE rowid IN (SELECT rowid FROM {REGISTRY_TABLE} \
+             WHERE provider = ?1 AND last_seen < ?2 AND (resolved_at IS NULL OR resolved_at < ?3) \
+             AND COALESCE(deleted_seq, 0) < (SELECT COALESCE(MAX(deleted_seq), 1) FROM {REGISTRY_TABLE} \
+             WHERE deleted_seq > 0) LIMIT ?4)"
+        ),
+        prune_audit: format!(
+            "DELETE FROM {AUDIT_TABLE} WHERE rowid IN (SELECT rowid FROM {AUDIT_TABLE} \
+             WHERE provider = ?1 AND at < ?2 LIMIT ?3)"
+        ),
+    }
+});
 
 /// The longest busy timeout SQLite can wait: `i32::MAX` milliseconds.
 pub const MAX_BUSY_TIMEOUT: Duration = Duration::from_millis(crate::options::arguments::BUSY_TIMEOUT_MS.max);
@@ -165,6 +230,26 @@ impl SqliteSandboxInstanceStore {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+impl SqliteSandboxInstanceStore {
+    /// The scoped reads' and bounded writes' SQL, as the store issues it.
+    #[doc(hidden)]
+    pub fn scoped_sql() -> &'static ScopedSql {
+        &SCOPED
+    }
+}
+
+/// Runs one write in a transaction of its own (`BEGIN IMMEDIATE`: it takes
+/// the write lock up front), answering how many rows it changed.
+async fn own_transaction<'q>(
+    pool: &SqlitePool,
+    query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>>,
+) -> Result<u64, StoreError> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
+    let done = query.execute(&mut *tx).await.map_err(backend)?;
+    tx.commit().await.map_err(backend)?;
+    Ok(done.rows_affected())
 }
 
 fn invalid(field: &'static str, reason: &str) -> StoreOpenError {
@@ -521,12 +606,12 @@ impl LeakLedger for SqliteSandboxInstanceStore {
         // in one transaction: a sweep spares what was resolved within its
         // grace, so a lagging listing cannot get a sandbox this resolve just
         // confirmed destroyed destroyed again (retryLeaks writes no audit
-        // row). A row it creates counts as seen at 0: never within a registry
-        // retention.
+        // row), and it leaves the lookup queue (known gone). A row it creates
+        // counts as seen at 0: never within a registry retention.
         let register = format!(
             "INSERT INTO {REGISTRY_TABLE} (provider, provider_sandbox_id, sandbox_key, first_seen, last_seen, resolved_at) \
              VALUES (?1, ?2, ?3, 0, 0, {SQLITE_NOW_MILLIS}) ON CONFLICT (provider, provider_sandbox_id) \
-             DO UPDATE SET resolved_at = excluded.resolved_at"
+             DO UPDATE SET resolved_at = excluded.resolved_at, lookup_at = NULL"
         );
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
         let gone: Vec<String> = sqlx::query_scalar(&delete)
@@ -635,6 +720,85 @@ impl FleetStore for SqliteSandboxInstanceStore {
         sqlx::query_scalar(&sql).bind(provider).bind(sql_int(since)).fetch_all(&self.pool).await.map_err(backend)
     }
 
+    fn scoped_reads(&self) -> bool {
+        true
+    }
+
+    async fn sweep_mark(&self, _provider: &str) -> Result<u64, StoreError> {
+        let mark: i64 = sqlx::query_scalar(&SCOPED.sweep_mark).fetch_one(&self.pool).await.map_err(backend)?;
+        Ok(u64::try_from(mark).unwrap_or(0))
+    }
+
+    async fn referenced_among(
+        &self,
+        provider: &str,
+        ids: &[String],
+        destroyed_since: u64,
+        mark: u64,
+    ) -> Result<Vec<String>, StoreError> {
+        let asked = storable_ids(ids);
+        if !storable_name(provider) || asked.is_empty() {
+            return Ok(Vec::new());
+        }
+        let found = sqlx::query_scalar(&SCOPED.referenced_among)
+            .bind(provider)
+            .bind(serde_json::json!(asked).to_string())
+            .bind(sql_int(destroyed_since))
+            .bind(sql_int(mark))
+            .bind(AUDIT_DESTROYED)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?;
+        Ok(sorted_ids(found))
+    }
+
+    async fn registered_among(&self, provider: &str, ids: &[String], since: u64) -> Result<Vec<String>, StoreError> {
+        let asked = storable_ids(ids);
+        if !storable_name(provider) || asked.is_empty() {
+            return Ok(Vec::new());
+        }
+        let found = sqlx::query_scalar(&SCOPED.registered_among)
+            .bind(provider)
+            .bind(serde_json::json!(asked).to_string())
+            .bind(sql_int(since))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?;
+        Ok(sorted_ids(found))
+    }
+
+    async fn lookup_candidates(&self, provider: &str, since: u64, limit: usize) -> Result<Vec<String>, StoreError> {
+        if limit == 0 || !storable_name(provider) {
+            return Ok(Vec::new());
+        }
+        sqlx::query_scalar(&SCOPED.lookup_candidates)
+            .bind(provider)
+            .bind(sql_int(since))
+            .bind(sql_limit(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)
+    }
+
+    async fn lookup_checked(
+        &self,
+        provider: &str,
+        gone: &[String],
+        checked: &[String],
+        now: u64,
+    ) -> Result<(), StoreError> {
+        let (gone, checked) = (storable_ids(gone), storable_ids(checked));
+        if !storable_name(provider) || (gone.is_empty() && checked.is_empty()) {
+            return Ok(());
+        }
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
+        let query = sqlx::query(&SCOPED.lookup_gone).bind(provider).bind(serde_json::json!(gone).to_string());
+        query.execute(&mut *tx).await.map_err(backend)?;
+        let query = sqlx::query(&SCOPED.lookup_checked).bind(provider).bind(serde_json::json!(checked).to_string());
+        query.bind(sql_int(now)).execute(&mut *tx).await.map_err(backend)?;
+        tx.commit().await.map_err(backend)
+    }
+
     async fn record_leak(&self, leak: NewLeak, reason: LeakReason, next_attempt_at: u64) -> Result<(), StoreError> {
         validate_leak(&leak.key, &leak)?;
         upsert_leak(&self.pool, &leak, reason, next_attempt_at).await
@@ -737,25 +901,20 @@ impl FleetStore for SqliteSandboxInstanceStore {
         if !storable_name(provider) {
             return Ok(());
         }
-        // Served by the registry's (provider, last_seen) index and the
-        // audit's (at) index; one write transaction for both.
-        // A row's `resolved_at` counts like an audit row of its destroy (the
-        // sweep spares both): kept as long as the audit keeps those.
-        let registry = format!(
-            "DELETE FROM {REGISTRY_TABLE} WHERE provider = ?1 AND last_seen < ?2 \
-             AND (resolved_at IS NULL OR resolved_at < ?3)"
-        );
-        let audit = format!("DELETE FROM {AUDIT_TABLE} WHERE at < ?2 AND provider = ?1");
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
-        sqlx::query(&registry)
-            .bind(provider)
-            .bind(sql_int(registry_before))
-            .bind(sql_int(audit_before))
-            .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
-        sqlx::query(&audit).bind(provider).bind(sql_int(audit_before)).execute(&mut *tx).await.map_err(backend)?;
-        tx.commit().await.map_err(backend)
+        // In batches, each its own transaction, so no write waits behind a
+        // long prune; served by the registry's (provider, last_seen) index
+        // and the audit's (provider, at) index.
+        let batch = sql_limit(PRUNE_BATCH);
+        let (registry, audit) = (&SCOPED.prune_registry, &SCOPED.prune_audit);
+        prune_in_batches(|| {
+            let query = sqlx::query(registry).bind(provider).bind(sql_int(registry_before));
+            own_transaction(&self.pool, query.bind(sql_int(audit_before)).bind(batch))
+        })
+        .await?;
+        prune_in_batches(|| {
+            own_transaction(&self.pool, sqlx::query(audit).bind(provider).bind(sql_int(audit_before)).bind(batch))
+        })
+        .await
     }
 
     async fn append_audit(&self, entries: &[AuditEntry]) -> Result<(), StoreError> {
@@ -778,6 +937,11 @@ impl FleetStore for SqliteSandboxInstanceStore {
                 .execute(&mut *tx)
                 .await
                 .map_err(backend)?;
+            if entry.result == AUDIT_DESTROYED && storable_name(&entry.provider) {
+                // A confirmed destroy: known gone, off the lookup queue.
+                let query = sqlx::query(&SCOPED.unqueue_destroyed).bind(&entry.provider);
+                query.bind(&entry.provider_sandbox_id).execute(&mut *tx).await.map_err(backend)?;
+            }
         }
         tx.commit().await.map_err(backend)
     }
