@@ -47,7 +47,8 @@ pub fn check_plan_options(plan: &Value, dialect: Dialect) -> Result<(), Failure>
     let empty = serde_json::Map::new();
     let given = options::respell(FlowOptions::Reconcile, plan.as_object().unwrap_or(&empty), dialect);
     let stand_in = vec![HostProvider { name: "plan".to_owned(), can_list: true, can_lookup: false, owner: None }];
-    let pass = PassStart { progress: false, stopped: false, host_name: None, registry: false, prune: false, scoped: false };
+    let pass =
+        PassStart { progress: false, stopped: false, host_name: None, registry: false, prune: false, scoped: false };
     HostOptions::parse(&Value::Object(given).to_string(), dialect)
         .and_then(|options| start::reconcile(&options, stand_in, pass, 0))
         .map(drop)

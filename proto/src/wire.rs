@@ -353,9 +353,12 @@ fn encode_effect(slots: &mut Vec<Slot>, id: EffectId, effect: Effect) -> u32 {
         Effect::ListSandboxes { provider, deadline } => {
             push(slots, op::LIST_SANDBOXES, id, [int(provider), deadline.map_or(Slot::Nothing, int)])
         }
-        Effect::LookupSandboxes { provider, ids, deadline } => {
-            push(slots, op::LOOKUP_SANDBOXES, id, [int(provider), text(json_ids(&ids)), deadline.map_or(Slot::Nothing, int)])
-        }
+        Effect::LookupSandboxes { provider, ids, deadline } => push(
+            slots,
+            op::LOOKUP_SANDBOXES,
+            id,
+            [int(provider), text(json_ids(&ids)), deadline.map_or(Slot::Nothing, int)],
+        ),
         Effect::SandboxReferences { provider, destroyed_since } => {
             push(slots, op::SANDBOX_REFERENCES, id, [text(provider), int(destroyed_since)])
         }

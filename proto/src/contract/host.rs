@@ -290,7 +290,12 @@ pub const FLEET_STORE: [Method; 17] = [
     method(
         "referencedAmong",
         "referenced_among",
-        &[PROVIDER, param("ids", "ids", Ids), param("destroyedSince", "destroyed_since", Number), param("mark", "mark", Number)],
+        &[
+            PROVIDER,
+            param("ids", "ids", Ids),
+            param("destroyedSince", "destroyed_since", Number),
+            param("mark", "mark", Number),
+        ],
         Ids,
         true,
         "Those of `ids` (what a sweep listed of `provider`, a batch at a time) that a record or a leak entry \

@@ -1121,7 +1121,10 @@ impl Flow for Reconcile {
                 self.destroy_ended(job);
                 self.destroy_failed(job, message, false, now);
             }
-            (Pending::Write { .. } | Pending::Audit | Pending::Release | Pending::Prune | Pending::Checked, Completion::Ok) => {}
+            (
+                Pending::Write { .. } | Pending::Audit | Pending::Release | Pending::Prune | Pending::Checked,
+                Completion::Ok,
+            ) => {}
             (Pending::Write { .. }, Completion::Flag(true)) => {}
             (Pending::Write { job }, Completion::Flag(false)) => self.lease_lost(job, now),
             // A lapsed sweep lease expires by itself; what a failed prune
