@@ -132,6 +132,7 @@ const MESSAGE: Param = param("message", "message", Text);
 const FAILED_AT: Param = param("failedAt", "failed_at", Number);
 const META: Param = param("meta", "meta", Meta);
 const NEXT_ATTEMPT_AT: Param = param("nextAttemptAt", "next_attempt_at", Number);
+const IDS: Param = param("ids", "ids", Ids);
 
 /// What every reclaim calls on its instance store (TanStack's `SandboxStore`), in the order the declarations list
 /// them; `upsert` is the app's (a flow never writes a record).
@@ -290,12 +291,7 @@ pub const FLEET_STORE: [Method; 17] = [
     method(
         "referencedAmong",
         "referenced_among",
-        &[
-            PROVIDER,
-            param("ids", "ids", Ids),
-            param("destroyedSince", "destroyed_since", Number),
-            param("mark", "mark", Number),
-        ],
+        &[PROVIDER, IDS, param("destroyedSince", "destroyed_since", Number), param("mark", "mark", Number)],
         Ids,
         true,
         "Those of `ids` (what a sweep listed of `provider`, a batch at a time) that a record or a leak entry \
@@ -306,7 +302,7 @@ pub const FLEET_STORE: [Method; 17] = [
     method(
         "registeredAmong",
         "registered_among",
-        &[PROVIDER, param("ids", "ids", Ids), param("since", "since", Number)],
+        &[PROVIDER, IDS, param("since", "since", Number)],
         Ids,
         true,
         "Those of `ids` the registry names: a record of `provider` names it now, or one last written or deleted \
