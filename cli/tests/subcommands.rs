@@ -20,9 +20,9 @@ fn scenario(backend: Backend) {
     let document = migrated.json();
     assert_eq!(document["version"], 1);
     assert_eq!(document["command"], "migrate");
-    assert_eq!(document["schemaVersion"], 4, "{migrated}");
+    assert_eq!(document["schemaVersion"], 5, "{migrated}");
     let plain = world.run(&["migrate"]);
-    assert!(plain.expect_code(0).stdout.contains("schema_version=4"), "{plain}");
+    assert!(plain.expect_code(0).stdout.contains("schema_version=5"), "{plain}");
 
     // A referenced sandbox, an orphan, a due leak, a leak in backoff, and a
     // leak whose sandbox belongs to another owner (its destroy is refused).
@@ -43,7 +43,7 @@ fn scenario(backend: Backend) {
     let status = world.run(&["status", "--json"]);
     let document = status.expect_code(0).json();
     assert_eq!(document["command"], "status");
-    assert_eq!(document["schemaVersion"], 4);
+    assert_eq!(document["schemaVersion"], 5);
     assert_eq!(document["records"], 1, "{status}");
     assert_eq!(document["leaks"]["total"], 2);
     assert_eq!(document["leaks"]["byProvider"][0]["provider"], "local");

@@ -154,7 +154,7 @@ test('main + linux-x64-gnu tarballs → offline install in an empty project → 
     assert.match(help.stdout, /reconcile/);
     const migrate = npx(['migrate', '--json']);
     assert.equal(migrate.status, 0, migrate.stderr);
-    assert.equal(JSON.parse(migrate.stdout).schemaVersion, 4);
+    assert.equal(JSON.parse(migrate.stdout).schemaVersion, 5);
     writeFileSync(
       join(project, 'providers.mjs'),
       "export default [{ name: 'js', destroy() {}, list: () => [{ id: 'x-1', createdAt: 1, owner: 'sandbox-reclaim', key: null }] }];\n",
