@@ -257,6 +257,36 @@ async function reclaimAll(records, options) {
   );
 }
 
+/** The scoped reads a store answers all or none of (`FleetStore.sweepMark` ...). */
+const SCOPED_METHODS = ['sweepMark', 'referencedAmong', 'registeredAmong', 'lookupCandidates', 'lookupChecked'];
+
+/**
+ * Whether the store answers a sweep's questions about what it listed: all
+ * five scoped methods are functions (each read once, kept in `store`). A
+ * store with some but not all of them is refused, naming the first missing.
+ */
+function readScopedReads(instances, store) {
+  const found = SCOPED_METHODS.map((name) => {
+    const value = instances[name];
+    if (value !== undefined && value !== null && typeof value !== 'function') {
+      throw new TypeError(`options.instances.${name} must be a function when present`);
+    }
+    return typeof value === 'function' ? value : undefined;
+  });
+  const present = SCOPED_METHODS.filter((name, index) => found[index] !== undefined);
+  if (present.length === 0) return false;
+  const missing = SCOPED_METHODS.find((name, index) => found[index] === undefined);
+  if (missing !== undefined) {
+    throw new TypeError(
+      `options.instances.${missing} must be a function when options.instances.${present[0]} is (a store has all of ${SCOPED_METHODS.join(', ')} or none)`,
+    );
+  }
+  SCOPED_METHODS.forEach((name, index) => {
+    store[name] = found[index];
+  });
+  return true;
+}
+
 /**
  * One reconcile pass: expires idle records (with `maxIdleMs`), retries due
  * leaks with backoff, and sweeps orphans (listed under the owner,
@@ -284,6 +314,7 @@ async function reconcile(options) {
   }
   const prune = typeof pruner === 'function';
   if (prune) store.prune = pruner;
+  const scoped = readScopedReads(instances, store);
   const pass = readPassHost(options);
   const values = plainOptions(options, RECONCILE_OPTIONS);
   const host = {
@@ -304,7 +335,7 @@ async function reconcile(options) {
   const stopped = pass.signal?.aborted === true;
   const hostName = os.hostname();
   const sent = [...plans.flatMap((plan) => (plan.owner === undefined ? [plan.name] : [plan.name, plan.owner])), hostName];
-  return drive((now) => checkedByCore(() => native.startReconcile(values, plans, hostName, progress, stopped, registry, prune, now)), host, sent);
+  return drive((now) => checkedByCore(() => native.startReconcile(values, plans, hostName, progress, stopped, registry, prune, scoped, now)), host, sent);
 }
 
 module.exports = { reclaimSandbox, sandboxReclaimer, retryLeaks, reclaimAll, reconcile };

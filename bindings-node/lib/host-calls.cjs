@@ -22,6 +22,8 @@ const OPERANDS = {
   reason: oneSlot,
   lease: oneSlot, // Node stores take leases in ms, as the wire does
   audit: (run, id, batch, at, args) => (args.push(JSON.parse(batch[at])), at + 1),
+  // One slot, the ids as a JSON array: the host gets a plain array of strings.
+  idList: (run, id, batch, at, args) => (args.push(JSON.parse(batch[at])), at + 1),
   entry: (run, id, batch, at, args) => (args.push(run.values[batch[at]][batch[at + 1]]), at + 2),
   leak: (run, id, batch, at, args) => {
     args.push({ key: batch[at], provider: batch[at + 1], providerSandboxId: batch[at + 2], runId: batch[at + 3], errorMessage: batch[at + 4], failedAt: batch[at + 5] });

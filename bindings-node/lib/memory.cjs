@@ -13,7 +13,7 @@ const {
   checkAuditEntries,
   readAuditQuery,
 } = require('./store-checks.cjs');
-const { checkString } = require('./errors.cjs');
+const { checkString, checkStringArray } = require('./errors.cjs');
 
 /**
  * An instance store kept natively (the core's in-memory store). It copies
@@ -62,6 +62,31 @@ class InMemorySandboxInstanceStore {
       this.registeredSandboxes = async (provider, since) => {
         checkString(provider, 'provider');
         return refused(() => store.registeredSandboxes(provider, since));
+      };
+      // A sweep's questions about what it listed (see FleetStore.sweepMark ...).
+      this.sweepMark = async (provider) => {
+        checkString(provider, 'provider');
+        return refused(() => store.sweepMark(provider));
+      };
+      this.referencedAmong = async (provider, ids, destroyedSince, mark) => {
+        checkString(provider, 'provider');
+        checkStringArray(ids, 'ids');
+        return refused(() => store.referencedAmong(provider, ids, destroyedSince, mark));
+      };
+      this.registeredAmong = async (provider, ids, since) => {
+        checkString(provider, 'provider');
+        checkStringArray(ids, 'ids');
+        return refused(() => store.registeredAmong(provider, ids, since));
+      };
+      this.lookupCandidates = async (provider, since, limit) => {
+        checkString(provider, 'provider');
+        return refused(() => store.lookupCandidates(provider, since, limit));
+      };
+      this.lookupChecked = async (provider, gone, checked, now) => {
+        checkString(provider, 'provider');
+        checkStringArray(gone, 'gone');
+        checkStringArray(checked, 'checked');
+        return refused(() => store.lookupChecked(provider, gone, checked, now));
       };
       this.prune = async (provider, registryBefore, auditBefore) => {
         checkString(provider, 'provider');

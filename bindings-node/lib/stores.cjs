@@ -9,7 +9,7 @@
 // have `deleteRecordingLeak`, so a failed destroy is recorded in the ledger).
 
 const native = require('./native.cjs');
-const { nativeCall, checkObject, checkString, checkOptionalString } = require('./errors.cjs');
+const { nativeCall, checkObject, checkString, checkStringArray, checkOptionalString } = require('./errors.cjs');
 const {
   checkKey,
   checkRecord,
@@ -124,6 +124,65 @@ class SqlSandboxInstanceStore {
   async registeredSandboxes(provider, since) {
     checkString(provider, 'provider');
     return nativeCall(() => this.#native.registeredSandboxes(provider, since));
+  }
+
+  // A sweep's questions about what it listed (every native store answers
+  // them, so a pass's store work follows what it lists, not the store's history).
+
+  /**
+   * A mark of the store's record deletions, taken before a sweep lists: a
+   * record deleted (or pointed at another sandbox) after it is counted by
+   * `referencedAmong` with this mark. A whole number that never goes down.
+   */
+  async sweepMark(provider) {
+    checkString(provider, 'provider');
+    return nativeCall(() => this.#native.sweepMark(provider));
+  }
+
+  /**
+   * Those of `ids` (listed sandboxes of `provider`) that a record or a leak
+   * entry references now, that an audit row says was destroyed (or a leak
+   * retry resolved) at or after `destroyedSince` (epoch ms), or whose record
+   * was deleted after `mark` (see `sweepMark`); sorted, each once.
+   */
+  async referencedAmong(provider, ids, destroyedSince, mark) {
+    checkString(provider, 'provider');
+    checkStringArray(ids, 'ids');
+    return nativeCall(() => this.#native.referencedAmong(provider, ids, destroyedSince, mark));
+  }
+
+  /**
+   * Those of `ids` the registry names: a record of `provider` names it now,
+   * or one last written or deleted at or after `since` (epoch ms) did;
+   * sorted, each once.
+   */
+  async registeredAmong(provider, ids, since) {
+    checkString(provider, 'provider');
+    checkStringArray(ids, 'ids');
+    return nativeCall(() => this.#native.registeredAmong(provider, ids, since));
+  }
+
+  /**
+   * At most `limit` registered providerSandboxIds of `provider` for a lookup
+   * by id: last written or deleted at or after `since` (epoch ms), named by
+   * no record or leak entry now, not known gone; never checked first (most
+   * recently deleted first), then least recently checked first.
+   */
+  async lookupCandidates(provider, since, limit) {
+    checkString(provider, 'provider');
+    return nativeCall(() => this.#native.lookupCandidates(provider, since, limit));
+  }
+
+  /**
+   * What a lookup learned: the sandboxes of `gone` are gone (no candidate
+   * again until a record names them), those of `checked` were checked at
+   * `now` (epoch ms) and go to the back of the queue.
+   */
+  async lookupChecked(provider, gone, checked, now) {
+    checkString(provider, 'provider');
+    checkStringArray(gone, 'gone');
+    checkStringArray(checked, 'checked');
+    await nativeCall(() => this.#native.lookupChecked(provider, gone, checked, now));
   }
 
   /**

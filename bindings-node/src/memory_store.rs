@@ -490,6 +490,59 @@ impl MemoryStore {
         ready(self.fleet()?.registered_sandboxes(&provider, since))
     }
 
+    /// A mark of the store's record deletions, taken before a sweep lists
+    /// (see `referencedAmong`): a whole number that never goes down.
+    #[napi]
+    pub fn sweep_mark(&self, provider: String) -> Result<f64> {
+        Ok(ready(self.fleet()?.sweep_mark(&provider))? as f64)
+    }
+
+    /// Those of `ids` a record or a leak entry references now, that an audit
+    /// row says was destroyed (or a leak retry resolved) at or after
+    /// `destroyedSince`, or whose record was deleted after `mark`; sorted.
+    #[napi]
+    pub fn referenced_among(
+        &self,
+        provider: String,
+        ids: Vec<String>,
+        destroyed_since: JsNumber,
+        mark: JsNumber,
+    ) -> Result<Vec<String>> {
+        let destroyed_since = whole("destroyedSince", destroyed_since, MILLIS)?;
+        let mark = whole("mark", mark, MILLIS)?;
+        ready(self.fleet()?.referenced_among(&provider, &ids, destroyed_since, mark))
+    }
+
+    /// Those of `ids` the registry names (a record of `provider` names it
+    /// now, or one last written or deleted at or after `since` did); sorted.
+    #[napi]
+    pub fn registered_among(&self, provider: String, ids: Vec<String>, since: JsNumber) -> Result<Vec<String>> {
+        let since = whole("since", since, MILLIS)?;
+        ready(self.fleet()?.registered_among(&provider, &ids, since))
+    }
+
+    /// At most `limit` registered ids of `provider` for a lookup by id (see
+    /// `FleetStore::lookup_candidates`).
+    #[napi]
+    pub fn lookup_candidates(&self, provider: String, since: JsNumber, limit: JsNumber) -> Result<Vec<String>> {
+        let since = whole("since", since, MILLIS)?;
+        let limit = whole("limit", limit, COUNT)?;
+        ready(self.fleet()?.lookup_candidates(&provider, since, limit as usize))
+    }
+
+    /// What a lookup learned: `gone` are gone, `checked` were checked at `now`.
+    #[napi]
+    pub fn lookup_checked(
+        &self,
+        provider: String,
+        gone: Vec<String>,
+        checked: Vec<String>,
+        now: JsNumber,
+    ) -> Result<()> {
+        let now = whole("now", now, MILLIS)?;
+        ready(self.fleet()?.lookup_checked(&provider, &gone, &checked, now))
+    }
+
     /// Bounded growth: deletes `provider`'s registry rows last seen before
     /// `registryBefore` and its audit rows from before `auditBefore`.
     #[napi]

@@ -360,6 +360,87 @@ impl SqlStore {
         )
     }
 
+    /// A mark of the store's record deletions, taken before a sweep lists
+    /// (see `referencedAmong`): a whole number that never goes down.
+    #[napi]
+    pub fn sweep_mark<'env>(&self, env: &'env Env, provider: String) -> Result<PromiseRaw<'env, f64>> {
+        let backend = self.backend.clone();
+        spawn_coded(env, async move { Ok(backend.fleet().sweep_mark(&provider).await.map_err(store_error)? as f64) })
+    }
+
+    /// Those of `ids` a record or a leak entry references now, that an audit
+    /// row says was destroyed (or a leak retry resolved) at or after
+    /// `destroyedSince`, or whose record was deleted after `mark`; sorted.
+    #[napi]
+    pub fn referenced_among<'env>(
+        &self,
+        env: &'env Env,
+        provider: String,
+        ids: Vec<String>,
+        destroyed_since: JsNumber,
+        mark: JsNumber,
+    ) -> Result<PromiseRaw<'env, Vec<String>>> {
+        let destroyed_since = whole("destroyedSince", destroyed_since, MILLIS)?;
+        let mark = whole("mark", mark, MILLIS)?;
+        let backend = self.backend.clone();
+        spawn_coded(env, async move {
+            backend.fleet().referenced_among(&provider, &ids, destroyed_since, mark).await.map_err(store_error)
+        })
+    }
+
+    /// Those of `ids` the registry names (a record of `provider` names it
+    /// now, or one last written or deleted at or after `since` did); sorted.
+    #[napi]
+    pub fn registered_among<'env>(
+        &self,
+        env: &'env Env,
+        provider: String,
+        ids: Vec<String>,
+        since: JsNumber,
+    ) -> Result<PromiseRaw<'env, Vec<String>>> {
+        let since = whole("since", since, MILLIS)?;
+        let backend = self.backend.clone();
+        spawn_coded(
+            env,
+            async move { backend.fleet().registered_among(&provider, &ids, since).await.map_err(store_error) },
+        )
+    }
+
+    /// At most `limit` registered ids of `provider` for a lookup by id (see
+    /// `FleetStore::lookup_candidates`).
+    #[napi]
+    pub fn lookup_candidates<'env>(
+        &self,
+        env: &'env Env,
+        provider: String,
+        since: JsNumber,
+        limit: JsNumber,
+    ) -> Result<PromiseRaw<'env, Vec<String>>> {
+        let since = whole("since", since, MILLIS)?;
+        let limit = whole("limit", limit, COUNT)? as usize;
+        let backend = self.backend.clone();
+        spawn_coded(env, async move {
+            backend.fleet().lookup_candidates(&provider, since, limit).await.map_err(store_error)
+        })
+    }
+
+    /// What a lookup learned: `gone` are gone, `checked` were checked at `now`.
+    #[napi]
+    pub fn lookup_checked<'env>(
+        &self,
+        env: &'env Env,
+        provider: String,
+        gone: Vec<String>,
+        checked: Vec<String>,
+        now: JsNumber,
+    ) -> Result<PromiseRaw<'env, ()>> {
+        let now = whole("now", now, MILLIS)?;
+        let backend = self.backend.clone();
+        spawn_coded(env, async move {
+            backend.fleet().lookup_checked(&provider, &gone, &checked, now).await.map_err(store_error)
+        })
+    }
+
     /// Bounded growth: deletes `provider`'s registry rows last seen before
     /// `registryBefore` and its audit rows from before `auditBefore`.
     #[napi]

@@ -68,6 +68,25 @@ export async function fleet(): Promise<void> {
   const unlabelled: ListedSandbox = { id: 'u1', createdAt: 1, owner: '' };
   void unlabelled;
 
+  // The scoped reads (a sweep asks about what it listed): on the native stores; all or none on a user's.
+  const mark: number = await sqlite.sweepMark('local');
+  const referenced: string[] = await sqlite.referencedAmong('local', ['a', 'b'], Date.now() - 600_000, mark);
+  const registeredAmong: string[] = await sqlite.registeredAmong('local', ['a'], 0);
+  const candidates: string[] = await sqlite.lookupCandidates('local', 0, 100);
+  await sqlite.lookupChecked('local', ['gone'], ['checked'], Date.now());
+  const memoryMark: number | undefined = await memory.sweepMark?.('local');
+  const memoryCandidates: string[] | undefined = await memory.lookupCandidates?.('local', 0, 1);
+  await memory.lookupChecked?.('local', [], [], 0);
+  const scoped: FleetStore = {
+    ...store,
+    sweepMark: () => 1,
+    referencedAmong: (provider: string, ids: string[]) => ids.filter((id) => id !== provider),
+    registeredAmong: async (provider: string, ids: string[], since: number) => ids.slice(since),
+    lookupCandidates: () => [],
+    lookupChecked: () => undefined,
+  };
+  void [referenced, registeredAmong, candidates, memoryMark, memoryCandidates, scoped];
+
   // @ts-expect-error records is an array
   void reclaimAll({ runId: 'r' }, options);
   // @ts-expect-error concurrency is a number
@@ -86,6 +105,12 @@ export async function fleet(): Promise<void> {
   // @ts-expect-error the registry answers ids
   const badRegistry: FleetStore = { ...store, registeredSandboxes: () => [1] };
   void badRegistry;
+  // @ts-expect-error a sweep's mark is a number
+  const badMark: FleetStore = { ...store, sweepMark: () => 'm' };
+  void badMark;
+  // @ts-expect-error referencedAmong takes the ids as an array
+  const badAmong: FleetStore = { ...store, referencedAmong: (provider: string, ids: string) => [provider, ids] };
+  void badAmong;
   // @ts-expect-error a sweep status is a closed union
   const wrong: SweepStatus = 'maybe';
   void wrong;

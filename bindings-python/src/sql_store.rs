@@ -453,6 +453,91 @@ impl SqlStore {
         })
     }
 
+    /// Awaitable of a mark of the store's record deletions, taken before a
+    /// sweep lists (see `referenced_among`): a whole number that never goes down.
+    #[pyo3(signature = (provider, /))]
+    fn sweep_mark<'py>(&self, py: Python<'py>, provider: String) -> PyResult<Awaitable<'py, u64>> {
+        let backend = self.backend.clone();
+        awaitable(py, async move { backend.fleet().sweep_mark(&provider).await }, |py, mark| {
+            mark.map_err(store_error)?.into_py_any(py)
+        })
+    }
+
+    /// Awaitable of those of `ids` a record or a leak entry references now,
+    /// that an audit row says was destroyed (or a leak retry resolved) at or
+    /// after `destroyed_since` (epoch ms), or whose record was deleted after
+    /// `mark`; sorted, each once.
+    #[pyo3(signature = (provider, ids, destroyed_since, mark, /))]
+    fn referenced_among<'py>(
+        &self,
+        py: Python<'py>,
+        provider: String,
+        ids: Vec<String>,
+        destroyed_since: Typed<'py, Int>,
+        mark: Typed<'py, Int>,
+    ) -> PyResult<Awaitable<'py, Vec<String>>> {
+        let destroyed_since = millis("destroyed_since", &destroyed_since)?;
+        let mark = millis("mark", &mark)?;
+        let backend = self.backend.clone();
+        awaitable(
+            py,
+            async move { backend.fleet().referenced_among(&provider, &ids, destroyed_since, mark).await },
+            |py, ids| ids.map_err(store_error)?.into_py_any(py),
+        )
+    }
+
+    /// Awaitable of those of `ids` the registry names (a record of `provider`
+    /// names it now, or one last written or deleted at or after `since` did).
+    #[pyo3(signature = (provider, ids, since, /))]
+    fn registered_among<'py>(
+        &self,
+        py: Python<'py>,
+        provider: String,
+        ids: Vec<String>,
+        since: Typed<'py, Int>,
+    ) -> PyResult<Awaitable<'py, Vec<String>>> {
+        let since = millis("since", &since)?;
+        let backend = self.backend.clone();
+        awaitable(py, async move { backend.fleet().registered_among(&provider, &ids, since).await }, |py, ids| {
+            ids.map_err(store_error)?.into_py_any(py)
+        })
+    }
+
+    /// Awaitable of at most `limit` registered ids of `provider` for a lookup
+    /// by id: last written or deleted at or after `since`, named by nothing
+    /// now, not known gone; never checked first, then least recently checked.
+    #[pyo3(signature = (provider, since, limit, /))]
+    fn lookup_candidates<'py>(
+        &self,
+        py: Python<'py>,
+        provider: String,
+        since: Typed<'py, Int>,
+        limit: Typed<'py, Int>,
+    ) -> PyResult<Awaitable<'py, Vec<String>>> {
+        let since = millis("since", &since)?;
+        let limit = count("limit", &limit)?;
+        let backend = self.backend.clone();
+        awaitable(py, async move { backend.fleet().lookup_candidates(&provider, since, limit).await }, |py, ids| {
+            ids.map_err(store_error)?.into_py_any(py)
+        })
+    }
+
+    /// Awaitable writing what a lookup learned: `gone` are gone, `checked`
+    /// were checked at `now` (epoch ms).
+    #[pyo3(signature = (provider, gone, checked, now, /))]
+    fn lookup_checked<'py>(
+        &self,
+        py: Python<'py>,
+        provider: String,
+        gone: Vec<String>,
+        checked: Vec<String>,
+        now: Typed<'py, Int>,
+    ) -> PyResult<Awaitable<'py, ()>> {
+        let now = millis("now", &now)?;
+        let backend = self.backend.clone();
+        awaitable(py, async move { backend.fleet().lookup_checked(&provider, &gone, &checked, now).await }, unit)
+    }
+
     /// Awaitable recording `leak` with `reason`, due at `next_attempt_at`.
     #[pyo3(signature = (leak, reason, next_attempt_at, /))]
     fn record_leak<'py>(

@@ -200,6 +200,71 @@ impl MemoryLedgerStore {
         ready(slf.as_super().inner.registered_sandboxes(provider, since))?.map_err(store_error)
     }
 
+    /// A mark of the store's record deletions, taken before a sweep lists
+    /// (see `referenced_among`): a whole number that never goes down.
+    #[pyo3(signature = (provider, /))]
+    fn sweep_mark(slf: PyRef<'_, Self>, provider: &str) -> PyResult<u64> {
+        ready(slf.as_super().inner.sweep_mark(provider))?.map_err(store_error)
+    }
+
+    /// Those of `ids` a record or a leak entry references now, that an audit
+    /// row says was destroyed (or a leak retry resolved) at or after
+    /// `destroyed_since` (epoch ms), or whose record was deleted after
+    /// `mark`; sorted, each once.
+    #[pyo3(signature = (provider, ids, destroyed_since, mark, /))]
+    fn referenced_among(
+        slf: PyRef<'_, Self>,
+        provider: &str,
+        ids: Vec<String>,
+        destroyed_since: Typed<'_, Int>,
+        mark: Typed<'_, Int>,
+    ) -> PyResult<Vec<String>> {
+        let destroyed_since = millis("destroyed_since", &destroyed_since)?;
+        let mark = millis("mark", &mark)?;
+        ready(slf.as_super().inner.referenced_among(provider, &ids, destroyed_since, mark))?.map_err(store_error)
+    }
+
+    /// Those of `ids` the registry names (a record of `provider` names it
+    /// now, or one last written or deleted at or after `since` did); sorted.
+    #[pyo3(signature = (provider, ids, since, /))]
+    fn registered_among(
+        slf: PyRef<'_, Self>,
+        provider: &str,
+        ids: Vec<String>,
+        since: Typed<'_, Int>,
+    ) -> PyResult<Vec<String>> {
+        let since = millis("since", &since)?;
+        ready(slf.as_super().inner.registered_among(provider, &ids, since))?.map_err(store_error)
+    }
+
+    /// At most `limit` registered ids of `provider` for a lookup by id: last
+    /// written or deleted at or after `since`, named by nothing now, not
+    /// known gone; never checked first, then least recently checked first.
+    #[pyo3(signature = (provider, since, limit, /))]
+    fn lookup_candidates(
+        slf: PyRef<'_, Self>,
+        provider: &str,
+        since: Typed<'_, Int>,
+        limit: Typed<'_, Int>,
+    ) -> PyResult<Vec<String>> {
+        let since = millis("since", &since)?;
+        let limit = count("limit", &limit)?;
+        ready(slf.as_super().inner.lookup_candidates(provider, since, limit))?.map_err(store_error)
+    }
+
+    /// What a lookup learned: `gone` are gone, `checked` were checked at `now` (epoch ms).
+    #[pyo3(signature = (provider, gone, checked, now, /))]
+    fn lookup_checked(
+        slf: PyRef<'_, Self>,
+        provider: &str,
+        gone: Vec<String>,
+        checked: Vec<String>,
+        now: Typed<'_, Int>,
+    ) -> PyResult<()> {
+        let now = millis("now", &now)?;
+        ready(slf.as_super().inner.lookup_checked(provider, &gone, &checked, now))?.map_err(store_error)
+    }
+
     /// Records `leak` with `reason`, due at `next_attempt_at`.
     #[pyo3(signature = (leak, reason, next_attempt_at, /))]
     fn record_leak(

@@ -18,7 +18,8 @@
 //! the lookup queue, a ledger entry's is not). The provider hands over its
 //! listing in one answer: a vendor's pages of 100 change nothing here.
 //!
-//! Run: `cargo run --release -p sandbox-reclaim --features sqlite,postgres --example scale_bench [sizes...]`.
+//! Run: `cargo run --release -p sandbox-reclaim --features sqlite,postgres --example scale_bench [sizes...]`
+//! (`SCALE_KEEP=1` keeps the stores, to look at them afterwards).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -148,6 +149,8 @@ async fn seed_sqlite(path: &PathBuf, records: u64) -> Duration {
             series(4 * records),
             4 * records
         ),
+        // The deletion count the triggers would have reached.
+        format!("UPDATE sandbox_marks SET deletions = {} WHERE id = 1", 4 * records),
         format!(
             "{} INSERT INTO sandbox_leaks (provider, provider_sandbox_id, sandbox_key, run_id, last_error, failed_at, \
              attempts, reason, next_attempt_at) SELECT 'bench', 'gone-' || i, 'old-' || i || ':sandbox', 'run-' || i, \
@@ -275,7 +278,9 @@ async fn main() {
             let (ms, growth) = run_child("sqlite", &path.display().to_string(), listed);
             rows.push((records, listed, ms, growth));
         }
-        let _ = std::fs::remove_file(&path);
+        if std::env::var_os("SCALE_KEEP").is_none() {
+            let _ = std::fs::remove_file(&path);
+        }
     }
     report("SQLite", &rows);
     if let Some(url) = std::env::var("SANDBOX_RECLAIM_PG_URL").ok().filter(|url| !url.is_empty()) {
@@ -289,8 +294,12 @@ async fn main() {
             }
         }
         report("PostgreSQL", &rows);
-        let pool = sqlx::PgPool::connect(&url).await.expect("cleanup connection");
-        let _ = sqlx::query(&format!("DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")).execute(&pool).await;
+        if std::env::var_os("SCALE_KEEP").is_none() {
+            let pool = sqlx::PgPool::connect(&url).await.expect("cleanup connection");
+            let _ = sqlx::query(&format!("DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")).execute(&pool).await;
+        }
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    if std::env::var_os("SCALE_KEEP").is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

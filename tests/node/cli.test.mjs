@@ -149,7 +149,7 @@ test('migrate and reconcile --dry-run --json against SQLite with --local: the JS
     const migrate = [npx([...w.flags, 'migrate', '--json']), rust([...w.flags, 'migrate', '--json'])];
     assert.deepStrictEqual(migrate[0], migrate[1]);
     assert.equal(migrate[0].status, 0);
-    assert.deepStrictEqual(JSON.parse(migrate[0].stdout), { version: 1, command: 'migrate', store: `sqlite:${w.db}`, schemaVersion: 4 });
+    assert.deepStrictEqual(JSON.parse(migrate[0].stdout), { version: 1, command: 'migrate', store: `sqlite:${w.db}`, schemaVersion: 5 });
 
     const args = [...w.flags, 'reconcile', '--dry-run', '--json', '--orphan-grace', '0s'];
     const ours = npx(args);

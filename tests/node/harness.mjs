@@ -358,7 +358,7 @@ export async function runVector(vector, impl, { supportsLedger, usesDriver = sup
  * `value()` is a `return`'s value. An error made is kept under every name in
  * `sources` (e.g. `resolveLeak` and `resolveLeak:c1`).
  */
-function act(behaviour, { thrown, sources, clock, produce, value }) {
+function act(behaviour, { thrown, sources, clock, produce, value, settling }) {
   const latency = behaviour?.latencyMs ?? 0;
   const delay = () => new Promise((resolve) => clock.setTimer(resolve, latency));
   const fail = () => {
@@ -366,14 +366,24 @@ function act(behaviour, { thrown, sources, clock, produce, value }) {
     for (const source of sources) thrown[source] ??= error; // the first: a pass rejects with its first store error
     return error;
   };
+  // `settling` runs as a successful answer settles, just before it is handed over.
+  const settled = (answer) => {
+    if (settling === undefined) return answer;
+    return Promise.resolve(answer).then(async (got) => {
+      await settling();
+      return got;
+    });
+  };
   switch (behaviour?.mode ?? 'resolve') {
     case 'resolve': {
       const answer = Promise.resolve(produce());
       answer.catch(() => {}); // read below, after the delay
-      return latency === 0 ? answer : delay().then(() => answer);
+      return settled(latency === 0 ? answer : delay().then(() => answer));
     }
-    case 'return':
-      return 'value' in behaviour ? value() : produce();
+    case 'return': {
+      const answer = 'value' in behaviour ? value() : produce();
+      return settled(latency === 0 ? answer : delay().then(() => answer));
+    }
     case 'hang':
       return new Promise(() => {});
     case 'throw':
@@ -410,6 +420,22 @@ function storeRecorders(rel) {
     appendAudit: (entries) => [entries.length],
     releaseSweep: (provider, holder) => [provider, '$holder'],
     prune: (provider, registryBefore, auditBefore) => [provider, rel(registryBefore), rel(auditBefore)],
+    // The scoped reads (README "Scoped sweeps"): the mark is the store's own number, recorded as "$mark".
+    sweepMark: (provider) => [provider],
+    referencedAmong: (provider, ids, destroyedSince, mark) => {
+      assert.ok(Array.isArray(ids), 'referencedAmong is handed an array of ids');
+      assert.ok(Number.isInteger(mark) && mark >= 0, 'referencedAmong is handed the mark as a whole number');
+      return [provider, [...ids], rel(destroyedSince), '$mark'];
+    },
+    registeredAmong: (provider, ids, since) => {
+      assert.ok(Array.isArray(ids), 'registeredAmong is handed an array of ids');
+      return [provider, [...ids], rel(since)];
+    },
+    lookupCandidates: (provider, since, limit) => [provider, rel(since), limit],
+    lookupChecked: (provider, gone, checked, now) => {
+      assert.ok(Array.isArray(gone) && Array.isArray(checked), 'lookupChecked is handed arrays of ids');
+      return [provider, [...gone], [...checked], rel(now)];
+    },
   };
 }
 
@@ -472,6 +498,20 @@ export async function buildFleetFixture(vector, binding, clock) {
     if (typeof native[method] === 'function') store[method] = (...args) => native[method](...args);
   }
 
+  // A listing's `meanwhile` (README "Meanwhile"): what other processes do to
+  // the store while the listing is out, applied to the native store as it
+  // settles (not recorded as calls). The in-memory store answers at once.
+  const meanwhile = async (ops) => {
+    for (const op of ops) {
+      if (op.op === 'delete') await native.delete(op.key);
+      else if (op.op === 'upsert') await native.upsert({ ...op.record, updatedAt: abs(op.record.updatedAt) });
+      else if (op.op === 'resolveLeaks') {
+        for (const entry of await native.claimLeaks(op.provider, 1000, 60_000)) {
+          assert.equal(await native.resolveLeak(entry), true, 'meanwhile: another host resolves the leak');
+        }
+      } else throw new Error(`unknown meanwhile op ${op.op}`);
+    }
+  };
   const listedValue = (value) =>
     (value ?? []).map((sandbox) => ('createdAt' in sandbox ? { ...sandbox, createdAt: abs(sandbox.createdAt) } : { ...sandbox }));
   const providers = vector.providers.map((spec) => {
@@ -501,7 +541,8 @@ export async function buildFleetFixture(vector, binding, clock) {
           assert.equal(args.length, 0, 'list() without a deadline gets no argument');
         }
         const listed = () => listedValue(spec.list.value);
-        return act(spec.list, { thrown, sources: ['list', `list:${spec.name}`], clock, produce: listed, value: listed });
+        const settling = spec.list.meanwhile === undefined ? undefined : () => meanwhile(spec.list.meanwhile);
+        return act(spec.list, { thrown, sources: ['list', `list:${spec.name}`], clock, produce: listed, value: listed, settling });
       };
     }
     if (spec.lookup !== undefined) {

@@ -349,7 +349,7 @@ test('a schema newer than this library rejects with SchemaTooNewError (found, su
   assert.ok(error instanceof SchemaTooNewError && error instanceof SandboxStoreOpenError && error instanceof SandboxStoreError);
   assert.equal(error.name, 'SchemaTooNewError');
   assert.equal(error.code, 'SANDBOX_STORE_SCHEMA_TOO_NEW');
-  assert.deepStrictEqual([error.found, error.supported], [99, 4], 'schema 4 added claim generations');
+  assert.deepStrictEqual([error.found, error.supported], [99, 5], 'schema 5 added the scoped reads\' indexes and lookup queue');
   assert.match(error.message, /version 99/);
 });
 

@@ -486,6 +486,7 @@ class FleetFixture:
     progress: list[dict[str, Any]] = field(default_factory=list)
     thrown: dict[str, list[BaseException]] = field(default_factory=dict)
     aborted: list[str] = field(default_factory=list)
+    native: Any = None  # the native in-memory store, for a listing's ``meanwhile``
 
     def at(self) -> int:
         return self.clock.now() - self.clock.start
@@ -496,14 +497,23 @@ class FleetFixture:
     def record(self, call: dict[str, Any]) -> None:
         self.calls.append({**call, "at": self.at()})
 
-    def perform(self, method: str, behaviour: dict[str, Any] | None, produce: Callable[[], Any], aborted: str | None = None) -> Any:
+    def perform(
+        self,
+        method: str,
+        behaviour: dict[str, Any] | None,
+        produce: Callable[[], Any],
+        aborted: str | None = None,
+        settling: Callable[[], None] = lambda: None,
+    ) -> Any:
         """Acts out a Behaviour: ``return`` answers its value (at once, or after
         ``latencyMs``) without calling ``produce``; ``throw`` raises at once;
-        otherwise ``produce()`` (the native call) runs after the latency."""
+        otherwise ``produce()`` (the native call) runs after the latency.
+        ``settling`` runs as an answer settles, just before it is handed over."""
         behaviour = behaviour or {}
         mode = behaviour.get("mode", "resolve")
         latency = behaviour.get("latencyMs", 0)
         if mode == "return" and not latency:
+            settling()
             return behaviour.get("value")
         if mode == "throw":
             error = HostError(behaviour["message"])
@@ -525,9 +535,12 @@ class FleetFixture:
                 self.thrown.setdefault(method, []).append(error)
                 raise error
             if mode == "return":
+                settling()
                 return behaviour.get("value")
             answer = produce()
-            return await answer if inspect.isawaitable(answer) else answer
+            answer = await answer if inspect.isawaitable(answer) else answer
+            settling()
+            return answer
 
         return later()
 
@@ -577,6 +590,34 @@ class FleetStoreProxy:
     def registered_sandboxes(self, provider: str, since: int) -> Any:
         args = [provider, self._fixture.relative(since)]
         return self._call("registeredSandboxes", provider, args, lambda: self._native.registered_sandboxes(provider, since))
+
+    # The scoped reads (README "Scoped sweeps"): the native store answers them.
+
+    def sweep_mark(self, provider: str) -> Any:
+        return self._call("sweepMark", provider, [provider], lambda: self._native.sweep_mark(provider))
+
+    def referenced_among(self, provider: str, ids: list[str], destroyed_since: int, mark: int) -> Any:
+        assert isinstance(ids, list) and all(isinstance(one, str) for one in ids), ids
+        assert isinstance(mark, int) and not isinstance(mark, bool), mark
+        # The mark is the store's own number: recorded as "$mark".
+        args = [provider, list(ids), self._fixture.relative(destroyed_since), "$mark"]
+        among = lambda: self._native.referenced_among(provider, ids, destroyed_since, mark)  # noqa: E731
+        return self._call("referencedAmong", provider, args, among)
+
+    def registered_among(self, provider: str, ids: list[str], since: int) -> Any:
+        assert isinstance(ids, list) and all(isinstance(one, str) for one in ids), ids
+        args = [provider, list(ids), self._fixture.relative(since)]
+        return self._call("registeredAmong", provider, args, lambda: self._native.registered_among(provider, ids, since))
+
+    def lookup_candidates(self, provider: str, since: int, limit: int) -> Any:
+        args = [provider, self._fixture.relative(since), limit]
+        return self._call("lookupCandidates", provider, args, lambda: self._native.lookup_candidates(provider, since, limit))
+
+    def lookup_checked(self, provider: str, gone: list[str], checked: list[str], now: int) -> Any:
+        assert isinstance(gone, list) and isinstance(checked, list), (gone, checked)
+        args = [provider, list(gone), list(checked), self._fixture.relative(now)]
+        checked_now = lambda: self._native.lookup_checked(provider, gone, checked, now)  # noqa: E731
+        return self._call("lookupChecked", provider, args, checked_now)
 
     def record_leak(self, leak: sr.NewLeak, reason: sr.LeakReason, next_attempt_at: int) -> Any:
         assert isinstance(reason, sr.LeakReason)
@@ -654,7 +695,26 @@ class ListingFleetProvider(FleetProvider):
                 else sandbox
                 for sandbox in behaviour["value"]
             ]
-        return fixture.perform("list", behaviour, lambda: [], aborted=f"list:{self.name}")
+        meanwhile = lambda: _meanwhile(fixture, behaviour.get("meanwhile", []))  # noqa: E731
+        return fixture.perform("list", behaviour, lambda: [], aborted=f"list:{self.name}", settling=meanwhile)
+
+
+def _meanwhile(fixture: FleetFixture, ops: list[dict[str, Any]]) -> None:
+    """A listing's ``meanwhile`` (README "Meanwhile"): what other processes do
+    to the store while the listing is out, applied to the native store as it
+    settles (not recorded as calls)."""
+    native = fixture.native._native  # the store's synchronous native half: applied at once
+    for op in ops:
+        if op["op"] == "delete":
+            native.delete(op["key"])
+        elif op["op"] == "upsert":
+            record = op["record"]
+            native.upsert(sr.SandboxInstanceRecord.from_dict({**record, "updatedAt": record["updatedAt"] + fixture.clock.start}))
+        elif op["op"] == "resolveLeaks":
+            for entry in native.claim_leaks(op["provider"], 1000, 60.0):
+                assert native.resolve_leak(entry)
+        else:
+            raise AssertionError(f"unknown meanwhile op {op['op']!r}")
 
 
 def _absolute(fixture: FleetFixture, behaviour: dict[str, Any]) -> dict[str, Any]:
@@ -723,6 +783,7 @@ async def run_fleet_vector(vector: Vector) -> None:
     ledger = vector["store"].get("ledger", True) is not False
     native: Any = sr.InMemorySandboxInstanceStore.with_ledger() if ledger else sr.InMemorySandboxInstanceStore()
     await _seed(vector, native, start)
+    fixture.native = native
     store = FleetLedgerStoreProxy(fixture, native) if ledger else FleetStoreProxy(fixture, native)
     providers = [
         (LookingFleetProvider if "lookup" in spec else ListingFleetProvider if "list" in spec else FleetProvider)(

@@ -89,7 +89,7 @@ def test_migrate_matches_the_binary(tmp_path: Path) -> None:
     args = ["migrate", "--json", "--store", f"sqlite:{tmp_path / 'store.db'}"]
     ours = python_cli(args)
     assert ours.code == 0, ours
-    assert ours.json() == {"version": 1, "command": "migrate", "store": f"sqlite:{tmp_path / 'store.db'}", "schemaVersion": 4}
+    assert ours.json() == {"version": 1, "command": "migrate", "store": f"sqlite:{tmp_path / 'store.db'}", "schemaVersion": 5}
     theirs = run([str(rust_binary())], args)
     assert theirs.code == 0, theirs
     assert ours.json() == theirs.json()

@@ -270,10 +270,10 @@ async def test_newer_schema_raises_schema_too_new_before_any_write(tmp_path: Pat
         await sr.SqliteSandboxInstanceStore.open(path)
     error = raised.value
     assert isinstance(error, sr.SandboxStoreOpenError) and isinstance(error, sr.SandboxStoreError)
-    assert (error.found, error.supported) == (99, 4)
+    assert (error.found, error.supported) == (99, 5)
     assert path.read_bytes() == before, "not a byte of the file changed"
     copy = pickle.loads(pickle.dumps(error))
-    assert (type(copy), str(copy), copy.found, copy.supported) == (sr.SchemaTooNewError, str(error), 99, 4)
+    assert (type(copy), str(copy), copy.found, copy.supported) == (sr.SchemaTooNewError, str(error), 99, 5)
 
 
 def sql_in_another_process(path: Path, script: str) -> list[list[Any]]:
@@ -302,11 +302,14 @@ async def test_a_version_2_file_migrates_to_3_and_registers_the_records_it_holds
     path = tmp_path / "v2.db"
     async with await sr.SqliteSandboxInstanceStore.open(path) as store:
         await store.upsert(sr.SandboxInstanceRecord("k-old", "docker", "c-old", "t", 100))
-    # Back to what version 2 left: no registry, no triggers, no claim column, no later version rows.
+    # Back to what version 2 left: no registry, no triggers, no claim column, none of version 5's
+    # indexes, no later version rows.
     sql_in_another_process(
         path,
         "DROP TRIGGER sandbox_registry_on_insert; DROP TRIGGER sandbox_registry_on_update;"
-        " DROP TRIGGER sandbox_registry_on_delete; DROP TABLE sandbox_registry;"
+        " DROP TRIGGER sandbox_registry_on_delete; DROP TRIGGER sandbox_registry_on_leak;"
+        " DROP TABLE sandbox_registry; DROP TABLE sandbox_marks; DROP INDEX sandbox_instances_by_sandbox;"
+        " DROP INDEX sandbox_audit_by_sandbox; DROP INDEX sandbox_audit_by_provider_at;"
         " ALTER TABLE sandbox_leaks DROP COLUMN claim;"
         " DELETE FROM sandbox_reclaim_schema_version WHERE version >= 3",
     )
@@ -319,7 +322,7 @@ async def test_a_version_2_file_migrates_to_3_and_registers_the_records_it_holds
         assert await store.registered_sandboxes("docker", 0) == ["c-old"], "kept after its record is deleted"
     assert sql_in_another_process(path, registry) == [["sandbox_registry"]]
     versions = sql_in_another_process(path, "SELECT version FROM sandbox_reclaim_schema_version ORDER BY version")
-    assert versions == [[1], [2], [3], [4]]
+    assert versions == [[1], [2], [3], [4], [5]]
 
 
 # ---------------------------------------------------------------- numbers out of range

@@ -31,6 +31,7 @@ from ._errors import (
 )
 from ._flows import (
     FLEET_STORE_METHODS,
+    SCOPED_READS,
     Logger,
     ProgressCallback,
     RecordInput,
@@ -116,6 +117,7 @@ __all__ = [
     "ERRORS_LEVEL",
     "FLEET_STORE_METHODS",
     "SANDBOX_LEVEL",
+    "SCOPED_READS",
     "WARN_LEVEL",
     "Action",
     "ActionCounts",

@@ -16,3 +16,16 @@ def exact(value: str, name: str) -> str:
         except UnicodeEncodeError:
             raise TypeError(f"`{name}` must not contain a lone surrogate (it cannot be carried exactly)") from None
     return value
+
+
+def exact_ids(value: object, name: str) -> list[str]:
+    """A list of sandbox ids for the core (a list or tuple of ``str``): a
+    ``TypeError`` naming the argument (or its item) for anything else, and
+    each item checked as :func:`exact` checks a string."""
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"`{name}` must be a list of str, got {type(value).__name__}")
+    for index, item in enumerate(value):
+        if not isinstance(item, str):
+            raise TypeError(f"`{name}[{index}]` must be a str, got {type(item).__name__}")
+        exact(item, f"{name}[{index}]")
+    return list(value)

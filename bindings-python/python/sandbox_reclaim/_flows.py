@@ -266,6 +266,30 @@ FLEET_STORE_METHODS = (
 )
 """The store methods :func:`reconcile` calls (sync or async)."""
 
+SCOPED_READS = ("sweep_mark", "referenced_among", "registered_among", "lookup_candidates", "lookup_checked")
+"""The store methods a sweep asks about what it listed: a store has all five
+(then :func:`reconcile` reads only what a sweep listed) or none."""
+
+
+def _scoped_reads(instances: object, fleet: dict[str, Callable[..., Any]]) -> bool:
+    """Whether ``instances`` has all of :data:`SCOPED_READS` (each read once,
+    kept in ``fleet``); one with some but not all is refused (``TypeError``
+    naming the first missing), before any call."""
+    found = [_optional_method("instances", instances, name) for name in SCOPED_READS]
+    present = [name for name, method in zip(SCOPED_READS, found) if method is not None]
+    if not present:
+        return False
+    missing = [name for name, method in zip(SCOPED_READS, found) if method is None]
+    if missing:
+        raise TypeError(
+            f"instances.{missing[0]} must be a method (sync or async) when instances.{present[0]} is "
+            f"(a store has all of {', '.join(SCOPED_READS)} or none)"
+        )
+    for name, method in zip(SCOPED_READS, found):
+        fleet[name] = native_method(method)
+    return True
+
+
 def _progress(on_progress: object) -> ProgressCallback | None:
     if on_progress is not None and not callable(on_progress):
         raise TypeError(f"`on_progress` must be callable or None, got {type(on_progress).__name__}")
@@ -478,12 +502,22 @@ async def reconcile(
     (a store without it keeps every row; the native stores have it), and a
     failing one fails nothing.
 
+    **Scoped reads.** A store with all of :data:`SCOPED_READS`
+    (``sweep_mark``, ``referenced_among``, ``registered_among``,
+    ``lookup_candidates``, ``lookup_checked``; the native stores have them)
+    is swept by asking about what it listed: the deletion mark, the listing,
+    then batched questions about the listed ids, so a pass's store work
+    follows what it lists, not the store's history. A store with none is
+    swept the older way (``sandbox_references`` and ``registered_sandboxes``
+    read before listing); one with only some is refused (``TypeError``
+    naming the first missing) before any call.
+
     Providers list through ``list_sandboxes()`` or ``list()`` (sync or async;
     items with ``id``, ``created_at`` (epoch ms or an aware datetime),
     ``owner``, ``key``, or wire-form dicts); without either they get no
     sweep. ``instances`` is a store with every fleet method
-    (:data:`FLEET_STORE_METHODS`, and optionally ``registered_sandboxes`` and
-    ``prune``):
+    (:data:`FLEET_STORE_METHODS`, and optionally ``registered_sandboxes``,
+    ``prune`` and the :data:`SCOPED_READS`):
     the native stores have them all. Every
     destroy attempt is written to its audit log (``host``: this machine's
     name unless given). ``dry_run`` only reads and answers the plan;
@@ -546,6 +580,7 @@ async def reconcile(
     pruner = _optional_method("instances", instances, "prune")
     if pruner is not None:
         fleet["prune"] = pruner
+    scoped = _scoped_reads(instances, fleet)
     progress = _progress(on_progress)
     event = _stop_event(stop)
     labels = ["provider"] if provider is not None else [f"providers[{index}]" for index in range(len(chosen))]
@@ -565,6 +600,7 @@ async def reconcile(
         stopped,
         registered is not None,
         pruner is not None,
+        scoped,
     )
     report = await drive(_native.start_reconcile, arguments, bound, stoppable=True, stop=event)
     return ReconcileReport.from_dict(report)

@@ -127,6 +127,13 @@ def json_reader(shape: dict[str, Any], method: str) -> Any:
             raise TypeError(f"{what} must return a bool, got {type(answer).__name__}")
         return "true" if answer else "false"
 
+    def mark(answer: object) -> str:
+        if isinstance(answer, bool) or not isinstance(answer, int):
+            raise TypeError(f"{what} must return an int (a whole number of at least 0), got {type(answer).__name__}")
+        if answer < 0:
+            raise ValueError(f"{what} must return a whole number of at least 0, got {answer}")
+        return json.dumps(answer)
+
     def ids(answer: object) -> str:
         if not isinstance(answer, (list, tuple, set, frozenset)):
             raise TypeError(f"{what} must return a list of str, got {type(answer).__name__}")
@@ -147,4 +154,4 @@ def json_reader(shape: dict[str, Any], method: str) -> Any:
             items.append(wire_form)
         return json.dumps(items)
 
-    return {"flag": flag, "ids": ids, "records": records}[kind]
+    return {"flag": flag, "mark": mark, "ids": ids, "records": records}[kind]

@@ -72,6 +72,7 @@ _OPERANDS: dict[str, Operand] = {
     "sandbox": _slot(lambda sandbox_id: sandbox_id, 2),  # the id; a deadline cancels the task
     "signal": lambda run, batch, at, args: at + 1,
     "ids": _slot(json.loads, 2),  # the ids; a deadline cancels the task
+    "idList": _slot(json.loads),  # one slot, the ids as a JSON array: a list of str
     "entry": _entry,
     "leak": _leak,
 }

@@ -143,6 +143,16 @@ class InMemoryLeakLedgerStore(InMemorySandboxInstanceStore):
         """
         Records last updated before `older_than`, oldest first, at most `limit`.
         """
+    def lookup_candidates(self, provider: str, since: int, limit: int, /) -> list[str]:
+        """
+        At most `limit` registered ids of `provider` for a lookup by id: last
+        written or deleted at or after `since`, named by nothing now, not
+        known gone; never checked first, then least recently checked first.
+        """
+    def lookup_checked(self, provider: str, gone: SupportsGetItem[int, str], checked: SupportsGetItem[int, str], now: int, /) -> None:
+        """
+        What a lookup learned: `gone` are gone, `checked` were checked at `now` (epoch ms).
+        """
     def prune(self, provider: str, registry_before: int, audit_before: int, /) -> None:
         """
         Bounded growth: deletes `provider`'s registry rows last seen before
@@ -155,6 +165,18 @@ class InMemoryLeakLedgerStore(InMemorySandboxInstanceStore):
     def record_retry_failure(self, entry: LeakEntry, message: str, failed_at: int, /) -> bool:
         """
         Bumps a claimed entry's attempts, keeps `message` and releases the claim.
+        """
+    def referenced_among(self, provider: str, ids: SupportsGetItem[int, str], destroyed_since: int, mark: int, /) -> list[str]:
+        """
+        Those of `ids` a record or a leak entry references now, that an audit
+        row says was destroyed (or a leak retry resolved) at or after
+        `destroyed_since` (epoch ms), or whose record was deleted after
+        `mark`; sorted, each once.
+        """
+    def registered_among(self, provider: str, ids: SupportsGetItem[int, str], since: int, /) -> list[str]:
+        """
+        Those of `ids` the registry names (a record of `provider` names it
+        now, or one last written or deleted at or after `since` did); sorted.
         """
     def registered_sandboxes(self, provider: str, since: int, /) -> list[str]:
         """
@@ -176,6 +198,11 @@ class InMemoryLeakLedgerStore(InMemorySandboxInstanceStore):
         Every sandbox id of `provider` a record or a leak entry references,
         and (with `destroyed_since`, epoch ms) every one an audit row says
         was destroyed at or after it.
+        """
+    def sweep_mark(self, provider: str, /) -> int:
+        """
+        A mark of the store's record deletions, taken before a sweep lists
+        (see `referenced_among`): a whole number that never goes down.
         """
 
 @disjoint_base
@@ -338,6 +365,17 @@ class SqlStore:
         """
         Awaitable of the records last updated before `older_than`, oldest first, at most `limit`.
         """
+    def lookup_candidates(self, provider: str, since: int, limit: int, /) -> Awaitable[list[str]]:
+        """
+        Awaitable of at most `limit` registered ids of `provider` for a lookup
+        by id: last written or deleted at or after `since`, named by nothing
+        now, not known gone; never checked first, then least recently checked.
+        """
+    def lookup_checked(self, provider: str, gone: SupportsGetItem[int, str], checked: SupportsGetItem[int, str], now: int, /) -> Awaitable[None]:
+        """
+        Awaitable writing what a lookup learned: `gone` are gone, `checked`
+        were checked at `now` (epoch ms).
+        """
     def prune(self, provider: str, registry_before: int, audit_before: int, /) -> Awaitable[None]:
         """
         Awaitable of bounded growth: deletes `provider`'s registry rows last
@@ -351,6 +389,18 @@ class SqlStore:
     def record_retry_failure(self, entry: LeakEntry, message: str, failed_at: int, /) -> Awaitable[bool]:
         """
         Awaitable bumping a claimed entry's attempts and releasing the claim.
+        """
+    def referenced_among(self, provider: str, ids: SupportsGetItem[int, str], destroyed_since: int, mark: int, /) -> Awaitable[list[str]]:
+        """
+        Awaitable of those of `ids` a record or a leak entry references now,
+        that an audit row says was destroyed (or a leak retry resolved) at or
+        after `destroyed_since` (epoch ms), or whose record was deleted after
+        `mark`; sorted, each once.
+        """
+    def registered_among(self, provider: str, ids: SupportsGetItem[int, str], since: int, /) -> Awaitable[list[str]]:
+        """
+        Awaitable of those of `ids` the registry names (a record of `provider`
+        names it now, or one last written or deleted at or after `since` did).
         """
     def registered_sandboxes(self, provider: str, since: int, /) -> Awaitable[list[str]]:
         """
@@ -371,6 +421,11 @@ class SqlStore:
         Awaitable of every sandbox id of `provider` a record or a leak entry
         references, and (with `destroyed_since`, epoch ms) every one an audit
         row says was destroyed at or after it.
+        """
+    def sweep_mark(self, provider: str, /) -> Awaitable[int]:
+        """
+        Awaitable of a mark of the store's record deletions, taken before a
+        sweep lists (see `referenced_among`): a whole number that never goes down.
         """
     def upsert(self, record: SandboxInstanceRecord, /) -> Awaitable[None]:
         """
@@ -579,10 +634,12 @@ def start_reclaim_all(options_json: str, records: SupportsGetItem[int, tuple[str
     `stopped`: the caller stopped it before it began (nothing starts).
     """
 
-def start_reconcile(options_json: str, providers: SupportsGetItem[int, tuple[str, bool, bool, str | None]], host_name: str, progress: bool, stopped: bool, registry: bool, prune: bool, now: SupportsIndex, /) -> tuple[Any, ...]:
+def start_reconcile(options_json: str, providers: SupportsGetItem[int, tuple[str, bool, bool, str | None]], host_name: str, progress: bool, stopped: bool, registry: bool, prune: bool, scoped: bool, now: SupportsIndex, /) -> tuple[Any, ...]:
     """
     Starts `reconcile`: `providers` are `(name, can_list, can_lookup, owner or None)`, in order;
-    `registry`: the store has `registered_sandboxes`; `prune`: it has `prune`.
+    `registry`: the store has `registered_sandboxes`; `prune`: it has `prune`;
+    `scoped`: it has `sweep_mark`, `referenced_among`, `registered_among`,
+    `lookup_candidates` and `lookup_checked` (a sweep then reads only what it listed).
     """
 
 def start_retry(options_json: str, provider_name: str, now: SupportsIndex, /) -> tuple[Any, ...]:

@@ -115,6 +115,26 @@ class FleetStore(Protocol):
       ``audit_before`` (epoch ms). A pass calls it once per provider from the pass that took that
       provider's sweep (never in a dry run); a failure is ignored (the next holder prunes). A store
       without it keeps every row.
+    * ``sweep_mark(provider)``: A mark of the store's record deletions, taken before a sweep lists:
+      a record deleted (or pointed at another sandbox) after this call is counted by
+      ``referenced_among`` with this mark. Any whole number that never goes down (a counter, a
+      transaction id).
+    * ``referenced_among(provider, ids, destroyed_since, mark)``: Those of ``ids`` (what a sweep
+      listed of ``provider``, a batch at a time) that a record or a leak entry references now, that
+      an audit row says was destroyed (or a leak retry resolved) at or after ``destroyed_since``
+      (epoch ms), or whose record was deleted after ``mark`` (see ``sweep_mark``): the sweep spares
+      them all.
+    * ``registered_among(provider, ids, since)``: Those of ``ids`` the registry names: a record of
+      ``provider`` names it now, or one last written or deleted at or after ``since`` (epoch ms)
+      did.
+    * ``lookup_candidates(provider, since, limit)``: At most ``limit`` registered
+      ``provider_sandbox_id``s of ``provider`` for a lookup by id: last written or deleted at or
+      after ``since`` (epoch ms), named by no record or leak entry now, and not known gone; never
+      checked first (most recently deleted first), then least recently checked first.
+    * ``lookup_checked(provider, gone, checked, now)``: What a lookup learned: the sandboxes of
+      ``gone`` are gone (never a candidate again until a record names them again), those of
+      ``checked`` were checked at ``now`` (epoch ms) and go to the back of the queue. A failure is
+      ignored.
 
     .. ---- end of generated declarations [fleet store optional members] ----
     """

@@ -16,7 +16,7 @@ from types import TracebackType
 from typing import Any, Final, TypeVar
 
 from . import _native
-from ._checks import exact
+from ._checks import exact, exact_ids
 from ._records import AuditEntry, DueLeak, LeakEntry, LeakReason, NewLeak, SandboxInstanceRecord, leak_reason
 
 _Store = TypeVar("_Store", bound="_SqlStore")
@@ -135,6 +135,43 @@ class _SqlStore:
         (epoch ms). :func:`reconcile` calls it from the pass that holds the
         provider's sweep."""
         await self._native.prune(_check_str("provider", provider), registry_before, audit_before)
+
+    # A sweep's questions about what it listed: with all five, :func:`reconcile`
+    # reads only what a sweep listed (on indexes), never every reference.
+
+    async def sweep_mark(self, provider: str) -> int:
+        """A mark of the store's record deletions, taken before a sweep lists:
+        a record deleted (or pointed at another sandbox) after it is counted
+        by :meth:`referenced_among` with this mark. Never goes down."""
+        return await self._native.sweep_mark(_check_str("provider", provider))
+
+    async def referenced_among(self, provider: str, ids: list[str], destroyed_since: int, mark: int) -> list[str]:
+        """Those of ``ids`` (listed sandboxes of ``provider``) a record or a
+        leak entry references now, that an audit row says was destroyed (or a
+        leak retry resolved) at or after ``destroyed_since`` (epoch ms), or
+        whose record was deleted after ``mark``; sorted, each once."""
+        names = (_check_str("provider", provider), exact_ids(ids, "ids"))
+        return await self._native.referenced_among(*names, destroyed_since, mark)
+
+    async def registered_among(self, provider: str, ids: list[str], since: int) -> list[str]:
+        """Those of ``ids`` the registry names: a record of ``provider`` names
+        it now, or one last written or deleted at or after ``since`` (epoch
+        ms) did; sorted, each once."""
+        return await self._native.registered_among(_check_str("provider", provider), exact_ids(ids, "ids"), since)
+
+    async def lookup_candidates(self, provider: str, since: int, limit: int) -> list[str]:
+        """At most ``limit`` registered sandbox ids of ``provider`` for a
+        lookup by id: last written or deleted at or after ``since``
+        (epoch ms), named by no record or leak entry now, not known gone;
+        never checked first, then least recently checked first."""
+        return await self._native.lookup_candidates(_check_str("provider", provider), since, limit)
+
+    async def lookup_checked(self, provider: str, gone: list[str], checked: list[str], now: int) -> None:
+        """What a lookup learned: the sandboxes of ``gone`` are gone (no
+        candidate again until a record names them), those of ``checked`` were
+        checked at ``now`` (epoch ms) and go to the back of the queue."""
+        names = (_check_str("provider", provider), exact_ids(gone, "gone"), exact_ids(checked, "checked"))
+        await self._native.lookup_checked(*names, now)
 
     async def record_leak(self, leak: NewLeak, reason: LeakReason | str, next_attempt_at: int) -> None:
         """Records ``leak`` with ``reason``, due at ``next_attempt_at`` (a known sandbox: attempts + 1)."""

@@ -41,11 +41,13 @@ pub const SWEEPS_TABLE: &str = "sandbox_sweeps";
 pub const AUDIT_TABLE: &str = "sandbox_audit";
 /// Table of the registry: every sandbox a record named (schema version 3).
 pub const REGISTRY_TABLE: &str = "sandbox_registry";
+/// Table of the count of record deletions, the scoped sweep's mark (schema version 5).
+pub const MARKS_TABLE: &str = "sandbox_marks";
 /// Table of applied migration versions.
 pub const SCHEMA_VERSION_TABLE: &str = "sandbox_reclaim_schema_version";
 
 /// Every table of ours besides the schema-version table, in creation order.
-const DATA_TABLES: [&str; 5] = [INSTANCES_TABLE, LEAKS_TABLE, SWEEPS_TABLE, AUDIT_TABLE, REGISTRY_TABLE];
+const DATA_TABLES: [&str; 6] = [INSTANCES_TABLE, LEAKS_TABLE, SWEEPS_TABLE, AUDIT_TABLE, REGISTRY_TABLE, MARKS_TABLE];
 
 const MIGRATIONS: &[Migration] = &[
     Migration { version: 1, sql: include_str!("migrations/sqlite/0001_instances_and_leaks.sql") },
@@ -84,8 +86,8 @@ static SCOPED: std::sync::LazyLock<ScopedSql> = std::sync::LazyLock::new(|| {
     let queued =
         "provider = ?1 AND provider_sandbox_id IN (SELECT value FROM json_each(?2)) AND +lookup_at IS NOT NULL";
     ScopedSql {
-        // The newest deletion's counter, read from the end of the partial index.
-        sweep_mark: format!("SELECT COALESCE(MAX(deleted_seq), 0) FROM {REGISTRY_TABLE} WHERE deleted_seq > 0"),
+        // The count of record deletions so far (the triggers keep it).
+        sweep_mark: format!("SELECT deletions FROM {MARKS_TABLE} WHERE id = 1"),
         referenced_among: among(&format!(
             "{named} OR {} OR {} OR {}",
             asked(LEAKS_TABLE, "l", ""),
@@ -114,14 +116,11 @@ static SCOPED: std::sync::LazyLock<ScopedSql> = std::sync::LazyLock::new(|| {
             "UPDATE {REGISTRY_TABLE} SET lookup_at = NULL \
              WHERE provider = ?1 AND provider_sandbox_id = ?2 AND lookup_at IS NOT NULL"
         ),
-        // The newest deletion's row stays, so the mark (its counter) never
-        // goes down. A row's `resolved_at` counts like an audit row of its
-        // destroy (the sweep spares both): kept as long as the audit keeps those.
+        // A row's `resolved_at` counts like an audit row of its destroy (the
+        // sweep spares both): kept as long as the audit keeps those.
         prune_registry: format!(
             "DELETE FROM {REGISTRY_TABLE} WHERE rowid IN (SELECT rowid FROM {REGISTRY_TABLE} \
-             WHERE provider = ?1 AND last_seen < ?2 AND (resolved_at IS NULL OR resolved_at < ?3) \
-             AND COALESCE(deleted_seq, 0) < (SELECT COALESCE(MAX(deleted_seq), 1) FROM {REGISTRY_TABLE} \
-             WHERE deleted_seq > 0) LIMIT ?4)"
+             WHERE provider = ?1 AND last_seen < ?2 AND (resolved_at IS NULL OR resolved_at < ?3) LIMIT ?4)"
         ),
         prune_audit: format!(
             "DELETE FROM {AUDIT_TABLE} WHERE rowid IN (SELECT rowid FROM {AUDIT_TABLE} \
@@ -367,6 +366,7 @@ async fn migrate(connection: &mut SqliteConnection) -> Result<(), StoreOpenError
         ("{sweeps}", SWEEPS_TABLE),
         ("{audit}", AUDIT_TABLE),
         ("{registry}", REGISTRY_TABLE),
+        ("{marks}", MARKS_TABLE),
     ];
     let mut tx = connection.begin_with("BEGIN IMMEDIATE").await.map_err(StoreOpenError::Migrate)?;
     let create_versions = format!(

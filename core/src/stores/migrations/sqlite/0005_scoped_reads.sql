@@ -1,24 +1,27 @@
 -- Version 5: a sweep's store reads follow what it listed, not the store's history.
--- Placeholders: {instances}, {leaks}, {audit}, {registry} (plain names).
+-- Placeholders: {instances}, {leaks}, {audit}, {registry}, {marks} (plain names).
 -- Statements end with `;` at a line end (a trigger is written on one line for that).
 --
 -- A sweep takes a deletion mark, lists, then asks only about the listed ids
 -- (referencedAmong, registeredAmong), each answered on an index; the lookup
 -- by id takes its candidates from a queue, one indexed page at a time.
 --
--- `deleted_seq`: the deletion counter's value when a record naming this
--- sandbox was last deleted, or pointed at another sandbox. SQLite serialises
--- writers, so `MAX(deleted_seq) + 1` is exact; the sweep's mark is the MAX,
--- and a row with `deleted_seq > mark` was deleted after it, whatever the
--- clocks say. 0: deleted before version 5 (before any mark).
+-- `{marks}`: one row, the count of record deletions so far (a record
+-- deleted, or pointed at another sandbox). SQLite serialises writers, so the
+-- triggers' increment is exact; the sweep's mark is the count, and it never
+-- goes down (a prune deletes registry rows, never this count).
+CREATE TABLE {marks} (id INTEGER PRIMARY KEY CHECK (id = 1), deletions INTEGER NOT NULL CHECK (deletions >= 0)) STRICT;
+INSERT INTO {marks} (id, deletions) VALUES (1, 0);
+-- `deleted_seq`: the count when a record naming this sandbox was last
+-- deleted, or pointed at another sandbox: a row with `deleted_seq > mark` was
+-- deleted after the mark, whatever the clocks say. 0: deleted before version
+-- 5 (before any mark).
 ALTER TABLE {registry} ADD COLUMN deleted_seq INTEGER;
 -- `lookup_at`: the lookup queue. NULL: not queued (a record or leak entry
 -- names it, or it is known gone). Negative: `-last_seen`, never checked
 -- since its record went (the most recently deleted first); positive: when a
 -- lookup last checked it (epoch milliseconds, the pass's clock).
 ALTER TABLE {registry} ADD COLUMN lookup_at INTEGER;
--- The mark is `MAX(deleted_seq)`: read from the end of this index.
-CREATE INDEX {registry}_by_deleted_seq ON {registry} (deleted_seq) WHERE deleted_seq > 0;
 CREATE INDEX {registry}_lookup_queue ON {registry} (provider, lookup_at, provider_sandbox_id) WHERE lookup_at IS NOT NULL;
 -- Every scoped read finds a listed id on an index (the registry has its key,
 -- the ledger its UNIQUE); prune's batches take one provider's oldest audit rows.
@@ -37,8 +40,8 @@ DROP TRIGGER {registry}_on_insert;
 DROP TRIGGER {registry}_on_update;
 DROP TRIGGER {registry}_on_delete;
 CREATE TRIGGER {registry}_on_insert AFTER INSERT ON {instances} BEGIN INSERT INTO {registry} (provider, provider_sandbox_id, sandbox_key, first_seen, last_seen) VALUES (NEW.provider, NEW.provider_sandbox_id, NEW.sandbox_key, NEW.updated_at, NEW.updated_at) ON CONFLICT (provider, provider_sandbox_id) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen), sandbox_key = excluded.sandbox_key, lookup_at = NULL; END;
-CREATE TRIGGER {registry}_on_update AFTER UPDATE ON {instances} BEGIN INSERT INTO {registry} (provider, provider_sandbox_id, sandbox_key, first_seen, last_seen, deleted_seq, lookup_at) SELECT OLD.provider, OLD.provider_sandbox_id, OLD.sandbox_key, OLD.updated_at, OLD.updated_at, (SELECT COALESCE(MAX(deleted_seq), 0) + 1 FROM {registry} WHERE deleted_seq > 0), CASE WHEN NOT EXISTS (SELECT 1 FROM {instances} AS i WHERE i.provider = OLD.provider AND i.provider_sandbox_id = OLD.provider_sandbox_id) AND NOT EXISTS (SELECT 1 FROM {leaks} AS l WHERE l.provider = OLD.provider AND l.provider_sandbox_id = OLD.provider_sandbox_id) THEN -OLD.updated_at END WHERE OLD.provider IS NOT NEW.provider OR OLD.provider_sandbox_id IS NOT NEW.provider_sandbox_id ON CONFLICT (provider, provider_sandbox_id) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen), deleted_seq = excluded.deleted_seq, lookup_at = CASE WHEN excluded.lookup_at IS NOT NULL THEN -max(last_seen, excluded.last_seen) END; INSERT INTO {registry} (provider, provider_sandbox_id, sandbox_key, first_seen, last_seen) VALUES (NEW.provider, NEW.provider_sandbox_id, NEW.sandbox_key, NEW.updated_at, NEW.updated_at) ON CONFLICT (provider, provider_sandbox_id) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen), sandbox_key = excluded.sandbox_key, lookup_at = NULL; END;
-CREATE TRIGGER {registry}_on_delete AFTER DELETE ON {instances} BEGIN INSERT INTO {registry} (provider, provider_sandbox_id, sandbox_key, first_seen, last_seen, deleted_seq, lookup_at) VALUES (OLD.provider, OLD.provider_sandbox_id, OLD.sandbox_key, OLD.updated_at, max(OLD.updated_at, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)), (SELECT COALESCE(MAX(deleted_seq), 0) + 1 FROM {registry} WHERE deleted_seq > 0), CASE WHEN NOT EXISTS (SELECT 1 FROM {instances} AS i WHERE i.provider = OLD.provider AND i.provider_sandbox_id = OLD.provider_sandbox_id) AND NOT EXISTS (SELECT 1 FROM {leaks} AS l WHERE l.provider = OLD.provider AND l.provider_sandbox_id = OLD.provider_sandbox_id) THEN -max(OLD.updated_at, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)) END) ON CONFLICT (provider, provider_sandbox_id) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen), deleted_seq = excluded.deleted_seq, lookup_at = CASE WHEN excluded.lookup_at IS NOT NULL THEN -max(last_seen, excluded.last_seen) END; END;
+CREATE TRIGGER {registry}_on_update AFTER UPDATE ON {instances} BEGIN UPDATE {marks} SET deletions = deletions + 1 WHERE id = 1 AND (OLD.provider IS NOT NEW.provider OR OLD.provider_sandbox_id IS NOT NEW.provider_sandbox_id); INSERT INTO {registry} (provider, provider_sandbox_id, sandbox_key, first_seen, last_seen, deleted_seq, lookup_at) SELECT OLD.provider, OLD.provider_sandbox_id, OLD.sandbox_key, OLD.updated_at, OLD.updated_at, (SELECT deletions FROM {marks} WHERE id = 1), CASE WHEN NOT EXISTS (SELECT 1 FROM {instances} AS i WHERE i.provider = OLD.provider AND i.provider_sandbox_id = OLD.provider_sandbox_id) AND NOT EXISTS (SELECT 1 FROM {leaks} AS l WHERE l.provider = OLD.provider AND l.provider_sandbox_id = OLD.provider_sandbox_id) THEN -OLD.updated_at END WHERE OLD.provider IS NOT NEW.provider OR OLD.provider_sandbox_id IS NOT NEW.provider_sandbox_id ON CONFLICT (provider, provider_sandbox_id) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen), deleted_seq = excluded.deleted_seq, lookup_at = CASE WHEN excluded.lookup_at IS NOT NULL THEN -max(last_seen, excluded.last_seen) END; INSERT INTO {registry} (provider, provider_sandbox_id, sandbox_key, first_seen, last_seen) VALUES (NEW.provider, NEW.provider_sandbox_id, NEW.sandbox_key, NEW.updated_at, NEW.updated_at) ON CONFLICT (provider, provider_sandbox_id) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen), sandbox_key = excluded.sandbox_key, lookup_at = NULL; END;
+CREATE TRIGGER {registry}_on_delete AFTER DELETE ON {instances} BEGIN UPDATE {marks} SET deletions = deletions + 1 WHERE id = 1; INSERT INTO {registry} (provider, provider_sandbox_id, sandbox_key, first_seen, last_seen, deleted_seq, lookup_at) VALUES (OLD.provider, OLD.provider_sandbox_id, OLD.sandbox_key, OLD.updated_at, max(OLD.updated_at, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)), (SELECT deletions FROM {marks} WHERE id = 1), CASE WHEN NOT EXISTS (SELECT 1 FROM {instances} AS i WHERE i.provider = OLD.provider AND i.provider_sandbox_id = OLD.provider_sandbox_id) AND NOT EXISTS (SELECT 1 FROM {leaks} AS l WHERE l.provider = OLD.provider AND l.provider_sandbox_id = OLD.provider_sandbox_id) THEN -max(OLD.updated_at, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)) END) ON CONFLICT (provider, provider_sandbox_id) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen), deleted_seq = excluded.deleted_seq, lookup_at = CASE WHEN excluded.lookup_at IS NOT NULL THEN -max(last_seen, excluded.last_seen) END; END;
 -- A leak entry covers its sandbox (the ledger retries it, and its resolve
 -- confirms the destroy): off the queue.
 CREATE TRIGGER {registry}_on_leak AFTER INSERT ON {leaks} BEGIN UPDATE {registry} SET lookup_at = NULL WHERE provider = NEW.provider AND provider_sandbox_id = NEW.provider_sandbox_id AND lookup_at IS NOT NULL; END;
