@@ -15,11 +15,14 @@
 //! Seeding writes rows with SQL, as the package writes them: records through
 //! the instances table (its triggers register them), the rest in the shape
 //! the triggers and the ledger write (a deleted record's registry row is in
-//! the lookup queue, a ledger entry's is not). The provider hands over its
+//! the lookup queue; a failed destroy's, whose ledger entry names it, is
+//! not). So both sizes do the same work: each pass looks up 1,000 queued
+//! candidates (answered gone) and writes that back. The provider hands over its
 //! listing in one answer: a vendor's pages of 100 change nothing here.
 //!
 //! Run: `cargo run --release -p sandbox-reclaim --features sqlite,postgres --example scale_bench [sizes...]`
-//! (`SCALE_KEEP=1` keeps the stores, to look at them afterwards).
+//! (`SCALE_KEEP=1` keeps the stores, to look at them afterwards; `SCALE_ONLY=sqlite` or `postgres`
+//! runs one store; `SCALE_VERBOSE=1` times each seeding statement).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -151,10 +154,18 @@ async fn seed_sqlite(path: &PathBuf, records: u64) -> Duration {
         ),
         // The deletion count the triggers would have reached.
         format!("UPDATE sandbox_marks SET deletions = {} WHERE id = 1", 4 * records),
+        // What a failed destroy's reclaim leaves: a registry row marked
+        // deleted and, its ledger entry naming it, not queued.
+        format!(
+            "{} INSERT INTO sandbox_registry (provider, provider_sandbox_id, sandbox_key, first_seen, last_seen, \
+             deleted_seq) SELECT 'bench', 'leaked-' || i, 'leaked-' || i || ':sandbox', {now} - 120000, \
+             {now} - 60000, 1 FROM n",
+            series(LEDGER)
+        ),
         format!(
             "{} INSERT INTO sandbox_leaks (provider, provider_sandbox_id, sandbox_key, run_id, last_error, failed_at, \
-             attempts, reason, next_attempt_at) SELECT 'bench', 'gone-' || i, 'old-' || i || ':sandbox', 'run-' || i, \
-             'boom', {now} - 60000, 1, 'destroy-failed', {now} + 86400000 FROM n",
+             attempts, reason, next_attempt_at) SELECT 'bench', 'leaked-' || i, 'leaked-' || i || ':sandbox', \
+             'run-' || i, 'boom', {now} - 60000, 1, 'destroy-failed', {now} + 86400000 FROM n",
             series(LEDGER)
         ),
         format!(
@@ -197,11 +208,17 @@ async fn seed_postgres(url: &str, records: u64) -> Duration {
             4 * records
         ),
         format!(
+            "INSERT INTO {SCHEMA}.sandbox_registry (sandbox_hash, provider, provider_sandbox_id, sandbox_key, \
+             first_seen, last_seen, deleted_xid) SELECT {}, 'bench', 'leaked-' || i, 'leaked-' || i || ':sandbox', \
+             {now} - 120000, {now} - 60000, 1 FROM generate_series(0, {LEDGER} - 1) i",
+            hash("'bench'", "'leaked-' || i")
+        ),
+        format!(
             "INSERT INTO {SCHEMA}.sandbox_leaks (sandbox_hash, provider, provider_sandbox_id, sandbox_key, run_id, \
-             last_error, failed_at, attempts, reason, next_attempt_at) SELECT {}, 'bench', 'gone-' || i, \
-             'old-' || i || ':sandbox', 'run-' || i, 'boom', {now} - 60000, 1, 'destroy-failed', {now} + 86400000 \
-             FROM generate_series(0, {LEDGER} - 1) i",
-            hash("'bench'", "'gone-' || i")
+             last_error, failed_at, attempts, reason, next_attempt_at) SELECT {}, 'bench', 'leaked-' || i, \
+             'leaked-' || i || ':sandbox', 'run-' || i, 'boom', {now} - 60000, 1, 'destroy-failed', \
+             {now} + 86400000 FROM generate_series(0, {LEDGER} - 1) i",
+            hash("'bench'", "'leaked-' || i")
         ),
         format!(
             "INSERT INTO {SCHEMA}.sandbox_audit (at, host, provider, provider_sandbox_id, sandbox_key, reason, result, \
@@ -212,7 +229,11 @@ async fn seed_postgres(url: &str, records: u64) -> Duration {
         format!("ANALYZE {SCHEMA}.sandbox_instances, {SCHEMA}.sandbox_registry, {SCHEMA}.sandbox_leaks, {SCHEMA}.sandbox_audit"),
     ];
     for statement in &statements {
+        let began = Instant::now();
         sqlx::query(statement).execute(&pool).await.expect("seeding PostgreSQL");
+        if std::env::var_os("SCALE_VERBOSE").is_some() {
+            eprintln!("{:>8.1} s  {}", began.elapsed().as_secs_f64(), &statement[..statement.len().min(90)]);
+        }
     }
     pool.close().await;
     started.elapsed()
@@ -269,7 +290,8 @@ async fn main() {
     let dir = std::env::temp_dir().join(format!("sandbox-reclaim-scale-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let mut rows = Vec::new();
-    for &records in &sizes {
+    let only = std::env::var("SCALE_ONLY").unwrap_or_default();
+    for &records in sizes.iter().filter(|_| only != "postgres") {
         let path = dir.join(format!("scale-{records}.sqlite"));
         let seeded = seed_sqlite(&path, records).await;
         let size = std::fs::metadata(&path).map(|meta| meta.len()).unwrap_or(0) as f64 / 1_048_576.0;
@@ -283,7 +305,8 @@ async fn main() {
         }
     }
     report("SQLite", &rows);
-    if let Some(url) = std::env::var("SANDBOX_RECLAIM_PG_URL").ok().filter(|url| !url.is_empty()) {
+    let url = std::env::var("SANDBOX_RECLAIM_PG_URL").ok().filter(|url| !url.is_empty() && only != "sqlite");
+    if let Some(url) = url {
         let mut rows = Vec::new();
         for &records in &sizes {
             let seeded = seed_postgres(&url, records).await;

@@ -57,3 +57,6 @@ CREATE OR REPLACE FUNCTION {register_fn}() RETURNS trigger LANGUAGE plpgsql AS $
 -- confirms the destroy): off the queue.
 CREATE FUNCTION {leak_fn}() RETURNS trigger LANGUAGE plpgsql AS $unqueue$ BEGIN UPDATE {registry} SET lookup_at = NULL WHERE sandbox_hash = NEW.sandbox_hash AND lookup_at IS NOT NULL; RETURN NULL; END $unqueue$;
 CREATE TRIGGER {leak_trigger} AFTER INSERT ON {leaks} FOR EACH ROW EXECUTE FUNCTION {leak_fn}();
+-- A pass asks for a provider's due leaks: found by due time, not by reading
+-- the whole ledger (ordered by id among the due ones only).
+CREATE INDEX ON {leaks} (provider, next_attempt_at);

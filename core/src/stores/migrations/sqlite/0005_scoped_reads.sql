@@ -45,3 +45,6 @@ CREATE TRIGGER {registry}_on_delete AFTER DELETE ON {instances} BEGIN UPDATE {ma
 -- A leak entry covers its sandbox (the ledger retries it, and its resolve
 -- confirms the destroy): off the queue.
 CREATE TRIGGER {registry}_on_leak AFTER INSERT ON {leaks} BEGIN UPDATE {registry} SET lookup_at = NULL WHERE provider = NEW.provider AND provider_sandbox_id = NEW.provider_sandbox_id AND lookup_at IS NOT NULL; END;
+-- A pass asks for a provider's due leaks: found by due time, not by reading
+-- the whole ledger (ordered by id among the due ones only).
+CREATE INDEX {leaks}_due ON {leaks} (provider, next_attempt_at);
