@@ -309,7 +309,7 @@ async def test_a_version_2_file_migrates_to_3_and_registers_the_records_it_holds
         "DROP TRIGGER sandbox_registry_on_insert; DROP TRIGGER sandbox_registry_on_update;"
         " DROP TRIGGER sandbox_registry_on_delete; DROP TRIGGER sandbox_registry_on_leak;"
         " DROP TABLE sandbox_registry; DROP TABLE sandbox_marks; DROP INDEX sandbox_instances_by_sandbox;"
-        " DROP INDEX sandbox_audit_by_sandbox; DROP INDEX sandbox_audit_by_provider_at;"
+        " DROP INDEX sandbox_audit_by_sandbox; DROP INDEX sandbox_audit_by_provider_at; DROP INDEX sandbox_leaks_due;"
         " ALTER TABLE sandbox_leaks DROP COLUMN claim;"
         " DELETE FROM sandbox_reclaim_schema_version WHERE version >= 3",
     )
