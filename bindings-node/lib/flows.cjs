@@ -257,13 +257,14 @@ async function reclaimAll(records, options) {
   );
 }
 
-/** The scoped reads a store answers all or none of (`FleetStore.sweepMark` ...). */
-const SCOPED_METHODS = ['sweepMark', 'referencedAmong', 'registeredAmong', 'lookupCandidates', 'lookupChecked'];
+/** The scoped reads a store answers all or none of (`FleetStore.sweepMark` ...), from the core's effect table. */
+const SCOPED_METHODS = native.scopedReadMethods();
 
 /**
- * Whether the store answers a sweep's questions about what it listed: all
- * five scoped methods are functions (each read once, kept in `store`). A
- * store with some but not all of them is refused, naming the first missing.
+ * Whether the store answers a sweep's questions about what it listed: the
+ * core decides from which scoped methods are functions (each read once,
+ * kept in `store`); a store with some but not all of them is refused with
+ * the core's text.
  */
 function readScopedReads(instances, store) {
   const found = SCOPED_METHODS.map((name) => {
@@ -273,14 +274,9 @@ function readScopedReads(instances, store) {
     }
     return typeof value === 'function' ? value : undefined;
   });
-  const present = SCOPED_METHODS.filter((name, index) => found[index] !== undefined);
-  if (present.length === 0) return false;
-  const missing = SCOPED_METHODS.find((name, index) => found[index] === undefined);
-  if (missing !== undefined) {
-    throw new TypeError(
-      `options.instances.${missing} must be a function when options.instances.${present[0]} is (a store has all of ${SCOPED_METHODS.join(', ')} or none)`,
-    );
-  }
+  const { scoped, refusal } = native.scopedReads(found.map((method) => method !== undefined));
+  if (refusal != null) throw new TypeError(refusal);
+  if (!scoped) return false;
   SCOPED_METHODS.forEach((name, index) => {
     store[name] = found[index];
   });

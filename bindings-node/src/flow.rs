@@ -71,6 +71,30 @@ pub fn protocol() -> Protocol {
     }
 }
 
+/// The scoped sweep's store methods, in order: a store has all or none.
+#[napi]
+pub fn scoped_read_methods() -> Vec<&'static str> {
+    start::scoped_read_methods(Dialect::Node)
+}
+
+/// What the core decides of a store with these of `scopedReadMethods()`.
+#[napi(object)]
+pub struct ScopedReads {
+    /// It has all of them: swept by asking about what it listed.
+    pub scoped: bool,
+    /// It has some but not all: the `TypeError` text (nothing runs).
+    pub refusal: Option<String>,
+}
+
+/// Whether a store is scoped, given which of `scopedReadMethods()` it has.
+#[napi]
+pub fn scoped_reads(present: Vec<bool>) -> ScopedReads {
+    match start::scoped_reads(&present, "options.instances.", Dialect::Node) {
+        Ok(scoped) => ScopedReads { scoped, refusal: None },
+        Err(refusal) => ScopedReads { scoped: false, refusal: Some(refusal) },
+    }
+}
+
 /// `SandboxReclaimFailedError`'s message, built by the core.
 #[napi]
 pub fn reclaim_failed_message(run_id: String, sandbox_key: Option<String>) -> String {

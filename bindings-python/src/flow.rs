@@ -48,6 +48,20 @@ pub fn protocol(py: Python<'_>) -> PyResult<Typed<'_, Dict<String, Any>, PyDict>
     Ok(Typed::new(dict))
 }
 
+/// The scoped sweep's store methods, in order: a store has all or none.
+#[pyfunction]
+pub fn scoped_read_methods() -> Vec<&'static str> {
+    start::scoped_read_methods(Dialect::Python)
+}
+
+/// Whether a store is scoped, given which of `scoped_read_methods()` it
+/// has: all → `True`, none → `False`; some → `TypeError` with the core's text.
+#[pyfunction]
+#[pyo3(signature = (present, /))]
+pub fn scoped_reads(present: Vec<bool>) -> PyResult<bool> {
+    start::scoped_reads(&present, "instances.", Dialect::Python).map_err(PyTypeError::new_err)
+}
+
 /// The message of `SandboxReclaimFailedError`, built by the core.
 #[pyfunction]
 #[pyo3(signature = (run_id, sandbox_key=None))]

@@ -43,8 +43,8 @@ mod _native {
     #[pymodule_export]
     use super::flow::{
         abandon, complete, complete_leaks, destroy_timeout_message, option_names, protocol, reclaim_deadline,
-        reclaim_failed_message, respell_options, start_reclaim, start_reclaim_all, start_reconcile, start_retry, stop,
-        timeout,
+        reclaim_failed_message, respell_options, scoped_read_methods, scoped_reads, start_reclaim, start_reclaim_all,
+        start_reconcile, start_retry, stop, timeout,
     };
     #[pymodule_export]
     use super::hosted::{

@@ -294,7 +294,8 @@ async def test_a_store_with_only_some_is_refused_naming_the_first_missing_before
     present: tuple[str, ...], missing: str
 ) -> None:
     world = await ScopedWorld.make(present)
-    with pytest.raises(TypeError, match=rf"^instances\.{missing} must be a method \(sync or async\) when"):
+    # The core's text, the same as Node's but for the prefix and spelling.
+    with pytest.raises(TypeError, match=rf"^instances\.{missing} must be a function when instances\.{present[0]} is"):
         await sr.reconcile(provider=world, instances=world.store)
     assert (world.calls, world.destroyed) == ([], [])
 

@@ -266,7 +266,7 @@ FLEET_STORE_METHODS = (
 )
 """The store methods :func:`reconcile` calls (sync or async)."""
 
-SCOPED_READS = ("sweep_mark", "referenced_among", "registered_among", "lookup_candidates", "lookup_checked")
+SCOPED_READS: tuple[str, ...] = tuple(_native.scoped_read_methods())
 """The store methods a sweep asks about what it listed: a store has all five
 (then :func:`reconcile` reads only what a sweep listed) or none."""
 
@@ -276,15 +276,9 @@ def _scoped_reads(instances: object, fleet: dict[str, Callable[..., Any]]) -> bo
     kept in ``fleet``); one with some but not all is refused (``TypeError``
     naming the first missing), before any call."""
     found = [_optional_method("instances", instances, name) for name in SCOPED_READS]
-    present = [name for name, method in zip(SCOPED_READS, found) if method is not None]
-    if not present:
+    # The core decides (and words the refusal of a partial store).
+    if not _native.scoped_reads([method is not None for method in found]):
         return False
-    missing = [name for name, method in zip(SCOPED_READS, found) if method is None]
-    if missing:
-        raise TypeError(
-            f"instances.{missing[0]} must be a method (sync or async) when instances.{present[0]} is "
-            f"(a store has all of {', '.join(SCOPED_READS)} or none)"
-        )
     for name, method in zip(SCOPED_READS, found):
         fleet[name] = native_method(method)
     return True

@@ -11,7 +11,7 @@ from sandbox_reclaim._records import AuditEntry, DueLeak, LeakEntry, NewLeak, Sa
 from typing import Any, List, SupportsFloat, SupportsIndex, final
 from typing_extensions import disjoint_base
 
-__all__ = ["HostLoop", "HostedProvider", "InMemoryLeakLedgerStore", "InMemorySandboxInstanceStore", "InlineSteps", "ManagedProvider", "SqlStore", "_bind_error_types", "_bind_record_types", "_shutdown", "abandon", "bind_inline_helpers", "check_record_whole", "complete", "complete_leaks", "connect_postgres", "destroy_timeout_message", "docker_provider", "host_check_module", "host_emit", "host_fail", "host_hosted_providers", "host_managed_providers", "host_open", "host_plan", "hosted_option_names", "hosted_provider", "hosted_vendors", "local_provider", "open_sqlite", "option_names", "owner_labels", "protocol", "reclaim_deadline", "reclaim_failed_message", "respell_options", "run_cli", "start_reclaim", "start_reclaim_all", "start_reconcile", "start_retry", "stop", "timeout"]
+__all__ = ["HostLoop", "HostedProvider", "InMemoryLeakLedgerStore", "InMemorySandboxInstanceStore", "InlineSteps", "ManagedProvider", "SqlStore", "_bind_error_types", "_bind_record_types", "_shutdown", "abandon", "bind_inline_helpers", "check_record_whole", "complete", "complete_leaks", "connect_postgres", "destroy_timeout_message", "docker_provider", "host_check_module", "host_emit", "host_fail", "host_hosted_providers", "host_managed_providers", "host_open", "host_plan", "hosted_option_names", "hosted_provider", "hosted_vendors", "local_provider", "open_sqlite", "option_names", "owner_labels", "protocol", "reclaim_deadline", "reclaim_failed_message", "respell_options", "run_cli", "scoped_read_methods", "scoped_reads", "start_reclaim", "start_reclaim_all", "start_reconcile", "start_retry", "stop", "timeout"]
 
 @final
 class HostLoop:
@@ -620,6 +620,17 @@ def run_cli(args: SupportsGetItem[int, str], /) -> int:
     Runs the command with `args` (without the program name), without the
     GIL; answers its exit code. Output goes straight to the process's stdout
     and stderr.
+    """
+
+def scoped_read_methods() -> list[str]:
+    """
+    The scoped sweep's store methods, in order: a store has all or none.
+    """
+
+def scoped_reads(present: SupportsGetItem[int, bool], /) -> bool:
+    """
+    Whether a store is scoped, given which of `scoped_read_methods()` it
+    has: all → `True`, none → `False`; some → `TypeError` with the core's text.
     """
 
 def start_reclaim(reclaimer: bool, run_id: str, sandbox_key: str | None, provider_name: str, store_has_ledger: bool, destroy_timeout_ms: SupportsIndex | None, now: SupportsIndex, /) -> tuple[Any, ...]:

@@ -8,7 +8,8 @@ use crate::machine::effects::Millis;
 use crate::machine::reconcile::ProviderPlan;
 use crate::machine::{ReclaimAllInput, ReconcileInput, RetryInput};
 use crate::options::flows::{reclaim, reclaim_all, reconcile as pass, retry_leaks};
-use crate::options::{HostOptionError, HostOptions};
+use crate::options::{Dialect, HostOptionError, HostOptions};
+use crate::report::messages;
 
 /// A provider of a reconcile pass, as the host read it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +44,36 @@ pub struct PassStart {
     /// `referencedAmong`, `registeredAmong`, `lookupCandidates`,
     /// `lookupChecked`): see [`crate::machine::reconcile::ReconcileInput::scoped`].
     pub scoped: bool,
+}
+
+/// The store methods of a scoped sweep (effect ops 23–27), in the host's
+/// spelling (`sweepMark` ... / `sweep_mark` ...): a store has all or none.
+pub fn scoped_read_methods(dialect: Dialect) -> Vec<&'static str> {
+    use crate::machine::effect_table::{op, EFFECTS};
+    EFFECTS[op::SWEEP_MARK as usize..=op::LOOKUP_CHECKED as usize]
+        .iter()
+        .map(|row| if dialect == Dialect::Node { row.method } else { row.python })
+        .collect()
+}
+
+/// Whether a host store is scoped, given which of [`scoped_read_methods`]
+/// it has (in that order): all → `true`, none → `false`; some → the
+/// `TypeError` text naming the first missing one (each name after `prefix`,
+/// `options.instances.` / `instances.`).
+pub fn scoped_reads(present: &[bool], prefix: &str, dialect: Dialect) -> Result<bool, String> {
+    let names = scoped_read_methods(dialect);
+    let has = |index: usize| present.get(index).copied().unwrap_or(false);
+    let first_present = (0..names.len()).find(|&index| has(index));
+    let first_missing = (0..names.len()).find(|&index| !has(index));
+    match (first_present, first_missing) {
+        (None, _) => Ok(false),
+        (Some(_), None) => Ok(true),
+        (Some(present), Some(missing)) => Err(messages::scoped_reads_partial(
+            &format!("{prefix}{}", names[missing]),
+            &format!("{prefix}{}", names[present]),
+            &names,
+        )),
+    }
 }
 
 /// `reclaimAll`'s input: `records` are `(runId, sandboxKey)`, `providers` the names in order.
@@ -197,5 +228,18 @@ mod tests {
         let options = HostOptions::parse(r#"{"limit": 0}"#, Dialect::Node).unwrap();
         let input = retry(&options, "p".into()).unwrap();
         assert_eq!((input.limit, input.lease_ms, input.destroy_timeout_ms), (0, 300_000, None));
+    }
+
+    /// A store has all of the scoped reads or none; with some, the core's
+    /// refusal names the first missing one and the first present one.
+    #[test]
+    fn a_store_has_all_of_the_scoped_reads_or_none() {
+        assert_eq!(scoped_read_methods(Dialect::Node)[0], "sweepMark");
+        assert_eq!(scoped_read_methods(Dialect::Python)[4], "lookup_checked");
+        assert_eq!(scoped_reads(&[true; 5], "i.", Dialect::Node), Ok(true));
+        assert_eq!(scoped_reads(&[false; 5], "i.", Dialect::Node), Ok(false));
+        let refusal = scoped_reads(&[false, true, true, true, true], "instances.", Dialect::Python).unwrap_err();
+        assert!(refusal.starts_with("instances.sweep_mark must be a function when instances.referenced_among is"));
+        assert!(refusal.ends_with("lookup_candidates, lookup_checked or none)"), "{refusal}");
     }
 }

@@ -534,3 +534,9 @@ pub mod command {
         format!("cannot listen for signals: {error}")
     }
 }
+
+/// A store of the host's with some but not all of the scoped sweep's methods
+/// (`missing` and `present` as the host names them, `all` in order).
+pub fn scoped_reads_partial(missing: &str, present: &str, all: &[&str]) -> String {
+    format!("{missing} must be a function when {present} is (a store has all of {} or none)", all.join(", "))
+}
