@@ -17,8 +17,11 @@ venv=$root/.venv
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
+# The vendors' official SDKs the fakes are proven with, and the OpenAI Agents
+# SDK (with docker-py) that sandbox_reclaim.openai_agents is driven by.
+py_test_packages=(sprites-py==0.7.2 runloop-api-client==3.0.0 blaxel==0.4.24 openai-agents==0.24.0 docker==7.1.0 modal==1.6.4)
 "$venv/bin/python" -m pip install --quiet --upgrade pip
-"$venv/bin/python" -m pip install --quiet "maturin>=1.16,<1.17" pytest mypy "sprites-py==0.7.2" "runloop-api-client==3.0.0" "blaxel==0.4.24"
+"$venv/bin/python" -m pip install --quiet "maturin>=1.16,<1.17" pytest mypy "${py_test_packages[@]}"
 
 # The build regenerates the native module's stub from the Rust signatures
 # (scripts/gen_native_stub.sh) and fails while the checked-in _native.pyi is stale.
@@ -62,7 +65,7 @@ wheel=$(ls "$work"/dist/sandbox_reclaim-*-abi3-manylinux*.whl)
 echo "built $(basename "$wheel"): $(wc -c <"$wheel") bytes"
 "$venv/bin/python" tests/packaging/check_wheel.py "$wheel"
 python3 -m venv "$work/venv"
-"$work/venv/bin/python" -m pip install --quiet "$wheel" pytest mypy "sprites-py==0.7.2" "runloop-api-client==3.0.0" "blaxel==0.4.24"
+"$work/venv/bin/python" -m pip install --quiet "$wheel" pytest mypy "${py_test_packages[@]}"
 # Run from outside the repo so only the installed wheel can be imported.
 installed=$(cd "$work" && "$work/venv/bin/python" -c 'import sandbox_reclaim; print(sandbox_reclaim.__file__)')
 case $installed in

@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::IntoPyObjectExt;
 use sandbox_reclaim::options::provider::{HostedSettings, HostedVendor};
 use sandbox_reclaim::options::{Dialect, HostOptionError, HostOptions, Problem};
-use sandbox_reclaim::providers::{build_hosted, owner_labels as core_owner_labels};
+use sandbox_reclaim::providers::{build_hosted, creation_labels as core_creation_labels, owner_labels as core_owner_labels};
 use sandbox_reclaim::report::messages;
 use sandbox_reclaim::{HostedSandboxProvider, Labels};
 use std::sync::Arc;
@@ -105,6 +105,22 @@ pub fn host_hosted_providers(plan: &str) -> PyResult<Vec<HostedProvider>> {
 #[pyo3(signature = (owner, key, /))]
 pub fn owner_labels(owner: &str, key: &str) -> PyResult<Labels> {
     core_owner_labels(owner, key).map_err(|invalid| invalid_input(&invalid))
+}
+
+/// The labels to set at create when the key is not known yet, with the creation time.
+#[pyfunction]
+#[pyo3(signature = (owner, key, created_at_ms, /))]
+pub fn creation_labels(owner: &str, key: Option<&str>, created_at_ms: u64) -> PyResult<Labels> {
+    core_creation_labels(owner, key, created_at_ms).map_err(|invalid| invalid_input(&invalid))
+}
+
+/// The command's default store (`store.db` in the platform's data directory),
+/// where a client with no store given records its sandboxes.
+#[pyfunction]
+pub fn default_store_path() -> PyResult<String> {
+    let path = sandbox_reclaim_cli::config::default_sqlite_path()
+        .map_err(|failure| pyo3::exceptions::PyRuntimeError::new_err(failure.to_string()))?;
+    path.into_os_string().into_string().map_err(|_| pyo3::exceptions::PyRuntimeError::new_err("the default store's path is not UTF-8"))
 }
 
 #[pymethods]

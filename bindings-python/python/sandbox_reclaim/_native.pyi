@@ -11,7 +11,7 @@ from sandbox_reclaim._records import AuditEntry, DueLeak, LeakEntry, NewLeak, Sa
 from typing import Any, List, SupportsFloat, SupportsIndex, final
 from typing_extensions import disjoint_base
 
-__all__ = ["HostLoop", "HostedProvider", "InMemoryLeakLedgerStore", "InMemorySandboxInstanceStore", "InlineSteps", "ManagedProvider", "SqlStore", "_bind_error_types", "_bind_record_types", "_shutdown", "abandon", "bind_inline_helpers", "check_record_whole", "complete", "complete_leaks", "connect_postgres", "destroy_timeout_message", "docker_provider", "host_check_module", "host_emit", "host_fail", "host_hosted_providers", "host_managed_providers", "host_open", "host_plan", "hosted_option_names", "hosted_provider", "hosted_vendors", "local_provider", "open_sqlite", "option_names", "owner_labels", "protocol", "reclaim_deadline", "reclaim_failed_message", "respell_options", "run_cli", "scoped_read_methods", "scoped_reads", "start_reclaim", "start_reclaim_all", "start_reconcile", "start_retry", "stop", "timeout"]
+__all__ = ["HostLoop", "HostedProvider", "InMemoryLeakLedgerStore", "InMemorySandboxInstanceStore", "InlineSteps", "ManagedProvider", "SqlStore", "_bind_error_types", "_bind_record_types", "_shutdown", "abandon", "bind_inline_helpers", "check_record_whole", "complete", "complete_leaks", "connect_postgres", "creation_labels", "default_store_path", "destroy_timeout_message", "docker_provider", "host_check_module", "host_emit", "host_fail", "host_hosted_providers", "host_managed_providers", "host_open", "host_plan", "hosted_option_names", "hosted_provider", "hosted_vendors", "local_provider", "open_sqlite", "option_names", "owner_labels", "protocol", "reclaim_deadline", "reclaim_failed_message", "respell_options", "run_cli", "scoped_read_methods", "scoped_reads", "start_reclaim", "start_reclaim_all", "start_reconcile", "start_retry", "stop", "timeout"]
 
 @final
 class HostLoop:
@@ -483,6 +483,17 @@ def connect_postgres(url: str, /, *, schema: str = ..., instances_table: str = .
     """
     Connects to PostgreSQL at `url`; awaitable of a `SqlStore`. An option left
     out takes the core's default (`PostgresOptions::default()`).
+    """
+
+def creation_labels(owner: str, key: str | None, created_at_ms: SupportsIndex, /) -> dict[str, str]:
+    """
+    The labels to set at create when the key is not known yet, with the creation time.
+    """
+
+def default_store_path() -> str:
+    """
+    The command's default store (`store.db` in the platform's data directory),
+    where a client with no store given records its sandboxes.
     """
 
 def destroy_timeout_message(provider_sandbox_id: str, timeout_ms: SupportsIndex, /) -> str:

@@ -163,6 +163,23 @@ pub fn owner_labels(owner: &str, key: &str) -> Result<Labels, InvalidInput> {
     Ok(Labels::from([(LABEL_OWNER.to_owned(), owner.to_owned()), (LABEL_KEY.to_owned(), key.to_owned())]))
 }
 
+/// The labels to set when a framework creates a sandbox before its key is
+/// known (the OpenAI Agents SDK makes its session id inside `create`): our
+/// owner, the key when there is one, and the creation time (epoch ms), so a
+/// sandbox whose record was never written is still swept once it is old.
+pub fn creation_labels(owner: &str, key: Option<&str>, created_at_ms: u64) -> Result<Labels, InvalidInput> {
+    validate_owner(owner)?;
+    let mut labels = Labels::from([
+        (LABEL_OWNER.to_owned(), owner.to_owned()),
+        (LABEL_CREATED_AT.to_owned(), created_at_ms.to_string()),
+    ]);
+    if let Some(key) = key {
+        validate_key(key)?;
+        labels.insert(LABEL_KEY.to_owned(), key.to_owned());
+    }
+    Ok(labels)
+}
+
 /// Checks a provider name (what records carry in `provider`): non-empty.
 pub fn validate_provider_name(name: &str) -> Result<(), InvalidInput> {
     if name.is_empty() {
