@@ -748,6 +748,27 @@ export interface BlaxelProviderOptions extends HostedProviderOptions {
 export declare class BlaxelProvider extends HostedSandboxProvider {
   constructor(options?: BlaxelProviderOptions);
 }
+
+export interface ModalProviderOptions extends Omit<HostedProviderOptions, 'apiKey' | 'pageSize'> {
+  /** Required: default `MODAL_TOKEN_ID`. Never printed. */
+  tokenId?: string;
+  /** Required: default `MODAL_TOKEN_SECRET`. Never printed. */
+  tokenSecret?: string;
+  /** No default. */
+  appId?: string;
+  /** Default `MODAL_ENVIRONMENT`. */
+  environment?: string;
+}
+/**
+ * Modal (name `modal`): destroy is SandboxTerminate, or SandboxTerminateV2 for a V2 id (listed by
+ * SandboxListV2 within `appId`); gone or going (never destroyed again): NOT_FOUND and a finished sandbox (its
+ * terminate is success). Key: `MODAL_TOKEN_ID` + `MODAL_TOKEN_SECRET`; API: MODAL_SERVER_URL, else
+ * https://api.modal.com (gRPC). Pages sized by the vendor (no page size); the vendor filters the listing by
+ * the owner label.
+ */
+export declare class ModalProvider extends HostedSandboxProvider {
+  constructor(options?: ModalProviderOptions);
+}
 // ---- end of generated declarations [hosted vendors] ----
 
 /**

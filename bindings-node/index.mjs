@@ -24,6 +24,7 @@ export const {
   SpritesProvider,
   RunloopProvider,
   BlaxelProvider,
+  ModalProvider,
   // ---- end of generated declarations [hosted vendors] ----
   ownerLabels,
   SandboxNotOwnedError,

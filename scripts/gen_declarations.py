@@ -788,7 +788,7 @@ INIT_PY = ROOT / "bindings-python/python/sandbox_reclaim/__init__.py"
 INDEX_MJS = ROOT / "bindings-node/index.mjs"
 README = ROOT / "README.md"
 VENDOR_ROW = re.compile(r"    VendorSpec \{\n(.*?)\n    \},", re.S)
-SCOPE_ROW = re.compile(r'ScopeOption \{ name: (\w+), variable: "(\w+)", required: (true|false) \}')
+SCOPE_ROW = re.compile(r'ScopeOption \{ name: (\w+), variable: (?:Some\("(\w+)"\)|None), required: (true|false) \}')
 # The options every hosted provider takes, as Python declares them, in the
 # core's order (`HostedVendor::names`); a vendor's scope options follow `api_key`.
 HOSTED_PY_PARAMS = [("name", "str", "DEFAULT"), ("owner", "str", "DEFAULT"), ("api_key", "str | None", "None"),
@@ -814,8 +814,13 @@ def vendors(source):
             row[field] = int(re.search(rf"^        {field}: (\d+),$", body, re.M).group(1))
         row["credential_variables"] = re.findall(r'"(\w+)"', re.search(r"credential_variables: &\[(.*?)\]", body).group(1))
         row["server_filter"] = "owner_filter: OwnerFilter::Server" in body
-        row["scope"] = [(consts[const][0], consts[const][1], variable, required == "true")
-                        for const, variable, required in SCOPE_ROW.findall(body)]
+        def options(field):
+            block = re.search(rf"^        {field}: &\[(.*?)\],$", body, re.M | re.S)
+            return [(consts[const][0], consts[const][1], variable or None, required == "true")
+                    for const, variable, required in SCOPE_ROW.findall(block.group(1) if block else "")]
+        row["scope"] = options("scope_options")
+        # A credential of parts (Modal's token id and secret) in place of the one `apiKey`.
+        row["credential"] = options("credential_options")
         if not row["credential_variables"] or ("owner_filter: OwnerFilter::" not in body):
             raise SystemExit(f"gen_declarations: the VENDORS row of {row['key']} does not read")
         rows.append(row)
@@ -828,6 +833,19 @@ def either(names, quote):
     return ", else ".join(f"{quote}{name}{quote}" for name in names)
 
 
+def credential_doc(row, quote):
+    """The credential's variables: alternatives (`A`, else `B`) or, for a credential of parts, all of them (`A` + `B`)."""
+    if row["credential"]:
+        return " + ".join(f"{quote}{name}{quote}" for name in row["credential_variables"])
+    return either(row["credential_variables"], quote)
+
+
+def pages_doc(row):
+    if row["max_page_size"] == 0:
+        return "Pages sized by the vendor (no page size)"
+    return f"Pages of {row['default_page_size']} (at most {row['max_page_size']})"
+
+
 def vendor_summary(row, quote):
     """What a vendor's class doc says: destroy, gone, variables, pages, owner filter."""
     q = quote
@@ -836,18 +854,24 @@ def vendor_summary(row, quote):
                  .replace("`", q))
     return [f"{row['label']} (name {q}{row['key']}{q}): destroy is {row['destroy_doc'].replace('`', q)}; gone or going "
             f"(never destroyed again): {row['gone_doc'].replace('`', q)}.",
-            f"Key: {either(row['credential_variables'], q)}; API: {row['api_url_doc']}.",
-            f"Pages of {row['default_page_size']} (at most {row['max_page_size']}); {filtering}."]
+            f"Key: {credential_doc(row, q)}; API: {row['api_url_doc']}.",
+            f"{pages_doc(row)}; {filtering}."]
 
 
 def ts_vendors(rows):
     out = []
     for row in rows:
         options = f"{row['class']}Options"
-        if row["scope"]:
-            out += [f"export interface {options} extends HostedProviderOptions {{"]
-            for node, _, variable, required in row["scope"]:
-                out += [f"  /** {'Required: default' if required else 'Default'} `{variable}`. */", f"  {node}?: string;"]
+        left_out = (["apiKey"] if row["credential"] else []) + (["pageSize"] if row["max_page_size"] == 0 else [])
+        base = ("HostedProviderOptions" if not left_out else
+                f"Omit<HostedProviderOptions, {' | '.join(repr(name) for name in left_out)}>")
+        if row["scope"] or row["credential"]:
+            out += [f"export interface {options} extends {base} {{"]
+            for node, _, variable, required in row["credential"] + row["scope"]:
+                default = f"default `{variable}`" if variable else "no default"
+                secret = " Never printed." if row["credential"] and (node, _, variable, required) in row["credential"] else ""
+                out += [f"  /** {'Required: ' if required else ''}{default[0].upper() + default[1:] if not required else default}.{secret} */",
+                        f"  {node}?: string;"]
             out += ["}"]
         else:
             out += [f"export type {options} = HostedProviderOptions;"]
@@ -865,7 +889,11 @@ def mjs_vendors(rows):
 def py_vendors(rows):
     out = []
     for row in rows:
-        params = HOSTED_PY_PARAMS[:3] + [(python, "str | None", "None") for _, python, _, _ in row["scope"]] + HOSTED_PY_PARAMS[3:]
+        credential = ([(python, "str | None", "None") for _, python, _, _ in row["credential"]] if row["credential"]
+                      else HOSTED_PY_PARAMS[2:3])
+        rest = [param for param in HOSTED_PY_PARAMS[3:] if param[0] != "page_size" or row["max_page_size"] > 0]
+        params = (HOSTED_PY_PARAMS[:2] + credential + [(python, "str | None", "None") for _, python, _, _ in row["scope"]]
+                  + rest)
         doc = textwrap.wrap(" ".join(vendor_summary(row, "``")), WIDTH - 4)
         doc[0] = '"""' + doc[0]
         out += ["", "", f"class {row['class']}(_HostedProvider):"] + [f"    {line}" for line in doc] + ['    """', "",
@@ -889,9 +917,10 @@ def readme_vendors(rows):
     out = ["| Vendor | Flag, section, name | Variables (credential, scope, API URL) | Gone or going (never destroyed again) | Owner filter |",
            "| --- | --- | --- | --- | --- |"]
     for row in rows:
-        scope = "".join(f" + `{variable}`" for _, _, variable, _ in row["scope"])
+        scope = "".join(f" + `{variable}`" for _, _, variable, _ in row["scope"] if variable)
         url = re.search(r"^(\w+), else", row["api_url_doc"])
-        credential = " or ".join(f"`{name}`" for name in row["credential_variables"]) + scope + (f"; `{url.group(1)}`" if url else "")
+        parts = (" + " if row["credential"] else " or ").join(f"`{name}`" for name in row["credential_variables"])
+        credential = parts + scope + (f"; `{url.group(1)}`" if url else "")
         out += [f"| {row['label']} | `--{row['key']}`, `[{row['key']}]`, `{row['key']}` | {credential} | "
                 f"{row['gone_doc']} | {'server-side' if row['server_filter'] else 'client-side (every sandbox is listed)'} |"]
     return out

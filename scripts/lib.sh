@@ -9,12 +9,23 @@ ensure_toolchain() {
   if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
 }
 
+# The Python the gRPC fake of Modal runs under (tests/fakes/modal_fake.py,
+# built on the stubs the official `modal` package ships), for the Rust, Node
+# and Python suites alike: the repo's .venv, with the pinned `modal`.
+ensure_fake_python() {
+  local venv=$PWD/.venv
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet "modal==1.6.4"
+  export SANDBOX_RECLAIM_FAKE_PYTHON=$venv/bin/python
+}
+
 # Starts PostgreSQL and podman's Docker-API service under "$1" and exports
 # what the suites read: SANDBOX_RECLAIM_PG_URL, DOCKER_HOST, CONTAINERS_CONF,
-# SANDBOX_RECLAIM_TEST_IMAGE. Any failure aborts the run (set -e): a missing
-# service must fail the tests, never skip them.
+# SANDBOX_RECLAIM_TEST_IMAGE, SANDBOX_RECLAIM_FAKE_PYTHON. Any failure aborts
+# the run (set -e): a missing service must fail the tests, never skip them.
 start_services() {
   local dir=$1
+  ensure_fake_python
   SANDBOX_RECLAIM_PG_URL=$(bash scripts/postgres.sh start "$dir/pg")
   export SANDBOX_RECLAIM_PG_URL
   bash scripts/podman.sh start "$dir/podman" >/dev/null

@@ -10,7 +10,9 @@ use pyo3::prelude::*;
 use pyo3::IntoPyObjectExt;
 use sandbox_reclaim::options::provider::{HostedSettings, HostedVendor};
 use sandbox_reclaim::options::{Dialect, HostOptionError, HostOptions, Problem};
-use sandbox_reclaim::providers::{build_hosted, creation_labels as core_creation_labels, owner_labels as core_owner_labels};
+use sandbox_reclaim::providers::{
+    build_hosted, creation_labels as core_creation_labels, owner_labels as core_owner_labels,
+};
 use sandbox_reclaim::report::messages;
 use sandbox_reclaim::{HostedSandboxProvider, Labels};
 use std::sync::Arc;
@@ -120,7 +122,9 @@ pub fn creation_labels(owner: &str, key: Option<&str>, created_at_ms: u64) -> Py
 pub fn default_store_path() -> PyResult<String> {
     let path = sandbox_reclaim_cli::config::default_sqlite_path()
         .map_err(|failure| pyo3::exceptions::PyRuntimeError::new_err(failure.to_string()))?;
-    path.into_os_string().into_string().map_err(|_| pyo3::exceptions::PyRuntimeError::new_err("the default store's path is not UTF-8"))
+    path.into_os_string()
+        .into_string()
+        .map_err(|_| pyo3::exceptions::PyRuntimeError::new_err("the default store's path is not UTF-8"))
 }
 
 #[pymethods]

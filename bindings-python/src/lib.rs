@@ -48,8 +48,8 @@ mod _native {
     };
     #[pymodule_export]
     use super::hosted::{
-        creation_labels, default_store_path, host_hosted_providers, hosted_option_names, hosted_provider, hosted_vendors,
-        owner_labels, HostedProvider,
+        creation_labels, default_store_path, host_hosted_providers, hosted_option_names, hosted_provider,
+        hosted_vendors, owner_labels, HostedProvider,
     };
     #[pymodule_export]
     use super::inline::{bind_inline_helpers, InlineSteps};

@@ -42,8 +42,9 @@ impl HostedFlags {
 
 /// A vendor flag's help: its variables, its API and its config section.
 fn hosted_help(spec: &VendorSpec) -> String {
-    let scope: Vec<&str> = spec.scope_options.iter().map(|option| option.variable).collect();
-    messages::command::hosted_flag_help(spec.label, spec.credential_variables, &scope, spec.api_url_doc, spec.key)
+    let scope: Vec<&str> = spec.scope_options.iter().filter_map(|option| option.variable).collect();
+    let credentials = spec.vendor.credential_doc();
+    messages::command::hosted_flag_help(spec.label, &credentials, &scope, spec.api_url_doc, spec.key)
 }
 
 impl clap::FromArgMatches for HostedFlags {

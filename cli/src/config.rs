@@ -131,6 +131,14 @@ pub struct HostedSection {
     pub project_id: Option<String>,
     /// Blaxel's workspace [default: BL_WORKSPACE]
     pub workspace: Option<String>,
+    /// Modal's token id (in place of api-key) [default: MODAL_TOKEN_ID]
+    pub token_id: Option<String>,
+    /// Modal's token secret [default: MODAL_TOKEN_SECRET]
+    pub token_secret: Option<String>,
+    /// Modal's app, whose sandboxes are listed
+    pub app_id: Option<String>,
+    /// Modal's environment, listed without an app (deprecated by Modal) [default: MODAL_ENVIRONMENT]
+    pub environment: Option<String>,
 }
 
 // By hand: the key never reaches a log line or an error through `{:?}`.
@@ -141,6 +149,8 @@ impl std::fmt::Debug for HostedSection {
             .field("api_url", &self.api_url)
             .field("sweep_unlabelled", &self.sweep_unlabelled)
             .field("project_id", &self.project_id)
+            .field("app_id", &self.app_id)
+            .field("environment", &self.environment)
             .finish_non_exhaustive()
     }
 }
@@ -179,6 +189,11 @@ pub struct HostedSpec {
     pub team_id: Option<String>,
     pub project_id: Option<String>,
     pub workspace: Option<String>,
+    /// Modal's token id and secret (never printed), app and environment.
+    pub token_id: Option<String>,
+    pub token_secret: Option<String>,
+    pub app_id: Option<String>,
+    pub environment: Option<String>,
     /// `--sweep-unlabelled`, or `sweep-unlabelled` in the vendor's section.
     pub sweep_unlabelled: bool,
 }
@@ -339,19 +354,25 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
         let vendor_key = vendor.spec().key;
         let name = section.name.unwrap_or_else(|| vendor_key.to_owned());
         check_name(&name, &key(&format!("{vendor_key}.name")))?;
-        let scopes = [
+        // The keys only some vendors take (the core's vendor table says which).
+        let keyed = [
+            ("api-key", &section.api_key, provider_options::API_KEY),
             ("team-id", &section.team_id, provider_options::TEAM_ID),
             ("project-id", &section.project_id, provider_options::PROJECT_ID),
             ("workspace", &section.workspace, provider_options::WORKSPACE),
+            ("token-id", &section.token_id, provider_options::TOKEN_ID),
+            ("token-secret", &section.token_secret, provider_options::TOKEN_SECRET),
+            ("app-id", &section.app_id, provider_options::APP_ID),
+            ("environment", &section.environment, provider_options::ENVIRONMENT),
         ];
-        for (field, value, option) in scopes {
-            if value.is_some() && !vendor.scoped_by(option) {
+        for (field, value, option) in keyed {
+            if value.is_some() && !vendor.takes(option) {
                 let flag = key(&format!("{vendor_key}.{field}"));
                 return Err(Failure::usage(flag, messages::command::not_a_vendor_key(vendor.spec().label)));
             }
         }
-        let texts = [("api-key", &section.api_key), ("api-url", &section.api_url)];
-        for (field, value) in texts.into_iter().chain(scopes.map(|(field, value, _)| (field, value))) {
+        let texts = [("api-url", &section.api_url)];
+        for (field, value) in texts.into_iter().chain(keyed.map(|(field, value, _)| (field, value))) {
             if value.as_deref() == Some("") {
                 let flag = key(&format!("{vendor_key}.{field}"));
                 return Err(Failure::usage(flag, messages::command::EMPTY_CREDENTIAL));
@@ -359,8 +380,20 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
         }
         // The flag turns it on for every hosted provider; the key per section.
         let sweep_unlabelled = global.sweep_unlabelled || section.sweep_unlabelled.unwrap_or(false);
-        let HostedSection { api_key, api_url, team_id, project_id, workspace, .. } = section;
-        hosted.push(HostedSpec { vendor, name, api_key, api_url, team_id, project_id, workspace, sweep_unlabelled });
+        hosted.push(HostedSpec {
+            vendor,
+            name,
+            api_key: section.api_key,
+            api_url: section.api_url,
+            team_id: section.team_id,
+            project_id: section.project_id,
+            workspace: section.workspace,
+            token_id: section.token_id,
+            token_secret: section.token_secret,
+            app_id: section.app_id,
+            environment: section.environment,
+            sweep_unlabelled,
+        });
     }
     if global.sweep_unlabelled && hosted.is_empty() {
         return Err(Failure::usage("--sweep-unlabelled", messages::command::SWEEP_UNLABELLED_ALONE));

@@ -201,6 +201,10 @@ pub fn build_hosted(spec: &HostedSpec, owner: &str) -> Result<Box<dyn HostedSand
     settings.team_id = spec.team_id.clone();
     settings.project_id = spec.project_id.clone();
     settings.workspace = spec.workspace.clone();
+    settings.token_id = spec.token_id.clone();
+    settings.token_secret = spec.token_secret.clone();
+    settings.app_id = spec.app_id.clone();
+    settings.environment = spec.environment.clone();
     settings.sweep_unlabelled = spec.sweep_unlabelled;
     let built = sandbox_reclaim::providers::build_hosted(spec.vendor, settings);
     built.map_err(|error| match invalid_input(&error) {
@@ -225,8 +229,11 @@ fn hosted_flag(vendor: Vendor, field: &str) -> String {
             Some(variable) => format!("{variable} (or {})", section("api-url")),
             None => section("api-url"),
         },
-        _ => match spec.scope_options.iter().find(|option| option.name.node == field) {
-            Some(option) => format!("{} (or {})", option.variable, section(&kebab(option.name.python))),
+        _ => match spec.credential_options.iter().chain(spec.scope_options).find(|option| option.name.node == field) {
+            Some(option) => match option.variable {
+                Some(variable) => format!("{variable} (or {})", section(&kebab(option.name.python))),
+                None => section(&kebab(option.name.python)),
+            },
             None => format!("--{}", spec.key),
         },
     }

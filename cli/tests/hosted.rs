@@ -2,7 +2,9 @@
 //! local vendor fakes (tests/fakes/*.mjs, which the vendors' official SDKs
 //! accept in tests/node/*-fake.test.mjs): a pass sweeps the owner's old
 //! sandboxes page by page; a refused key exits 3 naming the variable and
-//! never printing the key. Needs `node` (FAILS without it).
+//! never printing the key. Needs `node` (FAILS without it), and for
+//! `--modal` its gRPC fake (tests/fakes/modal_fake.py) under the Python
+//! `SANDBOX_RECLAIM_FAKE_PYTHON` names (FAILS without it).
 
 mod common;
 
@@ -16,6 +18,8 @@ const KEY: &str = "e2b_cli_test_key";
 struct Fake {
     child: Child,
     url: String,
+    /// Where the control routes are, when not on `url` (the gRPC fake's).
+    control: Option<String>,
 }
 
 impl Fake {
@@ -24,23 +28,32 @@ impl Fake {
     }
 
     fn start_vendor(script: &str, args: &[&str]) -> Self {
-        let script = format!("{}/../tests/fakes/{script}", env!("CARGO_MANIFEST_DIR"));
-        let mut child = Command::new("node")
-            .arg(script)
+        let path = format!("{}/../tests/fakes/{script}", env!("CARGO_MANIFEST_DIR"));
+        let program = match script.ends_with(".py") {
+            true => std::env::var("SANDBOX_RECLAIM_FAKE_PYTHON").unwrap_or_else(|_| {
+                panic!("SANDBOX_RECLAIM_FAKE_PYTHON is not set: this test needs a Python with `modal==1.6.4`")
+            }),
+            false => "node".to_owned(),
+        };
+        let mut child = Command::new(&program)
+            .arg(path)
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
-            .expect("this test needs `node` on PATH to run the E2B fake");
+            .unwrap_or_else(|error| panic!("this test needs {program} to run the {script} fake: {error}"));
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let started: Value = serde_json::from_str(&line).expect("the fake prints {\"url\": ...}");
-        Self { child, url: started["url"].as_str().unwrap().to_owned() }
+        let started: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|_| panic!("the {script} fake did not start under {program}: {line:?}"));
+        let control = started["control"].as_str().map(str::to_owned);
+        Self { child, url: started["url"].as_str().unwrap().to_owned(), control }
     }
 
     fn call(&self, method: reqwest::Method, route: &str, body: Option<Value>) -> Value {
+        let base = self.control.as_deref().unwrap_or(&self.url);
         common::runtime().block_on(async {
-            let mut request = reqwest::Client::new().request(method, format!("{}/_fake/{route}", self.url));
+            let mut request = reqwest::Client::new().request(method, format!("{base}/_fake/{route}"));
             if let Some(body) = body {
                 request = request.body(body.to_string());
             }
@@ -420,4 +433,67 @@ fn blaxel_without_a_workspace_is_a_usage_error_naming_bl_workspace() {
     let printed = format!("{}{}", run.stdout, run.stderr);
     assert!(printed.contains("BL_WORKSPACE") || printed.contains("[blaxel] workspace"), "{run}");
     assert!(!printed.contains("bl_cli_secret"), "{run}");
+}
+
+/// `--modal` over gRPC: a refused token exits 3 naming both variables and
+/// never the secret; a pass lists within `[modal] app-id` by our owner tag,
+/// a failed terminate is still leaking (exit 1) and reaches the ledger, and
+/// the next pass's retry ends it; an untagged stranger is never touched.
+/// Without an app or an environment the sweep is unavailable, saying why.
+#[test]
+fn a_modal_pass_sweeps_the_owners_tagged_sandboxes_within_its_app_and_retries_a_failed_terminate() {
+    const APP: &str = "ap-SandboxReclaimFakeApp0";
+    let fake = Fake::start_vendor("modal_fake.py", &["--token-id", "ak-cli-id", "--token-secret", "as-cli-secret"]);
+    let ours = "sb-01KDVDNA000000000000000001";
+    let stranger = "sb-01KDVDNA000000000000000002";
+    let tags = json!({ "io.sandbox-reclaim.owner": "cli-modal" });
+    let seeds = json!([{ "id": ours, "tags": tags, "createdAt": 1_767_225_600 }, { "id": stranger, "createdAt": 1_767_225_600 }]);
+    fake.call(reqwest::Method::POST, "sandboxes", Some(seeds));
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("--store=sqlite:{}", dir.path().join("store.db").display());
+    let config = dir.path().join("c.toml");
+    let run_with = |secret: &str, section: &str| {
+        std::fs::write(&config, format!("[modal]\n{section}")).unwrap();
+        let args = ["reconcile", "--modal", "--owner=cli-modal", "--json", "--backoff=0s", &store];
+        let mut args: Vec<String> = args.map(String::from).to_vec();
+        args.push(format!("--config={}", config.display()));
+        let mut command = common::command(&args);
+        command.env("MODAL_TOKEN_ID", "ak-cli-id").env("MODAL_TOKEN_SECRET", secret);
+        command.env("MODAL_SERVER_URL", &fake.url).env_remove("MODAL_ENVIRONMENT");
+        let output = command.stdin(Stdio::null()).output().unwrap();
+        common::Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    };
+    let app = format!("app-id = \"{APP}\"\n");
+    let refused = run_with("as-wrong-cli-secret", &app);
+    refused.expect_code(3);
+    assert!(refused.stdout.contains("MODAL_TOKEN_ID") && refused.stdout.contains("MODAL_TOKEN_SECRET"), "{refused}");
+    assert!(!format!("{}{}", refused.stdout, refused.stderr).contains("as-wrong-cli-secret"), "{refused}");
+
+    let api_key = run_with("as-cli-secret", "api-key = \"k\"\n");
+    api_key.expect_code(2);
+    assert!(api_key.stderr.contains("modal.api-key"), "Modal takes a token pair, not an api-key: {api_key}");
+
+    let unscoped = run_with("as-cli-secret", "");
+    let orphans = &unscoped.json()["report"]["providers"][0]["orphans"];
+    assert_eq!(orphans["status"], "unavailable", "{unscoped}");
+    assert!(orphans["error"].as_str().unwrap().contains("appId"), "{unscoped}");
+
+    fake.call(reqwest::Method::POST, "faults", Some(json!({ "failDeleteEvery": 1 })));
+    let failed = run_with("as-cli-secret", &app);
+    failed.expect_code(1);
+    assert_eq!(failed.json()["report"]["providers"][0]["orphans"]["failed"], 1, "{failed}");
+    fake.call(reqwest::Method::POST, "faults", Some(json!({ "failDeleteEvery": 0 })));
+    let run = run_with("as-cli-secret", &app);
+    run.expect_code(0);
+    let report = run.json();
+    assert_eq!(report["report"]["providers"][0]["name"], "modal", "{run}");
+    assert_eq!(report["report"]["providers"][0]["leaks"]["destroyed"], 1, "the ledger's retry: {run}");
+    assert_eq!(fake.alive(), [json!(stranger)]);
+    for printed in [&run.stdout, &run.stderr, &failed.stdout, &failed.stderr] {
+        assert!(!printed.contains("as-cli-secret") && !printed.contains("ak-cli-id"), "{printed}");
+    }
 }

@@ -8,7 +8,6 @@
 //! gone are never touched.
 #![cfg(feature = "hosted")]
 
-#[allow(dead_code)] // this file uses the fake alone, not the scripted vendor
 mod hosted_support;
 
 use std::time::Duration;

@@ -9,13 +9,13 @@ mod hosted_support;
 use std::time::{Duration, Instant};
 
 use hosted_support::scripted::{self, PageFormat};
-use hosted_support::Fake;
+use hosted_support::{record, sweep_options, Fake};
 use sandbox_reclaim::options::provider::{HostedSettings, HostedVendor, ListingCeilings};
 use sandbox_reclaim::providers::build_hosted;
 use sandbox_reclaim::{
     reclaim_sandbox, reconcile, HostedError, HostedSandboxProvider, InMemorySandboxInstanceStore, LeakLedger,
-    ProviderError, ReclaimOptions, ReclaimOutcome, ReconcileOptions, RunRecord, RunStatus, SandboxInstanceRecord,
-    SandboxInstanceStore, SandboxProvider, SweepStatus,
+    ProviderError, ReclaimOptions, ReclaimOutcome, ReconcileOptions, RunRecord, RunStatus, SandboxInstanceStore,
+    SandboxProvider, SweepStatus,
 };
 use serde_json::{json, Value};
 
@@ -153,29 +153,6 @@ impl Vendor {
         let state = fake.state().await;
         let requests = state["requests"].as_array().unwrap();
         requests.iter().filter(|r| r["method"] == method && r["path"].as_str().unwrap().ends_with(&suffix)).count()
-    }
-}
-
-fn sweep_options<'a>(
-    provider: &'a dyn SandboxProvider,
-    store: &'a InMemorySandboxInstanceStore,
-) -> ReconcileOptions<'a> {
-    let mut options = ReconcileOptions::new(vec![provider], store);
-    options.orphan_grace = Duration::from_secs(60);
-    options.backoff = Duration::from_millis(1);
-    options.max_backoff = Duration::from_millis(1);
-    options
-}
-
-fn record(key: &str, provider: &str, id: &str) -> SandboxInstanceRecord {
-    SandboxInstanceRecord {
-        key: key.into(),
-        provider: provider.into(),
-        provider_sandbox_id: id.into(),
-        latest_snapshot_id: None,
-        thread_id: "thread-1".into(),
-        latest_run_id: None,
-        updated_at: 1,
     }
 }
 

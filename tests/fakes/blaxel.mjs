@@ -23,7 +23,13 @@
 // (then it is `TERMINATED`: gettable, listed only with showTerminated, for
 // `terminatedRetentionMs`, 5 minutes unless set, and gone after; deleting it
 // again answers 200 with it unchanged). A sandbox is keyed by
-// `metadata.name`. Errors are `{code, error, message?}`: 404
+// `metadata.name`. For the Python SDK's `SandboxInstance.create_if_not_exists`
+// (as the OpenAI Agents SDK's Blaxel client calls it): `POST
+// /v0/sandboxes[?createIfNotExist=true]` with a Sandbox body answering 200
+// with the new sandbox, `DEPLOYED`, keeping the body's `metadata.name` (one is
+// made up when absent) and `metadata.labels` (nothing inside it runs); a name
+// already alive answers that sandbox with `createIfNotExist=true`, else 409.
+// Errors are `{code, error, message?}`: 404
 // `{code: 404, error: "Sandbox not found"}`, 429 with `Retry-After`, 500, 400.
 // Control routes under `/_fake/` seed sandboxes, set faults and read what
 // happened; they need no key.
@@ -235,6 +241,23 @@ export async function startFakeBlaxel({ key = DEFAULT_KEY, workspace = DEFAULT_W
     return json(res, 200, view({ ...sandbox, status: 'DELETING' }));
   }
 
+  let created = 0;
+
+  async function create(req, url, res) {
+    let body = '';
+    for await (const chunk of req) body += chunk;
+    const input = body ? JSON.parse(body) : {};
+    created += 1;
+    const name = input.metadata?.name ?? `sbx-made-${created}`;
+    const existing = find(name, Date.now());
+    if (existing && existing.deletedAt === undefined && existing.status !== 'TERMINATED') {
+      if (url.searchParams.get('createIfNotExist') === 'true') return json(res, 200, view(existing));
+      return blaxelError(res, 409, 'Conflict', `sandbox ${name} already exists`);
+    }
+    seed([{ name, labels: input.metadata?.labels ?? {}, createdAt: Date.now() }]);
+    return json(res, 200, view(sandboxes.get(name)));
+  }
+
   function state() {
     const now = Date.now();
     const all = [...sandboxes.values()];
@@ -315,6 +338,10 @@ export async function startFakeBlaxel({ key = DEFAULT_KEY, workspace = DEFAULT_W
     if (req.method === 'GET' && path === '/sandboxes') {
       if (faults.hangLists) return hang(res);
       return list(req, url, res);
+    }
+    if (req.method === 'POST' && path === '/sandboxes') {
+      create(req, url, res).catch((error) => badRequest(res, String(error)));
+      return undefined;
     }
     const named = path?.match(/^\/sandboxes\/([^/]+)$/);
     if (named) {

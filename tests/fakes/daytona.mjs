@@ -9,7 +9,12 @@
 // `GET /sandbox?labels=<JSON>&limit=&cursor=&states=…` answering
 // `{items, nextCursor}` (keyset pages, `nextCursor: null` on the last);
 // `GET /sandbox/{idOrName}`; `DELETE /sandbox/{idOrName}` (200 with the
-// sandbox, now `desiredState: destroyed`). Every error is Nest's
+// sandbox, now `desiredState: destroyed`). For the Python SDK's
+// `AsyncDaytona.create` and `AsyncSandbox.stop` (as the OpenAI Agents SDK's
+// Daytona client calls them): `POST /sandbox` answering the new sandbox,
+// already `started`, with the body's `name` and `labels` (nothing inside it
+// runs); `POST /sandbox/{idOrName}/stop` (now `stopped`: still listed, still
+// billed for its disk). Every error is Nest's
 // `{path, timestamp, statusCode, error, message}`. Control routes under
 // `/_fake/` (or `/api/_fake/`) seed sandboxes, set faults and read what
 // happened; they need no key.
@@ -253,6 +258,26 @@ export async function startFakeDaytona({ key = DEFAULT_KEY } = {}) {
     json(res, 200, { ...shown, name: sandbox.name });
   }
 
+  let created = 0;
+
+  async function create(req, res) {
+    let body = '';
+    for await (const chunk of req) body += chunk;
+    const input = body ? JSON.parse(body) : {};
+    created += 1;
+    const id = `fake-${String(created).padStart(6, '0')}-${Math.random().toString(36).slice(2, 10)}`;
+    const now = new Date().toISOString();
+    seed([{ id, name: input.name ?? id, labels: input.labels ?? {}, createdAt: now }]);
+    return json(res, 200, fullView(sandboxes.get(id)));
+  }
+
+  function stop(req, idOrName, res) {
+    const sandbox = find(idOrName, Date.now());
+    if (!sandbox) return daytonaError(req, res, 404, `Sandbox with ID or name ${idOrName} not found`);
+    Object.assign(sandbox, { state: 'stopped', desiredState: 'stopped', updatedAt: new Date().toISOString() });
+    return json(res, 200, fullView(sandbox));
+  }
+
   function snapshot() {
     const all = [...sandboxes.values()];
     return {
@@ -322,6 +347,15 @@ export async function startFakeDaytona({ key = DEFAULT_KEY } = {}) {
       return json(res, 200, fullView(sandbox));
     }
     if (byId && req.method === 'DELETE') return destroy(req, decodeURIComponent(byId[1]), res);
+    if (req.method === 'POST' && path === '/sandbox') {
+      create(req, res).catch((error) => daytonaError(req, res, 400, String(error)));
+      return undefined;
+    }
+    const stopping = path.match(/^\/sandbox\/([^/]+)\/stop$/);
+    if (stopping && req.method === 'POST') {
+      req.resume();
+      return stop(req, decodeURIComponent(stopping[1]), res);
+    }
     return daytonaError(req, res, 404, `Cannot ${req.method} ${url.pathname}`);
   }
   // The SDK's event socket (socket.io at `/api/socket.io/`) is not served.

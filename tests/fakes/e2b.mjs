@@ -7,7 +7,11 @@
 // Wire: `X-API-KEY` auth (401 `{code, message}` otherwise);
 // `GET /v2/sandboxes?metadata=&state=&limit=&nextToken=` (the next token in
 // the `X-Next-Token` header); `GET /sandboxes/{id}`; `DELETE /sandboxes/{id}`
-// (204, or 404 `{code, message}`). Control routes under `/_fake/` seed
+// (204, or 404 `{code, message}`); `POST /sandboxes` (the Python SDK's
+// `AsyncSandbox.create`, as the OpenAI Agents SDK's E2B client calls it: 201
+// with the new sandbox's id, running, keeping the body's `templateID` and
+// `metadata`; nothing inside it runs); `POST /sandboxes/{id}/pause` (204: the
+// sandbox is `paused`, still listed; 404 when gone). Control routes under `/_fake/` seed
 // sandboxes, set faults and read what happened; they need no key.
 //
 // Run as a program (`node tests/fakes/e2b.mjs [--key KEY]`) it prints one
@@ -73,6 +77,7 @@ export async function startFakeE2b({ key = DEFAULT_KEY, acceptKey = (apiKey) => 
   const requests = [];
   let faults = { ...NO_FAULTS };
   let deletes = 0;
+  let created = 0;
   const hanging = new Set();
   let abandoned = 0; // hanging requests the client gave up on (closed the connection)
 
@@ -161,6 +166,17 @@ export async function startFakeE2b({ key = DEFAULT_KEY, acceptKey = (apiKey) => 
     res.end();
   }
 
+  async function create(req, res) {
+    let body = '';
+    for await (const chunk of req) body += chunk;
+    const input = body ? JSON.parse(body) : {};
+    created += 1;
+    const sandboxID = `isb${String(created).padStart(6, '0')}${Math.random().toString(36).slice(2, 8)}`;
+    const templateID = input.templateID ?? 'base';
+    seed([{ sandboxID, templateID, metadata: input.metadata ?? {}, startedAt: new Date().toISOString() }]);
+    json(res, 201, { sandboxID, templateID, clientID: 'deprecated', envdVersion: '0.2.0', envdAccessToken: 'fake-envd-token', domain: 'e2b.app' });
+  }
+
   function snapshot() {
     return { alive: [...sandboxes.keys()].sort(), deleted: [...deleted.keys()].sort(), requests: [...requests], abandoned };
   }
@@ -182,6 +198,7 @@ export async function startFakeE2b({ key = DEFAULT_KEY, acceptKey = (apiKey) => 
         requests.length = 0;
         faults = { ...NO_FAULTS };
         deletes = 0;
+        created = 0;
         for (const stuck of [...hanging]) {
           hanging.delete(stuck);
           stuck.destroy();
@@ -220,6 +237,18 @@ export async function startFakeE2b({ key = DEFAULT_KEY, acceptKey = (apiKey) => 
       const sandbox = sandboxes.get(decodeURIComponent(byId[1]));
       if (!sandbox) return e2bError(res, 404, `sandbox "${byId[1]}" doesn't exist or you don't have access to it`);
       return json(res, 200, { ...listedView(sandbox), domain: 'e2b.app' });
+    }
+    if (req.method === 'POST' && url.pathname === '/sandboxes') {
+      create(req, res).catch((error) => e2bError(res, 400, String(error)));
+      return undefined;
+    }
+    const pause = url.pathname.match(/^\/sandboxes\/([^/]+)\/pause$/);
+    if (pause && req.method === 'POST') {
+      const sandbox = sandboxes.get(decodeURIComponent(pause[1]));
+      if (!sandbox) return e2bError(res, 404, `sandbox "${pause[1]}" doesn't exist or you don't have access to it`);
+      sandbox.state = 'paused';
+      res.writeHead(204);
+      return res.end();
     }
     if (byId && req.method === 'DELETE') return destroy(decodeURIComponent(byId[1]), req.headers['x-api-key'], res);
     return e2bError(res, 404, `no route ${req.method} ${url.pathname}`);

@@ -16,7 +16,13 @@
 // `POST /v1/devboxes/{id}/shutdown[?force=]` answering 200 with the
 // DevboxView, now `shutdown` (there is no delete: a shut-down devbox stays
 // listed and gettable, `shutdown`, forever; shutting it down again answers 200
-// unchanged). Errors are `{message}`: 404 for an unknown id, 429 with
+// unchanged). For the Python SDK's `devbox.create` and a session's suspend (as
+// the OpenAI Agents SDK's Runloop client calls them): `POST /v1/devboxes`
+// and `POST /v1/devboxes/create_and_await_running` (SDK 3.0's create) answering the new DevboxView, already `running`, with the body's `name` and
+// `metadata` (nothing inside it runs); `POST /v1/devboxes/{id}/suspend`
+// (`suspended`: still listed, still billed); `POST
+// /v1/devboxes/{id}/wait_for_status` answering the DevboxView as it is now.
+// Errors are `{message}`: 404 for an unknown id, 429 with
 // `Retry-After`, 500, 400 for a bad query. Control routes under `/_fake/` seed
 // devboxes, set faults and read what happened; they need no key.
 //
@@ -175,6 +181,32 @@ export async function startFakeRunloop({ key = DEFAULT_KEY } = {}) {
     return json(res, 200, devboxView(devbox));
   }
 
+  let created = 0;
+
+  async function readBody(req) {
+    let body = '';
+    for await (const chunk of req) body += chunk;
+    return body ? JSON.parse(body) : {};
+  }
+
+  async function create(req, res) {
+    const input = await readBody(req);
+    created += 1;
+    const id = `dbx_${String(created).padStart(6, '0')}${Math.random().toString(36).slice(2, 8)}`;
+    seed([{ id, name: input.name ?? null, metadata: input.metadata ?? {}, createTimeMs: Date.now() }]);
+    return json(res, 200, devboxView(devboxes.get(id)));
+  }
+
+  function suspend(id, res) {
+    const devbox = devboxes.get(id);
+    if (!devbox) return notFound(res, id);
+    if (devbox.status !== 'suspended') {
+      devbox.status = 'suspended';
+      devbox.transitions.push({ status: 'suspended', transition_time_ms: Date.now(), failure_reason: null });
+    }
+    return json(res, 200, devboxView(devbox));
+  }
+
   function state() {
     const statuses = Object.fromEntries([...devboxes.values()].map((devbox) => [devbox.id, devbox.status]));
     const alive = [...devboxes.keys()].filter((id) => !shutDown.has(id));
@@ -246,6 +278,18 @@ export async function startFakeRunloop({ key = DEFAULT_KEY } = {}) {
       // No body is read: the SDKs send none (`force` rides the query).
       req.resume();
       return shutdown(decodeURIComponent(stopping[1]), res);
+    }
+    if (req.method === 'POST' && (url.pathname === '/v1/devboxes' || url.pathname === '/v1/devboxes/create_and_await_running')) {
+      create(req, res).catch((error) => runloopError(res, 400, String(error)));
+      return undefined;
+    }
+    const action = url.pathname.match(/^\/v1\/devboxes\/([^/]+)\/(suspend|wait_for_status)$/);
+    if (action && req.method === 'POST') {
+      req.resume();
+      const id = decodeURIComponent(action[1]);
+      if (action[2] === 'suspend') return suspend(id, res);
+      const devbox = devboxes.get(id);
+      return devbox ? json(res, 200, devboxView(devbox)) : notFound(res, id);
     }
     return runloopError(res, 404, `no route ${req.method} ${url.pathname}`);
   }

@@ -15,7 +15,14 @@
 // `{sandbox, session, routes}`; `DELETE /v2/sandboxes/{name}?projectId=`
 // answering 200 `{sandbox}` (the sandbox is gone for good); and, for
 // contrast, `POST /v2/sandboxes/sessions/{sessionId}/stop` answering
-// `{session, sandbox}` (the sandbox stays, `stopped`). Errors are
+// `{session, sandbox}` (the sandbox stays, `stopped`). For the Python SDK
+// (`vercel` 0.12: `SandboxClient.create_sandbox`, `update_sandbox`, as the
+// OpenAI Agents SDK's Vercel client and ours call them): `POST
+// /v3/sandboxes` (the body's `projectId`) answering `{sandbox, session, routes}` for a new
+// sandbox, already `running`, with the body's `name` and `tags` (nothing
+// inside it runs; 409 for a name that exists); `PATCH
+// /v2/sandboxes/{name}?projectId=` replacing its `tags` when the body has
+// them, answering `{sandbox, session, routes}`. Errors are
 // `{error: {code, message}}`: 404 `not_found`, 429 with `Retry-After`, 500.
 // Control routes under `/_fake/` seed sandboxes, set faults and read what
 // happened; they need no token.
@@ -212,6 +219,31 @@ export async function startFakeVercel({ token = DEFAULT_TOKEN, teamId = DEFAULT_
     return json(res, 200, { sandbox: sandboxView(gone) });
   }
 
+  async function readJson(req) {
+    let body = '';
+    for await (const chunk of req) body += chunk;
+    return body ? JSON.parse(body) : {};
+  }
+
+  async function create(req, url, res) {
+    const input = await readJson(req);
+    if (wrongProject(res, input.projectId ?? url.searchParams.get('projectId'))) return undefined;
+    const name = input.name ?? `sbx-${Math.random().toString(36).slice(2, 12)}`;
+    if (sandboxes.has(name)) return vercelError(res, 409, 'conflict', `Sandbox already exists: ${name}`);
+    seed([{ name, tags: input.tags ?? {}, persistent: input.persistent ?? true, createdAt: Date.now() }]);
+    const box = sandboxes.get(name);
+    return json(res, 200, { sandbox: sandboxView(box), session: sessionView(box), routes: [] });
+  }
+
+  async function update(req, name, url, res) {
+    const input = await readJson(req);
+    if (wrongProject(res, url.searchParams.get('projectId'))) return undefined;
+    const box = sandboxes.get(name);
+    if (!box) return notFound(res, name);
+    if (input.tags) Object.assign(box, { tags: { ...input.tags }, updatedAt: Date.now() });
+    return json(res, 200, { sandbox: sandboxView(box), session: sessionView(box), routes: [] });
+  }
+
   function stop(id, res) {
     const box = [...sandboxes.values()].find((candidate) => candidate.currentSessionId === id);
     if (!box) return vercelError(res, 404, 'not_found', `Session not found: ${id}`);
@@ -285,6 +317,14 @@ export async function startFakeVercel({ token = DEFAULT_TOKEN, teamId = DEFAULT_
       return list(url, res);
     }
     if (stopping && req.method === 'POST') return stop(decodeURIComponent(stopping[1]), res);
+    if (req.method === 'POST' && path === '/v3/sandboxes') {
+      create(req, url, res).catch((error) => vercelError(res, 400, 'bad_request', String(error)));
+      return undefined;
+    }
+    if (byName && req.method === 'PATCH' && byName[1] !== 'sessions' && byName[1] !== 'snapshots') {
+      update(req, decodeURIComponent(byName[1]), url, res).catch((error) => vercelError(res, 400, 'bad_request', String(error)));
+      return undefined;
+    }
     if (byName && byName[1] !== 'sessions' && byName[1] !== 'snapshots') {
       const name = decodeURIComponent(byName[1]);
       if (req.method === 'GET') return get(name, url, res);

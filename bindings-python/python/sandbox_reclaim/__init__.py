@@ -58,6 +58,7 @@ from ._providers import VercelProvider
 from ._providers import SpritesProvider
 from ._providers import RunloopProvider
 from ._providers import BlaxelProvider
+from ._providers import ModalProvider
 # ---- end of generated declarations [hosted vendors] ----
 
 from ._protocols import (
@@ -186,5 +187,6 @@ __all__ = [
     "SpritesProvider",
     "RunloopProvider",
     "BlaxelProvider",
+    "ModalProvider",
     # ---- end of generated declarations [hosted vendors all] ----
 ]

@@ -521,6 +521,49 @@ class BlaxelProvider(_HostedProvider):
                 "max_listing_items": max_listing_items,
             },
         )
+
+
+class ModalProvider(_HostedProvider):
+    """Modal (name ``modal``): destroy is SandboxTerminate, or SandboxTerminateV2 for a V2 id (listed by
+    SandboxListV2 within ``appId``); gone or going (never destroyed again): NOT_FOUND and a finished sandbox
+    (its terminate is success). Key: ``MODAL_TOKEN_ID`` + ``MODAL_TOKEN_SECRET``; API: MODAL_SERVER_URL, else
+    https://api.modal.com (gRPC). Pages sized by the vendor (no page size); the vendor filters the listing by
+    the owner label.
+    """
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        *,
+        name: str = DEFAULT,
+        owner: str = DEFAULT,
+        token_id: str | None = None,
+        token_secret: str | None = None,
+        app_id: str | None = None,
+        environment: str | None = None,
+        api_url: str | None = None,
+        request_timeout: float = DEFAULT,
+        sweep_unlabelled: bool = DEFAULT,
+        max_listing_pages: int = DEFAULT,
+        max_listing_items: int = DEFAULT,
+    ) -> None:
+        self._native = _hosted(
+            "modal",
+            {
+                "name": name,
+                "owner": owner,
+                "token_id": token_id,
+                "token_secret": token_secret,
+                "app_id": app_id,
+                "environment": environment,
+                "api_url": api_url,
+                "request_timeout": request_timeout,
+                "sweep_unlabelled": sweep_unlabelled,
+                "max_listing_pages": max_listing_pages,
+                "max_listing_items": max_listing_items,
+            },
+        )
 # ---- end of generated declarations [hosted vendors] ----
 
 

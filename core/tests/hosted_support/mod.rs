@@ -1,6 +1,10 @@
-//! A vendor fake (tests/fakes/*.mjs) run under `node` for a test, serving
-//! until dropped, and its `/_fake/` control routes. `make test` has node;
-//! without it the hosted-provider tests FAIL, never pass.
+//! A vendor fake (tests/fakes/*.mjs under `node`; tests/fakes/*.py, Modal's
+//! gRPC fake, under the Python `SANDBOX_RECLAIM_FAKE_PYTHON` names, a venv
+//! with `modal` installed) run for a test, serving until dropped, and its
+//! `/_fake/` control routes. `make test` has both; without them the
+//! hosted-provider tests FAIL, never pass.
+// Each test crate uses some of these helpers, none all of them.
+#![allow(dead_code)]
 
 pub mod scripted;
 
@@ -18,28 +22,49 @@ pub struct Fake {
     child: Child,
     /// The base URL to point a provider at (`DAYTONA_API_URL`-style for Daytona).
     pub url: String,
+    /// Where the control routes are, when not on `url` (a gRPC fake's).
+    control: Option<String>,
     http: reqwest::Client,
 }
 
+/// The variable naming the Python that runs the Python fakes.
+const FAKE_PYTHON: &str = "SANDBOX_RECLAIM_FAKE_PYTHON";
+
 impl Fake {
-    /// Starts `tests/fakes/{script}` with `args`.
+    /// Starts `tests/fakes/{script}` with `args`: a `.py` under the
+    /// `SANDBOX_RECLAIM_FAKE_PYTHON` Python, anything else under `node`.
     pub fn start(script: &str, args: &[&str]) -> Self {
         let path = format!("{}/../tests/fakes/{script}", env!("CARGO_MANIFEST_DIR"));
-        let mut child = Command::new("node")
+        let (program, need) = if script.ends_with(".py") {
+            let python = std::env::var(FAKE_PYTHON).unwrap_or_else(|_| {
+                panic!("{FAKE_PYTHON} is not set: these tests need a Python with `modal==1.6.4` to run {script}")
+            });
+            (python, format!("{FAKE_PYTHON} to name a Python with `modal==1.6.4`"))
+        } else {
+            ("node".to_owned(), "`node` on PATH".to_owned())
+        };
+        let mut child = Command::new(&program)
             .arg(path)
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
-            .expect("these tests need `node` on PATH to run the vendor fakes");
+            .unwrap_or_else(|error| panic!("these tests need {need} to run {script} ({program}: {error})"));
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let started: Value = serde_json::from_str(&line).expect("a fake prints {\"url\": ...}");
-        Self { child, url: started["url"].as_str().unwrap().to_owned(), http: reqwest::Client::new() }
+        let started: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|_| panic!("{script} did not start under {program} (these tests need {need}): {line:?}"));
+        let control = started["control"].as_str().map(str::to_owned);
+        Self { child, url: started["url"].as_str().unwrap().to_owned(), control, http: reqwest::Client::new() }
+    }
+
+    /// Where the `/_fake/` routes are.
+    fn control(&self) -> &str {
+        self.control.as_deref().unwrap_or(&self.url)
     }
 
     pub async fn post(&self, route: &str, body: Value) {
-        let response = self.http.post(format!("{}/_fake/{route}", self.url)).body(body.to_string()).send().await;
+        let response = self.http.post(format!("{}/_fake/{route}", self.control())).body(body.to_string()).send().await;
         let response = response.unwrap();
         assert!(response.status().is_success(), "{route}: {}", response.text().await.unwrap_or_default());
     }
@@ -53,7 +78,7 @@ impl Fake {
     }
 
     pub async fn state(&self) -> Value {
-        let response = self.http.get(format!("{}/_fake/state", self.url)).send().await.unwrap();
+        let response = self.http.get(format!("{}/_fake/state", self.control())).send().await.unwrap();
         serde_json::from_slice(&response.bytes().await.unwrap()).unwrap()
     }
 
@@ -63,12 +88,16 @@ impl Fake {
         state["alive"].as_array().unwrap().iter().map(|id| id.as_str().unwrap().to_owned()).collect()
     }
 
-    /// How many DELETEs reached a path ending in `/{id}`.
+    /// How many destroys reached `id`: DELETEs of a path ending in `/{id}`,
+    /// or (a gRPC fake's) `SandboxTerminate[V2]` calls naming it.
     pub async fn deletes_of(&self, id: &str) -> usize {
         let suffix = format!("/{id}");
         let state = self.state().await;
         let requests = state["requests"].as_array().unwrap();
-        requests.iter().filter(|r| r["method"] == "DELETE" && r["path"].as_str().unwrap().ends_with(&suffix)).count()
+        let delete = |r: &Value| r["method"] == "DELETE" && r["path"].as_str().is_some_and(|p| p.ends_with(&suffix));
+        let terminate =
+            |r: &Value| r["method"].as_str().is_some_and(|m| m.starts_with("SandboxTerminate")) && r["id"] == id;
+        requests.iter().filter(|r| delete(r) || terminate(r)).count()
     }
 
     /// Waits (up to a second) until the fake saw `count` requests abandoned.
@@ -157,6 +186,31 @@ pub async fn sweeping_unlabelled_destroys_only_what_the_registry_names(
     expected.sort();
     assert_eq!(alive, expected);
     assert_eq!(fake.deletes_of(ids.registered).await, 1);
+}
+
+/// A sweep's options for one provider: orphans past a minute, retries at once.
+pub fn sweep_options<'a>(
+    provider: &'a dyn SandboxProvider,
+    store: &'a InMemorySandboxInstanceStore,
+) -> ReconcileOptions<'a> {
+    let mut options = ReconcileOptions::new(vec![provider], store);
+    options.orphan_grace = Duration::from_secs(60);
+    options.backoff = Duration::from_millis(1);
+    options.max_backoff = Duration::from_millis(1);
+    options
+}
+
+/// An instance record of `provider`'s sandbox `id` under `key`.
+pub fn record(key: &str, provider: &str, id: &str) -> SandboxInstanceRecord {
+    SandboxInstanceRecord {
+        key: key.into(),
+        provider: provider.into(),
+        provider_sandbox_id: id.into(),
+        latest_snapshot_id: None,
+        thread_id: "thread-1".into(),
+        latest_run_id: None,
+        updated_at: 1,
+    }
 }
 
 /// A provider without its lookup by id: what its listing alone finds.

@@ -24,6 +24,10 @@ pub const API_URL: Name = name(OptionId::ApiUrl, "apiUrl", "api_url");
 pub const TEAM_ID: Name = name(OptionId::TeamId, "teamId", "team_id");
 pub const PROJECT_ID: Name = name(OptionId::ProjectId, "projectId", "project_id");
 pub const WORKSPACE: Name = name(OptionId::Workspace, "workspace", "workspace");
+pub const TOKEN_ID: Name = name(OptionId::TokenId, "tokenId", "token_id");
+pub const TOKEN_SECRET: Name = name(OptionId::TokenSecret, "tokenSecret", "token_secret");
+pub const APP_ID: Name = name(OptionId::AppId, "appId", "app_id");
+pub const ENVIRONMENT: Name = name(OptionId::Environment, "environment", "environment");
 pub const PAGE_SIZE: Name = name(OptionId::PageSize, "pageSize", "page_size");
 pub const REQUEST_TIMEOUT: Name = duration(OptionId::RequestTimeout, "requestTimeoutMs", "request_timeout");
 pub const SWEEP_UNLABELLED: Name = name(OptionId::SweepUnlabelled, "sweepUnlabelled", "sweep_unlabelled");
@@ -79,6 +83,7 @@ pub enum HostedVendor {
     Sprites,
     Runloop,
     Blaxel,
+    Modal,
 }
 
 /// Where a vendor's listing is filtered to our owner.
@@ -102,8 +107,13 @@ pub struct VendorSpec {
     pub label: &'static str,
     /// The provider class in Node and Python (`SpritesProvider`).
     pub class: &'static str,
-    /// The variables read, in order, when no option gives the credential.
+    /// The variables read, in order, when no option gives the credential;
+    /// with `credential_options`, the variables of its parts (all needed).
     pub credential_variables: &'static [&'static str],
+    /// A credential of several parts (Modal's token id and secret): each an
+    /// option read from its variable when not given, taken in place of the
+    /// one `apiKey`. Empty for a vendor with one key.
+    pub credential_options: &'static [ScopeOption],
     /// The variable that overrides the API base URL, if the vendor has one.
     pub api_url_variable: Option<&'static str>,
     /// How the API base URL resolves when no option gives it.
@@ -112,6 +122,9 @@ pub struct VendorSpec {
     /// team and project, Blaxel's workspace), each with the variable it
     /// defaults to and whether it is required.
     pub scope_options: &'static [ScopeOption],
+    /// Sandboxes per listing page unless told; 0 (with `max_page_size` 0):
+    /// the vendor sizes its pages itself (Modal's listing takes no size), so
+    /// the provider takes no `pageSize`.
     pub default_page_size: u32,
     pub max_page_size: u32,
     pub owner_filter: OwnerFilter,
@@ -121,12 +134,13 @@ pub struct VendorSpec {
     pub gone_doc: &'static str,
 }
 
-/// A vendor's scope option: the option, the variable it defaults to, and
+/// A vendor's scope (or credential) option: the option, the variable it
+/// defaults to (`None`: the vendor's client has none, Modal's app id), and
 /// whether the provider needs it.
 #[derive(Debug)]
 pub struct ScopeOption {
     pub name: Name,
-    pub variable: &'static str,
+    pub variable: Option<&'static str>,
     pub required: bool,
 }
 
@@ -138,6 +152,7 @@ pub const VENDORS: &[VendorSpec] = &[
         label: "E2B",
         class: "E2bProvider",
         credential_variables: &["E2B_API_KEY"],
+        credential_options: &[],
         api_url_variable: Some("E2B_API_URL"),
         api_url_doc: "E2B_API_URL, else https://api.$E2B_DOMAIN, else https://api.e2b.app",
         scope_options: &[],
@@ -153,6 +168,7 @@ pub const VENDORS: &[VendorSpec] = &[
         label: "Daytona",
         class: "DaytonaProvider",
         credential_variables: &["DAYTONA_API_KEY"],
+        credential_options: &[],
         api_url_variable: Some("DAYTONA_API_URL"),
         api_url_doc: "DAYTONA_API_URL, else https://app.daytona.io/api",
         scope_options: &[],
@@ -168,11 +184,12 @@ pub const VENDORS: &[VendorSpec] = &[
         label: "Vercel",
         class: "VercelProvider",
         credential_variables: &["VERCEL_TOKEN"],
+        credential_options: &[],
         api_url_variable: None,
         api_url_doc: "https://api.vercel.com",
         scope_options: &[
-            ScopeOption { name: TEAM_ID, variable: "VERCEL_TEAM_ID", required: false },
-            ScopeOption { name: PROJECT_ID, variable: "VERCEL_PROJECT_ID", required: true },
+            ScopeOption { name: TEAM_ID, variable: Some("VERCEL_TEAM_ID"), required: false },
+            ScopeOption { name: PROJECT_ID, variable: Some("VERCEL_PROJECT_ID"), required: true },
         ],
         default_page_size: 50,
         max_page_size: 50,
@@ -186,6 +203,7 @@ pub const VENDORS: &[VendorSpec] = &[
         label: "Sprites",
         class: "SpritesProvider",
         credential_variables: &["SPRITES_API_KEY", "SPRITE_TOKEN"],
+        credential_options: &[],
         api_url_variable: Some("SPRITES_API_URL"),
         api_url_doc: "SPRITES_API_URL, else https://api.sprites.dev",
         scope_options: &[],
@@ -201,6 +219,7 @@ pub const VENDORS: &[VendorSpec] = &[
         label: "Runloop",
         class: "RunloopProvider",
         credential_variables: &["RUNLOOP_API_KEY"],
+        credential_options: &[],
         api_url_variable: Some("RUNLOOP_BASE_URL"),
         api_url_doc: "RUNLOOP_BASE_URL, else https://api.runloop.ai",
         scope_options: &[],
@@ -216,14 +235,37 @@ pub const VENDORS: &[VendorSpec] = &[
         label: "Blaxel",
         class: "BlaxelProvider",
         credential_variables: &["BL_API_KEY"],
+        credential_options: &[],
         api_url_variable: Some("BL_API_URL"),
         api_url_doc: "BL_API_URL, else https://api.blaxel.ai/v0 (https://api.blaxel.dev/v0 when BL_ENV=dev)",
-        scope_options: &[ScopeOption { name: WORKSPACE, variable: "BL_WORKSPACE", required: true }],
+        scope_options: &[ScopeOption { name: WORKSPACE, variable: Some("BL_WORKSPACE"), required: true }],
         default_page_size: 100,
         max_page_size: 200,
         owner_filter: OwnerFilter::Client,
         destroy_doc: "DELETE /v0/sandboxes/{name}",
         gone_doc: "404 and `TERMINATED` (a tombstone GET still reads); `DELETING` is deleting",
+    },
+    VendorSpec {
+        vendor: HostedVendor::Modal,
+        key: "modal",
+        label: "Modal",
+        class: "ModalProvider",
+        credential_variables: &["MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET"],
+        credential_options: &[
+            ScopeOption { name: TOKEN_ID, variable: Some("MODAL_TOKEN_ID"), required: true },
+            ScopeOption { name: TOKEN_SECRET, variable: Some("MODAL_TOKEN_SECRET"), required: true },
+        ],
+        api_url_variable: Some("MODAL_SERVER_URL"),
+        api_url_doc: "MODAL_SERVER_URL, else https://api.modal.com (gRPC)",
+        scope_options: &[
+            ScopeOption { name: APP_ID, variable: None, required: false },
+            ScopeOption { name: ENVIRONMENT, variable: Some("MODAL_ENVIRONMENT"), required: false },
+        ],
+        default_page_size: 0,
+        max_page_size: 0,
+        owner_filter: OwnerFilter::Server,
+        destroy_doc: "SandboxTerminate, or SandboxTerminateV2 for a V2 id (listed by SandboxListV2 within `appId`)",
+        gone_doc: "NOT_FOUND and a finished sandbox (its terminate is success)",
     },
 ];
 
@@ -257,24 +299,45 @@ impl HostedVendor {
 
     /// The options the vendor's provider takes, in the order they are checked.
     pub fn names(self) -> Vec<Name> {
-        let scope = self.spec().scope_options.iter().map(|option| option.name);
-        [NAME, OWNER, API_KEY]
+        let spec = self.spec();
+        let credential: Vec<Name> = match spec.credential_options {
+            [] => vec![API_KEY],
+            parts => parts.iter().map(|option| option.name).collect(),
+        };
+        let scope = spec.scope_options.iter().map(|option| option.name);
+        let page_size = self.takes_page_size().then_some(PAGE_SIZE);
+        [NAME, OWNER]
             .into_iter()
+            .chain(credential)
             .chain(scope)
-            .chain([
-                API_URL,
-                PAGE_SIZE,
-                REQUEST_TIMEOUT,
-                SWEEP_UNLABELLED,
-                MAX_LISTING_PAGES_NAME,
-                MAX_LISTING_ITEMS_NAME,
-            ])
+            .chain([API_URL])
+            .chain(page_size)
+            .chain([REQUEST_TIMEOUT, SWEEP_UNLABELLED, MAX_LISTING_PAGES_NAME, MAX_LISTING_ITEMS_NAME])
             .collect()
+    }
+
+    /// Whether the vendor's listing takes a page size (Modal's does not).
+    pub const fn takes_page_size(self) -> bool {
+        self.spec().max_page_size > 0
+    }
+
+    /// The vendor's credential variables as a text for messages and docs
+    /// (`E2B_API_KEY`; `SPRITES_API_KEY, else SPRITE_TOKEN`; `MODAL_TOKEN_ID
+    /// + MODAL_TOKEN_SECRET`).
+    pub fn credential_doc(self) -> String {
+        let spec = self.spec();
+        let joiner = if spec.credential_options.is_empty() { ", else " } else { " + " };
+        spec.credential_variables.join(joiner)
     }
 
     /// Whether `name` is one of the vendor's scope options.
     pub fn scoped_by(self, name: Name) -> bool {
         self.spec().scope_options.iter().any(|option| option.name.id == name.id)
+    }
+
+    /// Whether the vendor's provider takes option `name` at all.
+    pub fn takes(self, name: Name) -> bool {
+        self.names().iter().any(|taken| taken.id == name.id)
     }
 
     /// The provider name instance records carry unless told.
@@ -308,6 +371,15 @@ pub struct HostedSettings {
     pub project_id: Option<String>,
     /// Blaxel only.
     pub workspace: Option<String>,
+    /// Modal only: the token id (`MODAL_TOKEN_ID` when `None`).
+    pub token_id: Option<String>,
+    /// Modal only: the token secret (`MODAL_TOKEN_SECRET` when `None`).
+    pub token_secret: Option<String>,
+    /// Modal only: the app whose sandboxes are listed.
+    pub app_id: Option<String>,
+    /// Modal only: the environment (`MODAL_ENVIRONMENT` when `None`).
+    pub environment: Option<String>,
+    /// 0 for a vendor that sizes its pages itself (Modal).
     pub page_size: u32,
     pub request_timeout: Duration,
     pub sweep_unlabelled: bool,
@@ -325,6 +397,10 @@ impl HostedSettings {
             team_id: None,
             project_id: None,
             workspace: None,
+            token_id: None,
+            token_secret: None,
+            app_id: None,
+            environment: None,
             page_size: vendor.default_page_size(),
             request_timeout: Duration::from_millis(DEFAULT_REQUEST_TIMEOUT_MS),
             sweep_unlabelled: false,
@@ -345,19 +421,28 @@ impl HostedSettings {
         if let Some(owner) = options.text(OWNER, no)? {
             settings.owner = owner;
         }
-        settings.api_key = options.text(API_KEY, yes)?;
-        for option in vendor.spec().scope_options {
+        let spec = vendor.spec();
+        if spec.credential_options.is_empty() {
+            settings.api_key = options.text(API_KEY, yes)?;
+        }
+        for option in spec.credential_options.iter().chain(spec.scope_options) {
             let value = options.text(option.name, yes)?;
             match option.name.id {
                 OptionId::TeamId => settings.team_id = value,
                 OptionId::ProjectId => settings.project_id = value,
                 OptionId::Workspace => settings.workspace = value,
-                _ => unreachable!("a scope option is a team, a project or a workspace"),
+                OptionId::TokenId => settings.token_id = value,
+                OptionId::TokenSecret => settings.token_secret = value,
+                OptionId::AppId => settings.app_id = value,
+                OptionId::Environment => settings.environment = value,
+                _ => unreachable!("a scope or credential option has its field here"),
             }
         }
         settings.api_url = options.text(API_URL, yes)?;
-        if let Some(page_size) = options.count_up_to(PAGE_SIZE, 1, vendor.max_page_size(), no)? {
-            settings.page_size = page_size;
+        if vendor.takes_page_size() {
+            if let Some(page_size) = options.count_up_to(PAGE_SIZE, 1, vendor.max_page_size(), no)? {
+                settings.page_size = page_size;
+            }
         }
         if let Some(millis) = options.millis_up_to(REQUEST_TIMEOUT, 1, MAX_REQUEST_TIMEOUT_MS, no)? {
             settings.request_timeout = Duration::from_millis(millis);
@@ -386,6 +471,10 @@ impl std::fmt::Debug for HostedSettings {
             .field("team_id", &self.team_id)
             .field("project_id", &self.project_id)
             .field("workspace", &self.workspace)
+            .field("token_id", &self.token_id.as_ref().map(|_| "<redacted>"))
+            .field("token_secret", &self.token_secret.as_ref().map(|_| "<redacted>"))
+            .field("app_id", &self.app_id)
+            .field("environment", &self.environment)
             .field("page_size", &self.page_size)
             .field("request_timeout", &self.request_timeout)
             .field("sweep_unlabelled", &self.sweep_unlabelled)
@@ -483,7 +572,8 @@ mod tests {
             assert_eq!(spec.vendor.spec().key, spec.key);
             assert_eq!(HostedVendor::parse(spec.key), Some(spec.vendor));
             assert!(VENDORS[..index].iter().all(|other| other.vendor != spec.vendor && other.class != spec.class));
-            assert!((1..=spec.max_page_size).contains(&spec.default_page_size), "{}", spec.key);
+            let sized_by_vendor = spec.max_page_size == 0 && spec.default_page_size == 0;
+            assert!(sized_by_vendor || (1..=spec.max_page_size).contains(&spec.default_page_size), "{}", spec.key);
             assert!(!spec.credential_variables.is_empty(), "{}", spec.key);
         }
         let blaxel = node(HostedVendor::Blaxel, r#"{"workspace": "ws1"}"#).unwrap();
@@ -503,5 +593,28 @@ mod tests {
     fn a_credential_never_shows_in_debug() {
         let settings = node(HostedVendor::E2b, r#"{"apiKey": "e2b_secret"}"#).unwrap();
         assert!(!format!("{settings:?}").contains("e2b_secret"));
+        let modal = node(HostedVendor::Modal, r#"{"tokenId": "ak-secret-id", "tokenSecret": "as-secret"}"#).unwrap();
+        assert!(!format!("{modal:?}").contains("ak-secret-id") && !format!("{modal:?}").contains("as-secret"));
+    }
+
+    #[test]
+    fn modal_takes_a_token_pair_an_app_and_an_environment_and_no_page_size() {
+        let names: Vec<&str> = HostedVendor::Modal.names().iter().map(|name| name.node).collect();
+        assert_eq!(&names[..6], ["name", "owner", "tokenId", "tokenSecret", "appId", "environment"]);
+        assert!(!names.contains(&"apiKey") && !names.contains(&"pageSize"), "{names:?}");
+        let given = python(
+            HostedVendor::Modal,
+            r#"{"token_id": "ak-1", "token_secret": "as-1", "app_id": "ap-1", "environment": "dev", "page_size": 5}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (given.token_id.as_deref(), given.token_secret.as_deref(), given.app_id.as_deref()),
+            (Some("ak-1"), Some("as-1"), Some("ap-1"))
+        );
+        assert_eq!((given.environment.as_deref(), given.page_size, given.api_key), (Some("dev"), 0, None));
+        let typed = node(HostedVendor::Modal, r#"{"tokenSecret": 5}"#).unwrap_err();
+        assert_eq!(typed.field, "tokenSecret");
+        assert_eq!(HostedVendor::Modal.credential_doc(), "MODAL_TOKEN_ID + MODAL_TOKEN_SECRET");
+        assert_eq!(HostedVendor::Sprites.credential_doc(), "SPRITES_API_KEY, else SPRITE_TOKEN");
     }
 }

@@ -251,26 +251,70 @@ pub fn hosted_malformed(vendor: &str, method: &str, path: &str, why: &str) -> St
 
 /// A listing whose next-page cursor (E2B's page token) is one this listing
 /// already followed: the vendor's pages form a cycle, so the listing would
-/// never end. `page` is the page that offered it.
-pub fn hosted_listing_cycle(vendor: &str, path: &str, page: u32) -> String {
+/// never end. `page` is the page that offered it; `request` the listing's
+/// request (`GET /v2/sandboxes`, `SandboxListV2`).
+pub fn hosted_listing_cycle(vendor: &str, request: &str, page: u32) -> String {
     format!(
-        "{vendor} listing GET {path} never ends: page {page} points back to a page cursor this listing already \
+        "{vendor} listing {request} never ends: page {page} points back to a page cursor this listing already \
          followed (a cursor cycle); nothing is swept"
     )
 }
 
 /// A listing that offered more pages than a listing follows.
-pub fn hosted_listing_page_ceiling(vendor: &str, path: &str, ceiling: u32) -> String {
+pub fn hosted_listing_page_ceiling(vendor: &str, request: &str, ceiling: u32) -> String {
     format!(
-        "{vendor} listing GET {path} passed the ceiling of {ceiling} pages per listing (more pages were offered); \
+        "{vendor} listing {request} passed the ceiling of {ceiling} pages per listing (more pages were offered); \
          nothing is swept"
     )
 }
 
 /// A listing that carried more sandboxes than a listing reads.
-pub fn hosted_listing_item_ceiling(vendor: &str, path: &str, ceiling: u64) -> String {
-    format!("{vendor} listing GET {path} passed the ceiling of {ceiling} sandboxes per listing; nothing is swept")
+pub fn hosted_listing_item_ceiling(vendor: &str, request: &str, ceiling: u64) -> String {
+    format!("{vendor} listing {request} passed the ceiling of {ceiling} sandboxes per listing; nothing is swept")
 }
+
+/// A hosted vendor this build was compiled without (a cargo feature).
+pub fn hosted_vendor_not_built(vendor: &str, feature: &str) -> String {
+    format!("this build has no {vendor} provider (build sandbox-reclaim with the `{feature}` feature)")
+}
+
+/// A gRPC vendor (Modal) answered a status the call does not accept.
+pub fn hosted_grpc_status(vendor: &str, method: &str, code: &str, detail: &str) -> String {
+    if detail.is_empty() {
+        format!("{vendor} answered gRPC {code} to {method}")
+    } else {
+        format!("{vendor} answered gRPC {code} to {method}: {detail}")
+    }
+}
+
+/// Modal built without both parts of its token.
+pub fn modal_missing_token(missing: &str) -> String {
+    format!(
+        "no Modal token {missing}: set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET or pass the provider `tokenId` and \
+         `tokenSecret`"
+    )
+}
+
+/// A token part that cannot be sent in gRPC metadata.
+pub const MODAL_UNPRINTABLE_TOKEN: &str = "the Modal token contains characters gRPC metadata cannot carry";
+
+/// Modal refused the token (UNAUTHENTICATED / PERMISSION_DENIED).
+pub fn modal_unauthorized(code: &str) -> String {
+    format!(
+        "Modal refused the token (gRPC {code}): set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET to a valid token (or \
+         pass them to the provider)"
+    )
+}
+
+/// `AuthTokenGet` answered no token.
+pub const MODAL_NO_AUTH_TOKEN: &str = "Modal answered AuthTokenGet without a token";
+
+/// The listing has no app and no environment to list within. Modal
+/// deprecates listing without an app (it scans a whole environment), so the
+/// provider never does it unasked.
+pub const MODAL_NO_LISTING_SCOPE: &str = "no Modal app to list sandboxes within: pass the `appId` option (the \
+     app the sandboxes were created in). Modal deprecates listing without an app, which scans a whole environment; \
+     to do so anyway, pass `environment` or set MODAL_ENVIRONMENT. Nothing is swept";
 
 // ---- store arguments (proto/src/options/arguments.rs): `field` is spelled as the host
 // names it (`leaseMs`, `options.limit` in Node; `` `lease` `` in Python).
@@ -435,12 +479,9 @@ pub mod command {
     pub const EMPTY_CREDENTIAL: &str = "must not be empty (leave it out to use the vendor's variable)";
 
     /// A hosted vendor's flag help (`--sprites`): its variables, API and section.
-    pub fn hosted_flag_help(label: &str, credentials: &[&str], scope: &[&str], api: &str, key: &str) -> String {
+    pub fn hosted_flag_help(label: &str, credentials: &str, scope: &[&str], api: &str, key: &str) -> String {
         let scope: String = scope.iter().map(|variable| format!(" with {variable}")).collect();
-        format!(
-            "Reclaim {label} sandboxes (key: {}{scope}; API: {api}; or the [{key}] section)",
-            credentials.join(", else ")
-        )
+        format!("Reclaim {label} sandboxes (key: {credentials}{scope}; API: {api}; or the [{key}] section)")
     }
 
     /// A config file key that is neither the file's own nor a vendor's section.
@@ -455,7 +496,10 @@ pub mod command {
     }
 
     pub fn not_a_vendor_key(vendor: &str) -> String {
-        format!("{vendor} takes no such key (team-id and project-id are Vercel's, workspace is Blaxel's)")
+        format!(
+            "{vendor} takes no such key (team-id and project-id are Vercel's, workspace is Blaxel's; token-id, \
+             token-secret, app-id and environment are Modal's, which takes no api-key)"
+        )
     }
     pub const SWEEP_UNLABELLED_ALONE: &str =
         "no hosted provider to apply it to: pass --e2b, --daytona and/or --vercel (or their sections in --config)";

@@ -74,7 +74,13 @@ _MODULES = {
 __all__ = ["SUPPORTED_SDK", *_MODULES]
 
 if TYPE_CHECKING:
+    from ._blaxel import BlaxelSandboxClient as BlaxelSandboxClient
+    from ._daytona import DaytonaSandboxClient as DaytonaSandboxClient
     from ._docker import DockerSandboxClient as DockerSandboxClient
+    from ._e2b import E2BSandboxClient as E2BSandboxClient
+    from ._modal import ModalSandboxClient as ModalSandboxClient
+    from ._runloop import RunloopSandboxClient as RunloopSandboxClient
+    from ._vercel import VercelSandboxClient as VercelSandboxClient
 
 
 def __getattr__(name: str) -> Any:

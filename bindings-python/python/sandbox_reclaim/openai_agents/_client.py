@@ -32,6 +32,19 @@ class ReclaimedSession(SandboxSession):
             await self._sandbox_reclaim_client.finish(self)
 
 
+_RECLAIMED: dict[type[SandboxSession], type[ReclaimedSession]] = {SandboxSession: ReclaimedSession}
+
+
+def _reclaimed(kind: type[SandboxSession]) -> type[ReclaimedSession]:
+    """:class:`ReclaimedSession` over the session class the SDK's client
+    wrapped with (a vendor's own wrapper, as Vercel's, keeps its overrides)."""
+    made = _RECLAIMED.get(kind)
+    if made is None:
+        made = type(f"Reclaimed{kind.__name__}", (ReclaimedSession, kind), {})
+        _RECLAIMED[kind] = made
+    return made
+
+
 class ReclaimingClient:
     """Mixed in before the SDK's client class (``class X(ReclaimingClient,
     sdk.X)``). Keyword arguments of its own: ``instances`` (any instance store;
@@ -87,7 +100,7 @@ class ReclaimingClient:
         session: SandboxSession = super()._wrap_session(  # type: ignore[misc]
             inner, instrumentation=instrumentation
         )
-        session.__class__ = ReclaimedSession
+        session.__class__ = _reclaimed(type(session))
         reclaimed: ReclaimedSession = session  # type: ignore[assignment]
         reclaimed._sandbox_reclaim_client = self
         return session
@@ -125,4 +138,11 @@ class ReclaimingClient:
         if getattr(session, "_sandbox_reclaim_done", False):
             return
         session._sandbox_reclaim_done = True  # type: ignore[attr-defined]
-        await self._reclaim.finish(session._inner.state)
+        state = session._inner.state
+        recorded = getattr(session, "_sandbox_reclaim_recorded", None)
+        if recorded is not None and self._reclaim.sandbox_id(state) is None and not getattr(state, "pause_on_exit", False):
+            # The SDK's teardown forgot the id (Modal's clears `sandbox_id`):
+            # the record still names the sandbox, and the reclaim destroys by it.
+            await self._reclaim.reclaim(self._reclaim.key(state), state)
+            return
+        await self._reclaim.finish(state)

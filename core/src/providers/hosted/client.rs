@@ -3,32 +3,22 @@
 //! wait on `429 Retry-After`, and errors that name the vendor and the variable
 //! to set, never the credential. A listing always ends: a cursor it already
 //! followed, or a page or item ceiling passed, fails it closed
-//! ([`HostedClient::list_pages`]).
+//! ([`HostedClient::list_pages`], on [`super::paging`]).
 //!
 //! Cancellation is the caller's: a destroy's deadline drops the future, and
 //! dropping a `reqwest` future aborts its request.
 
-use std::collections::HashSet;
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use reqwest::{Method, StatusCode};
 
+use super::paging::{self, HostedError, PageRead, MAX_RATE_LIMITED_RETRIES};
 use crate::contract::errors::ProviderError;
 use crate::model::fleet::ListedSandbox;
 use crate::options::provider::ListingCeilings;
 use crate::providers::InvalidInput;
 use crate::report::messages;
-
-/// How often one request is re-sent after a `429` before it fails.
-const MAX_RATE_LIMITED_RETRIES: u32 = 5;
-/// The wait after a `429` without a readable `Retry-After`.
-const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
-/// The longest `Retry-After` honoured; a longer one fails the request (the
-/// ledger retries the destroy on a later pass).
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
-/// How much of an error body an error message quotes.
-const MAX_DETAIL_CHARS: usize = 200;
 
 /// Who a client talks to, for its messages.
 #[derive(Debug, Clone, Copy)]
@@ -203,62 +193,27 @@ impl HostedClient {
         }
     }
 
-    /// Every page of a listing: `path_of(cursor)` is a page's request (no
-    /// cursor: the first); `read` turns an answer into its sandboxes and the
-    /// next cursor (`None` on the last page). Each sandbox is listed once
-    /// (its first appearance), however many pages repeat it.
-    ///
-    /// The listing ends, whatever the vendor answers: it fails closed when a
-    /// page fails or does not read, when a next cursor is one this listing
-    /// already followed (any earlier one, not only the last: A → B → A is a
-    /// cycle too), and when it would pass `ceilings` (pages followed, or
-    /// sandboxes read, duplicates included). A first page is always read.
+    /// Every page of a listing ([`paging::every_page`]): `path_of(cursor)`
+    /// is a page's request (no cursor: the first); `read` turns an answer
+    /// into its sandboxes and the next cursor (`None` on the last page). A
+    /// page that fails or does not read fails the listing.
     pub async fn list_pages(
         &self,
         ceilings: ListingCeilings,
         path_of: impl Fn(Option<&str>) -> String,
         read: impl Fn(&Answer) -> Result<(Vec<ListedSandbox>, Option<String>), String>,
     ) -> Result<Vec<ListedSandbox>, ProviderError> {
-        let mut listed = Vec::new();
-        let mut ids = HashSet::new();
-        // Every cursor followed so far: at most `ceilings.pages` of them.
-        let mut followed = HashSet::new();
-        let mut cursor: Option<String> = None;
-        let (mut pages, mut items) = (0u32, 0u64);
-        loop {
+        let (path_of, read) = (&path_of, &read);
+        paging::every_page(self.vendor.label, ceilings, |cursor| async move {
             let path = path_of(cursor.as_deref());
             let answer = self.send(Method::GET, &path).await?;
             if !answer.status.is_success() {
                 return Err(self.unexpected(&Method::GET, &path, &answer));
             }
-            let (page, next) = read(&answer).map_err(|why| self.malformed(&Method::GET, &path, &why))?;
-            pages += 1;
-            items = items.saturating_add(page.len() as u64);
-            if items > ceilings.items {
-                return Err(self.failed(messages::hosted_listing_item_ceiling(
-                    self.vendor.label,
-                    path_only(&path),
-                    ceilings.items,
-                )));
-            }
-            listed.extend(page.into_iter().filter(|sandbox| ids.insert(sandbox.id.clone())));
-            let Some(next) = next.filter(|next| !next.is_empty()) else { return Ok(listed) };
-            if !followed.insert(next.clone()) {
-                return Err(self.failed(messages::hosted_listing_cycle(self.vendor.label, path_only(&path), pages)));
-            }
-            if pages >= ceilings.pages {
-                return Err(self.failed(messages::hosted_listing_page_ceiling(
-                    self.vendor.label,
-                    path_only(&path),
-                    ceilings.pages,
-                )));
-            }
-            cursor = Some(next);
-        }
-    }
-
-    fn failed(&self, message: String) -> ProviderError {
-        ProviderError::backend(HostedError::Failed(message))
+            let (sandboxes, next) = read(&answer).map_err(|why| self.malformed(&Method::GET, &path, &why))?;
+            Ok(PageRead { sandboxes, next, request: format!("GET {}", path_only(&path)) })
+        })
+        .await
     }
 
     /// The error for an answer the caller did not expect.
@@ -295,18 +250,6 @@ impl HostedClient {
     }
 }
 
-/// A hosted provider's failure. `Unauthorized` is kept apart so the command
-/// can exit 3 (unavailable) with it.
-#[derive(Debug, thiserror::Error)]
-pub enum HostedError {
-    /// The vendor refused the credential (401/403).
-    #[error("{0}")]
-    Unauthorized(String),
-    /// Any other failure: a status, a transport error, a malformed answer.
-    #[error("{0}")]
-    Failed(String),
-}
-
 /// A `Retry-After` in seconds (the vendors send seconds), capped; `None` when
 /// the wait is longer than we hold a request for. Daytona names its limiter
 /// in the header (`Retry-After-sandbox-lifecycle`), so any `Retry-After-*`
@@ -315,14 +258,8 @@ fn retry_after(answer: &Answer) -> Option<Duration> {
     let named =
         answer.headers.iter().find(|(name, _)| name.as_str().starts_with("retry-after-")).map(|(_, value)| value);
     let header = answer.headers.get(RETRY_AFTER).or(named);
-    let wait = match header.and_then(|value| value.to_str().ok()) {
-        Some(text) => match text.trim().parse::<f64>() {
-            Ok(seconds) if seconds.is_finite() && seconds >= 0.0 => Duration::from_secs_f64(seconds.min(1e6)),
-            _ => DEFAULT_RETRY_AFTER,
-        },
-        None => DEFAULT_RETRY_AFTER,
-    };
-    (wait <= MAX_RETRY_AFTER).then_some(wait)
+    let seconds = header.and_then(|value| value.to_str().ok()).and_then(|text| text.trim().parse::<f64>().ok());
+    paging::throttle_wait(seconds)
 }
 
 /// The vendor's own message from an error body (`{"message": ...}` or
@@ -338,11 +275,7 @@ fn error_detail(body: &[u8]) -> String {
             .map(str::to_owned)
     });
     let text = message.unwrap_or_else(|| String::from_utf8_lossy(body).into_owned());
-    let mut short: String = text.chars().take(MAX_DETAIL_CHARS).collect();
-    if text.chars().count() > MAX_DETAIL_CHARS {
-        short.push('…');
-    }
-    short
+    paging::shortened(&text)
 }
 
 /// A request's path without its query (queries carry filters and tokens).
@@ -458,6 +391,6 @@ mod tests {
         assert_eq!(error_detail(br#"{"code":500,"message":"boom"}"#), "boom");
         assert_eq!(error_detail(br#"{"error":{"message":"nested"}}"#), "nested");
         assert_eq!(error_detail(b"plain"), "plain");
-        assert_eq!(error_detail("x".repeat(500).as_bytes()).chars().count(), MAX_DETAIL_CHARS + 1);
+        assert_eq!(error_detail("x".repeat(500).as_bytes()).chars().count(), 201);
     }
 }

@@ -18,6 +18,9 @@ pub mod blaxel;
 pub(crate) mod client;
 pub mod daytona;
 pub mod e2b;
+#[cfg(feature = "modal")]
+pub mod modal;
+pub(crate) mod paging;
 mod registry;
 pub mod runloop;
 pub mod sprites;
@@ -37,7 +40,8 @@ use crate::model::fleet::ListedSandbox;
 use crate::options::provider::{HostedSettings, HostedVendor, ListingCeilings, OwnerFilter, VendorSpec};
 use crate::report::messages;
 
-pub use client::{HostedError, Verb};
+pub use client::Verb;
+pub use paging::HostedError;
 pub use registry::build_hosted;
 
 /// One hosted vendor's wire format: what the engine cannot know. (Built in
@@ -350,23 +354,33 @@ impl<V: Vendor> SandboxProvider for HostedProvider<V> {
     /// answer that does not read, fails the lookup (the sweep fails closed).
     async fn lookup_sandboxes(&self, ids: &[String]) -> Result<Vec<ListedSandbox>, ProviderError> {
         let Some(get) = &self.entry.get else { return Ok(Vec::new()) };
-        // An id no sandbox of ours can carry is nothing to look up.
-        let ids: Vec<&String> = ids.iter().filter(|id| validate_id(id).is_ok()).collect();
-        // A sliding window: a slow get holds one slot, not a whole batch.
-        let mut pending = ids.into_iter();
-        let mut reads = futures_util::stream::FuturesOrdered::new();
-        for id in pending.by_ref().take(LOOKUP_CONCURRENCY) {
-            reads.push_back(self.look_up(get, id));
-        }
-        let mut found = Vec::new();
-        while let Some(read) = futures_util::StreamExt::next(&mut reads).await {
-            found.extend(read?);
-            if let Some(id) = pending.next() {
-                reads.push_back(self.look_up(get, id));
-            }
-        }
-        Ok(found)
+        look_up_each(ids, |id| self.look_up(get, id)).await
     }
+}
+
+/// Each id by `look_up`, a few at once: what exists; the first failure
+/// fails the lookup (the sweep fails closed). An id no sandbox of ours can
+/// carry is nothing to look up.
+pub(crate) async fn look_up_each<'a, F, Fut>(ids: &'a [String], look_up: F) -> Result<Vec<ListedSandbox>, ProviderError>
+where
+    F: Fn(&'a str) -> Fut,
+    Fut: std::future::Future<Output = Result<Option<ListedSandbox>, ProviderError>>,
+{
+    let ids: Vec<&String> = ids.iter().filter(|id| validate_id(id).is_ok()).collect();
+    // A sliding window: a slow get holds one slot, not a whole batch.
+    let mut pending = ids.into_iter();
+    let mut reads = futures_util::stream::FuturesOrdered::new();
+    for id in pending.by_ref().take(LOOKUP_CONCURRENCY) {
+        reads.push_back(look_up(id));
+    }
+    let mut found = Vec::new();
+    while let Some(read) = futures_util::StreamExt::next(&mut reads).await {
+        found.extend(read?);
+        if let Some(id) = pending.next() {
+            reads.push_back(look_up(id));
+        }
+    }
+    Ok(found)
 }
 
 impl Entry {

@@ -22,5 +22,14 @@ pub fn build_hosted(
         HostedVendor::Sprites => boxed::<sprites::Sprites>(settings),
         HostedVendor::Runloop => boxed::<runloop::Runloop>(settings),
         HostedVendor::Blaxel => boxed::<blaxel::Blaxel>(settings),
+        // Modal speaks gRPC: its own provider beside the engine.
+        #[cfg(feature = "modal")]
+        HostedVendor::Modal => {
+            Ok(Box::new(super::modal::ModalProvider::new(super::modal::ModalConfig::from(settings))?))
+        }
+        #[cfg(not(feature = "modal"))]
+        HostedVendor::Modal => Err(ProviderError::backend(super::HostedError::Failed(
+            crate::report::messages::hosted_vendor_not_built("Modal", "modal"),
+        ))),
     }
 }
