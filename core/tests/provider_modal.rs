@@ -399,13 +399,35 @@ async fn registered_sandboxes_whose_records_are_gone_are_found_by_id() {
     assert!(waits.iter().any(|call| call["id"] == registered.as_str()), "looked up by id: {waits:?}");
     assert!(!waits.iter().any(|call| call["id"] == stranger.as_str()), "never a stranger: {waits:?}");
     // Found by id directly: gone, finished and impossible ids are left out;
-    // a V1 id is asked with the V1 call (and, carrying no time, read as of
-    // unknown creation).
+    // a V1 id is asked with the V1 call, and its creation time (its id
+    // carries none) comes from one untagged listing of the app.
     fake.seed(vec![sandbox(&v1, 4, None)]).await;
+    let lists_before = calls(&fake, "SandboxListV2").await.len();
     let ids = [stranger.clone(), v2_id(6), finished, "a/b".to_owned(), v1.clone()];
     let found = provider.lookup_sandboxes(&ids).await.unwrap();
     let read: Vec<(&str, Option<u64>, Option<&str>)> =
         found.iter().map(|sandbox| (sandbox.id.as_str(), sandbox.created_at, sandbox.owner.as_deref())).collect();
-    assert_eq!(read, [(stranger.as_str(), Some(OLD * 1000), None), (v1.as_str(), None, None)]);
+    assert_eq!(read, [(stranger.as_str(), Some(OLD * 1000), None), (v1.as_str(), Some((OLD + 4) * 1000), None)]);
     assert_eq!(calls(&fake, "SandboxWait").await.len(), 1);
+    let listings = calls(&fake, "SandboxListV2").await;
+    assert!(listings[lists_before..].iter().all(|page| page["tags"] == json!({})), "untagged: {listings:?}");
+}
+
+#[tokio::test]
+async fn a_registered_untagged_v1_sandbox_whose_record_is_gone_is_destroyed() {
+    // What a Modal client before 1.6 created (a V1 id) and an app left
+    // unlabelled: the lookup finds it by id, the app's listing dates it.
+    let fake = start();
+    let (v1, stranger) = (v1_id(7), v1_id(8));
+    fake.seed(vec![sandbox(&v1, 7, None), sandbox(&stranger, 8, None)]).await;
+    let provider = provider(&fake);
+    let store = InMemorySandboxInstanceStore::with_ledger();
+    store.upsert(&record("k-v1", "modal", &v1)).await.unwrap();
+    store.delete("k-v1").await.unwrap();
+    let report = reconcile(sweep_options(provider.as_ref(), &store)).await.unwrap();
+    let orphans = &report.providers[0].orphans;
+    assert_eq!(orphans.status, SweepStatus::Swept, "{orphans:?}");
+    assert_eq!((orphans.found, orphans.destroyed), (1, 1), "{orphans:?}");
+    assert_eq!(fake.alive().await, vec![stranger.clone()], "only the registered one went");
+    assert_eq!(calls(&fake, "SandboxTerminate").await.len(), 1, "the V1 call for a V1 id");
 }

@@ -23,8 +23,9 @@
 //!   `Sandbox.from_id`) and `SandboxTagsGet` (their V2 twins for a V2 id):
 //!   `NOT_FOUND` or finished is gone. Modal reports no creation time by id:
 //!   a V2 id is a ULID, whose time is when the sandbox was created; a V1 id
-//!   has none, so a registered V1 sandbox found this way fails the sweep
-//!   closed (unknown creation time) until `sweepUnlabelled` lists it.
+//!   has none, so a live V1 sandbox's time comes from one untagged listing
+//!   of the app (only when the lookup found one); one that listing does not
+//!   show fails the sweep closed (unknown creation time).
 //!
 //! Auth is the official client's: `MODAL_TOKEN_ID` / `MODAL_TOKEN_SECRET`
 //! (or [`ModalConfig::token_id`] / [`ModalConfig::token_secret`]) as
@@ -180,16 +181,18 @@ impl ModalProvider {
         })
     }
 
-    /// One listing page: `SandboxListV2` before `cursor` (epoch seconds).
+    /// One listing page: `SandboxListV2` before `cursor` (epoch seconds),
+    /// under our owner tag unless `every` (or `sweep_unlabelled`).
     async fn list_page(
         &self,
         app_id: &str,
         environment: &str,
+        every: bool,
         cursor: Option<String>,
     ) -> Result<PageRead, ProviderError> {
         let method = wire::SANDBOX_LIST_V2;
         let before_timestamp = cursor.as_deref().and_then(|cursor| cursor.parse().ok()).unwrap_or(0.0);
-        let tags = match self.sweep_unlabelled {
+        let tags = match every || self.sweep_unlabelled {
             true => Vec::new(),
             false => vec![SandboxTag { tag_name: LABEL_OWNER.to_owned(), tag_value: self.owner.clone() }],
         };
@@ -229,6 +232,26 @@ impl ModalProvider {
         let (owner, key) = owner_and_key(&tag_map(tags.tags));
         let created_at = wire::v2_created_at_millis(id);
         Ok(Some(ListedSandbox { id: id.to_owned(), created_at, owner, key, deleting: false }))
+    }
+}
+
+impl ModalProvider {
+    /// Fills in the creation time of what `found` has none for (live V1
+    /// sandboxes: Modal's gets answer no time, and only a V2 id is a ULID)
+    /// from one untagged listing of the app or environment. Rare (V1 is what
+    /// clients before 1.6 created), bounded by the listing ceilings; one it
+    /// does not show keeps `None`, so the sweep still fails closed on it.
+    async fn creation_times(&self, found: &mut [ListedSandbox]) -> Result<(), ProviderError> {
+        let Some((app_id, environment)) = &self.scope else { return Ok(()) };
+        let listed =
+            paging::every_page(LABEL, self.listing_ceilings, |cursor| self.list_page(app_id, environment, true, cursor))
+                .await?;
+        let times: std::collections::HashMap<&str, u64> =
+            listed.iter().filter_map(|sandbox| Some((sandbox.id.as_str(), sandbox.created_at?))).collect();
+        for sandbox in found.iter_mut().filter(|sandbox| sandbox.created_at.is_none()) {
+            sandbox.created_at = times.get(sandbox.id.as_str()).copied();
+        }
+        Ok(())
     }
 }
 
@@ -311,7 +334,8 @@ impl SandboxProvider for ModalProvider {
         let Some((app_id, environment)) = &self.scope else {
             return Err(paging::failed(messages::MODAL_NO_LISTING_SCOPE.to_owned()));
         };
-        paging::every_page(LABEL, self.listing_ceilings, |cursor| self.list_page(app_id, environment, cursor)).await
+        paging::every_page(LABEL, self.listing_ceilings, |cursor| self.list_page(app_id, environment, false, cursor))
+            .await
     }
 
     fn owner(&self) -> Option<&str> {
@@ -324,9 +348,15 @@ impl SandboxProvider for ModalProvider {
         !self.sweep_unlabelled
     }
 
-    /// Each id by `SandboxWait` and `SandboxTagsGet`, a few at once.
+    /// Each id by `SandboxWait` and `SandboxTagsGet`, a few at once; the
+    /// creation time of a live V1 sandbox (its id carries none) from one
+    /// listing of the app, untagged.
     async fn lookup_sandboxes(&self, ids: &[String]) -> Result<Vec<ListedSandbox>, ProviderError> {
-        look_up_each(ids, |id| self.look_up(id)).await
+        let mut found = look_up_each(ids, |id| self.look_up(id)).await?;
+        if found.iter().any(|sandbox| sandbox.created_at.is_none()) {
+            self.creation_times(&mut found).await?;
+        }
+        Ok(found)
     }
 }
 
