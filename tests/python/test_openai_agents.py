@@ -15,6 +15,7 @@ replaced container; user labels are kept."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -277,3 +278,32 @@ def test_the_example_runs(image: str) -> None:
         "3. reconcile --max-idle 1h: exit 0; containers left: 1",
         "   reconcile --max-idle 2s: exit 0; containers left: 0",
     ]
+
+
+def test_without_a_store_it_records_where_the_command_looks_by_default(image: str, owner: str, tmp_path: Path) -> None:
+    # A fresh interpreter whose platform data directory is tmp_path: the
+    # client's default store and the command's default `--store` must agree.
+    script = f"""
+import asyncio, docker
+from agents.sandbox.sandboxes.docker import DockerSandboxClientOptions
+from sandbox_reclaim.openai_agents import DockerSandboxClient
+
+async def main():
+    client = DockerSandboxClient(docker.from_env(), owner={owner!r})
+    session = await client.create(options=DockerSandboxClientOptions(image={image!r}))
+    print(session._inner.state.container_id, flush=True)
+
+asyncio.run(main())
+"""
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data")}
+    created = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    assert created.returncode == 0, created.stderr
+    container = created.stdout.split()[-1]
+    assert (tmp_path / "data" / "sandbox-reclaim" / "store.db").is_file()
+    # The command with no --store finds the record: the container is referenced, not an orphan.
+    argv = [str(rust_binary()), "reconcile", "--docker", "--owner", owner, "--orphan-grace", "0s", "--json"]
+    swept = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+    assert swept.returncode == 0, swept.stderr
+    assert exists(container), "recorded in the default store: referenced, never swept"
+    [provider] = json.loads(swept.stdout)["report"]["providers"]
+    assert provider["orphans"]["referenced"] == 1, provider

@@ -11,6 +11,7 @@ The SDK's own teardown always runs first and keeps its behaviour (snapshots,
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -89,7 +90,10 @@ class Reclaim:
             self._opening = asyncio.Lock()
         async with self._opening:
             if self._instances is None:
-                self._instances = await SqliteSandboxInstanceStore.open(_native.default_store_path())
+                path = _native.default_store_path()
+                # As the command does for its default store: the directory is made on first use.
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                self._instances = await SqliteSandboxInstanceStore.open(path)
         return self._instances
 
     def provider(self, state: Any) -> SandboxProvider:
