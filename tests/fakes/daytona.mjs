@@ -14,8 +14,9 @@
 // Daytona client calls them): `POST /sandbox` answering the new sandbox,
 // already `started`, with the body's `name` and `labels` (nothing inside it
 // runs); `POST /sandbox/{idOrName}/stop` (now `stopped`: still listed, still
-// billed for its disk). Every error is Nest's
-// `{path, timestamp, statusCode, error, message}`. Control routes under
+// billed for its disk); `POST /sandbox/{idOrName}/start` (as the Agents SDK's
+// `resume` restarts a stopped sandbox: `started` again, at once). Every error
+// is Nest's `{path, timestamp, statusCode, error, message}`. Control routes under
 // `/_fake/` (or `/api/_fake/`) seed sandboxes, set faults and read what
 // happened; they need no key.
 //
@@ -271,10 +272,10 @@ export async function startFakeDaytona({ key = DEFAULT_KEY } = {}) {
     return json(res, 200, fullView(sandboxes.get(id)));
   }
 
-  function stop(req, idOrName, res) {
+  function stopOrStart(req, idOrName, res, state) {
     const sandbox = find(idOrName, Date.now());
     if (!sandbox) return daytonaError(req, res, 404, `Sandbox with ID or name ${idOrName} not found`);
-    Object.assign(sandbox, { state: 'stopped', desiredState: 'stopped', updatedAt: new Date().toISOString() });
+    Object.assign(sandbox, { state, desiredState: state, updatedAt: new Date().toISOString() });
     return json(res, 200, fullView(sandbox));
   }
 
@@ -351,10 +352,10 @@ export async function startFakeDaytona({ key = DEFAULT_KEY } = {}) {
       create(req, res).catch((error) => daytonaError(req, res, 400, String(error)));
       return undefined;
     }
-    const stopping = path.match(/^\/sandbox\/([^/]+)\/stop$/);
-    if (stopping && req.method === 'POST') {
+    const power = path.match(/^\/sandbox\/([^/]+)\/(stop|start)$/);
+    if (power && req.method === 'POST') {
       req.resume();
-      return stop(req, decodeURIComponent(stopping[1]), res);
+      return stopOrStart(req, decodeURIComponent(power[1]), res, power[2] === 'start' ? 'started' : 'stopped');
     }
     return daytonaError(req, res, 404, `Cannot ${req.method} ${url.pathname}`);
   }

@@ -11,7 +11,10 @@
 // `AsyncSandbox.create`, as the OpenAI Agents SDK's E2B client calls it: 201
 // with the new sandbox's id, running, keeping the body's `templateID` and
 // `metadata`; nothing inside it runs); `POST /sandboxes/{id}/pause` (204: the
-// sandbox is `paused`, still listed; 404 when gone). Control routes under `/_fake/` seed
+// sandbox is `paused`, still listed; 404 when gone); `POST
+// /sandboxes/{id}/connect` (the SDK's `connect`, as the Agents SDK's `resume`
+// reattaches: 200 with the sandbox for a running one, 201 for a paused one,
+// now `running` again; 404 when gone). Control routes under `/_fake/` seed
 // sandboxes, set faults and read what happened; they need no key.
 //
 // Run as a program (`node tests/fakes/e2b.mjs [--key KEY]`) it prints one
@@ -249,6 +252,16 @@ export async function startFakeE2b({ key = DEFAULT_KEY, acceptKey = (apiKey) => 
       sandbox.state = 'paused';
       res.writeHead(204);
       return res.end();
+    }
+    const connect = url.pathname.match(/^\/sandboxes\/([^/]+)\/connect$/);
+    if (connect && req.method === 'POST') {
+      req.resume();
+      const sandbox = sandboxes.get(decodeURIComponent(connect[1]));
+      if (!sandbox) return e2bError(res, 404, `sandbox "${connect[1]}" doesn't exist or you don't have access to it`);
+      const resumed = sandbox.state === 'paused';
+      sandbox.state = 'running';
+      const { sandboxID, templateID, clientID, envdVersion } = sandbox;
+      return json(res, resumed ? 201 : 200, { sandboxID, templateID, clientID, envdVersion, envdAccessToken: 'fake-envd-token', domain: 'e2b.app' });
     }
     if (byId && req.method === 'DELETE') return destroy(decodeURIComponent(byId[1]), req.headers['x-api-key'], res);
     return e2bError(res, 404, `no route ${req.method} ${url.pathname}`);

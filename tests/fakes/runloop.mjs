@@ -20,7 +20,9 @@
 // the OpenAI Agents SDK's Runloop client calls them): `POST /v1/devboxes`
 // and `POST /v1/devboxes/create_and_await_running` (SDK 3.0's create) answering the new DevboxView, already `running`, with the body's `name` and
 // `metadata` (nothing inside it runs); `POST /v1/devboxes/{id}/suspend`
-// (`suspended`: still listed, still billed); `POST
+// (`suspended`: still listed, still billed); `POST /v1/devboxes/{id}/resume`
+// (as the Agents SDK's `resume` reattaches a suspended devbox: `running`
+// again; a shut-down one answers 400 and stays); `POST
 // /v1/devboxes/{id}/wait_for_status` answering the DevboxView as it is now.
 // Errors are `{message}`: 404 for an unknown id, 429 with
 // `Retry-After`, 500, 400 for a bad query. Control routes under `/_fake/` seed
@@ -207,6 +209,17 @@ export async function startFakeRunloop({ key = DEFAULT_KEY } = {}) {
     return json(res, 200, devboxView(devbox));
   }
 
+  function resume(id, res) {
+    const devbox = devboxes.get(id);
+    if (!devbox) return notFound(res, id);
+    if (TERMINAL.includes(devbox.status)) return runloopError(res, 400, `Devbox ${id} is ${devbox.status} and cannot be resumed`);
+    if (devbox.status !== 'running') {
+      devbox.status = 'running';
+      devbox.transitions.push({ status: 'running', transition_time_ms: Date.now(), failure_reason: null });
+    }
+    return json(res, 200, devboxView(devbox));
+  }
+
   function state() {
     const statuses = Object.fromEntries([...devboxes.values()].map((devbox) => [devbox.id, devbox.status]));
     const alive = [...devboxes.keys()].filter((id) => !shutDown.has(id));
@@ -283,11 +296,12 @@ export async function startFakeRunloop({ key = DEFAULT_KEY } = {}) {
       create(req, res).catch((error) => runloopError(res, 400, String(error)));
       return undefined;
     }
-    const action = url.pathname.match(/^\/v1\/devboxes\/([^/]+)\/(suspend|wait_for_status)$/);
+    const action = url.pathname.match(/^\/v1\/devboxes\/([^/]+)\/(suspend|resume|wait_for_status)$/);
     if (action && req.method === 'POST') {
       req.resume();
       const id = decodeURIComponent(action[1]);
       if (action[2] === 'suspend') return suspend(id, res);
+      if (action[2] === 'resume') return resume(id, res);
       const devbox = devboxes.get(id);
       return devbox ? json(res, 200, devboxView(devbox)) : notFound(res, id);
     }

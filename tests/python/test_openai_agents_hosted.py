@@ -11,7 +11,13 @@ client's ``delete`` and the session's ``shutdown`` end with our provider's
 destroy by id (the fake shows it), the record gone, no leak; (d) a failing
 destroy deletes the record and keeps the sandbox in the ledger of a SQLite
 store, with no credential in any message; (e) ``pause_on_exit=True`` keeps
-the sandbox and its record.
+the sandbox and its record; (f) the SDK's ``resume`` of a saved session, in
+a new client of ours on the same store, reattaches a sandbox that still
+exists (the record unchanged, no destroy; ``delete`` then destroys it),
+and, where the sandbox vanished behind the SDK's back, records the
+replacement the SDK made (labelled by us) in place of the old record, which
+is reclaimed by the reference's rules; after ``pause_on_exit`` it reattaches
+the paused sandbox, record kept.
 
 Where a vendor SDK cannot create against a fake, the vendor's section says
 why, and the rest is proven from a session state built as the SDK builds it.
@@ -103,10 +109,25 @@ class Hosted:
     alive: Callable[[str], bool]
     destroys: Callable[[str], int]
     """How many destroy requests for this sandbox the fake has answered."""
+    fresh: Callable[[], Any]
+    """A new client of ours on the same fake, store and owner (what a process
+    resuming a saved session makes)."""
+    kill: Callable[[str], None] | None
+    """Makes the sandbox vanish behind the SDK's back (through the vendor's
+    API, as another process or the vendor's own expiry would); ``None`` where
+    the SDK's ``resume`` could not replace it against the fake."""
     user_labels: bool = True
     """Whether the SDK's options let the user set labels at all."""
     kept: dict[str, str] = field(default_factory=dict)
     """Labels the vendor's SDK sets itself, which ours must not displace."""
+    clients: list[Any] = field(default_factory=list)
+    """The clients :meth:`another` made (closed with ``client``)."""
+
+    def another(self) -> Any:
+        """A new client of ours, as a process resuming a saved session makes."""
+        client = self.fresh()
+        self.clients.append(client)
+        return client
 
 
 # --------------------------------------------------------------------- E2B
@@ -115,6 +136,10 @@ class Hosted:
 # answers it); nothing inside the sandbox runs at create or at ``shutdown``
 # (``kill``: ``DELETE /sandboxes/{id}``). The SDK's client takes no
 # credentials: both its SDK and our E2bProvider read E2B_API_KEY / E2B_API_URL.
+# The SDK's ``resume`` reattaches with ``connect`` (``POST
+# /sandboxes/{id}/connect``, which also resumes a paused sandbox; with the
+# default ``on_timeout="pause"`` it asks envd nothing more); a sandbox gone
+# makes it create another with the saved metadata (ours included).
 
 E2B_KEY = "e2b_" + "5ec7e7" * 6 + "ab"  # the E2B SDK checks the key's format
 
@@ -128,7 +153,11 @@ async def e2b(fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, store: Any, ow
     fake = start_fake(fakes, "e2b.mjs", "--key", E2B_KEY)
     monkeypatch.setenv("E2B_API_KEY", E2B_KEY)
     monkeypatch.setenv("E2B_API_URL", fake.url)
-    client = E2BSandboxClient(instances=store, owner=owner)
+
+    def fresh() -> Any:
+        return E2BSandboxClient(instances=store, owner=owner)
+
+    client = fresh()
 
     async def create(labels: dict[str, str] | None, pause_on_exit: bool) -> Any:
         options = E2BSandboxClientOptions(sandbox_type="e2b", metadata=labels, pause_on_exit=pause_on_exit)
@@ -141,6 +170,12 @@ async def e2b(fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, store: Any, ow
     def destroys(sandbox_id: str) -> int:
         return sum(1 for r in fake.requests("DELETE") if r["path"] == f"/sandboxes/{sandbox_id}")
 
+    def kill(sandbox_id: str) -> None:
+        urllib.request.urlopen(
+            urllib.request.Request(f"{fake.url}/sandboxes/{sandbox_id}", method="DELETE", headers={"X-API-KEY": E2B_KEY}),
+            timeout=10,
+        ).close()
+
     return Hosted(
         provider="e2b",
         fake=fake,
@@ -150,6 +185,8 @@ async def e2b(fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, store: Any, ow
         labels=labels,
         alive=lambda sandbox_id: sandbox_id in fake.state()["alive"],
         destroys=destroys,
+        fresh=fresh,
+        kill=kill,
     )
 
 
@@ -160,7 +197,10 @@ async def e2b(fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, store: Any, ow
 # /v1/devboxes/{id}/shutdown`` (Runloop never deletes: a shut-down devbox
 # stays listed); ``pause_on_exit`` suspends (``/suspend``, then
 # ``/wait_for_status``). The client is given the key and base URL explicitly,
-# and our provider uses the same.
+# and our provider uses the same. The SDK's ``resume`` reads the devbox
+# (``GET /v1/devboxes/{id}``): ``running`` is reattached, ``suspended`` is
+# resumed (``POST .../resume``, then ``/wait_for_status``), anything else (a
+# shut-down devbox) makes it create another with the saved metadata.
 
 RUNLOOP_KEY = "runloop_test_key"
 
@@ -174,10 +214,15 @@ async def runloop(fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, store: Any
     fake = start_fake(fakes, "runloop.mjs", "--key", RUNLOOP_KEY)
     monkeypatch.delenv("RUNLOOP_API_KEY", raising=False)
     monkeypatch.delenv("RUNLOOP_BASE_URL", raising=False)
-    client = RunloopSandboxClient(bearer_token=RUNLOOP_KEY, base_url=fake.url, instances=store, owner=owner)
-    # The SDK's own shutdown retries a 500 with backoff (half a minute against
-    # a failing fake); the test needs its failure, not its patience.
-    client._sdk.api.max_retries = 0
+
+    def fresh() -> Any:
+        made = RunloopSandboxClient(bearer_token=RUNLOOP_KEY, base_url=fake.url, instances=store, owner=owner)
+        # The SDK's own shutdown retries a 500 with backoff (half a minute against
+        # a failing fake); the test needs its failure, not its patience.
+        made._sdk.api.max_retries = 0
+        return made
+
+    client = fresh()
 
     async def create(labels: dict[str, str] | None, pause_on_exit: bool) -> Any:
         return await client.create(options=RunloopSandboxClientOptions(metadata=labels, pause_on_exit=pause_on_exit))
@@ -190,6 +235,9 @@ async def runloop(fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, store: Any
     def destroys(devbox_id: str) -> int:
         return sum(1 for r in fake.requests("POST") if r["path"] == f"/v1/devboxes/{devbox_id}/shutdown")
 
+    def kill(devbox_id: str) -> None:
+        http_json("POST", f"{fake.url}/v1/devboxes/{devbox_id}/shutdown", {"Authorization": f"Bearer {RUNLOOP_KEY}"})
+
     return Hosted(
         provider="runloop",
         fake=fake,
@@ -199,6 +247,8 @@ async def runloop(fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, store: Any
         labels=labels,
         alive=lambda devbox_id: devbox_id in fake.state()["alive"],
         destroys=destroys,
+        fresh=fresh,
+        kill=kill,
     )
 
 
@@ -209,7 +259,11 @@ async def runloop(fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, store: Any
 # the session's ``shutdown`` deletes (``DELETE /v0/sandboxes/{name}``) unless
 # ``pause_on_exit``. The SDK talks through its module client, which reads no
 # base-URL variable: it is pointed at the fake (as test_vendor_sdks does), and
-# our provider takes that client's base URL, workspace and key.
+# our provider takes that client's base URL, workspace and key. The SDK's
+# ``resume`` calls ``create_if_not_exists`` with the saved name and labels
+# (after ``pause_on_exit``, ``SandboxInstance.get``, ``GET
+# /v0/sandboxes/{name}``, first): an alive sandbox is reattached, a deleted
+# one is replaced under the same name, so the record's key and id stay.
 
 BLAXEL_KEY = "bl_test_key"
 BLAXEL_WORKSPACE = "ws-agents"
@@ -245,7 +299,11 @@ async def blaxel(fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, store: Any,
     fake = start_fake(fakes, "blaxel.mjs", "--key", BLAXEL_KEY, "--workspace", BLAXEL_WORKSPACE)
     blaxel_client.with_base_url(f"{fake.url}/v0")
     blaxel_client.with_auth(ApiKey(CredentialsType(api_key=BLAXEL_KEY, workspace=BLAXEL_WORKSPACE), BLAXEL_WORKSPACE, fake.url))
-    client = BlaxelSandboxClient(token=BLAXEL_KEY, instances=store, owner=owner)
+
+    def fresh() -> Any:
+        return BlaxelSandboxClient(token=BLAXEL_KEY, instances=store, owner=owner)
+
+    client = fresh()
     headers = {"X-Blaxel-Authorization": f"Bearer {BLAXEL_KEY}", "X-Blaxel-Workspace": BLAXEL_WORKSPACE}
 
     async def create(labels: dict[str, str] | None, pause_on_exit: bool) -> Any:
@@ -258,6 +316,9 @@ async def blaxel(fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, store: Any,
     def destroys(name: str) -> int:
         return sum(1 for r in fake.requests("DELETE") if r["path"] == f"/v0/sandboxes/{name}")
 
+    def kill(name: str) -> None:
+        http_json("DELETE", f"{fake.url}/v0/sandboxes/{name}", headers)
+
     return Hosted(
         provider="blaxel",
         fake=fake,
@@ -267,6 +328,8 @@ async def blaxel(fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, store: Any,
         labels=labels,
         alive=lambda name: name in fake.state()["alive"],
         destroys=destroys,
+        fresh=fresh,
+        kill=kill,
     )
 
 
@@ -277,7 +340,10 @@ async def blaxel(fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, store: Any,
 # event socket follow); the session's ``shutdown`` deletes (``DELETE
 # /api/sandbox/{id}``), or with ``pause_on_exit`` stops (``POST .../stop``,
 # then one read). The SDK's options have no labels for a user to set: what
-# must survive ours is the label the Daytona SDK sets itself.
+# must survive ours is the label the Daytona SDK sets itself. The SDK's
+# ``resume`` reads the sandbox (``GET /api/sandbox/{id}``) and starts one not
+# ``started`` (``POST .../start``); one gone makes it create another (with
+# our labels: ours label the create parameters it builds for that too).
 
 DAYTONA_KEY = "dtn_test_key"
 
@@ -292,7 +358,11 @@ async def daytona(fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, store: Any
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)  # no stray .env for the Daytona SDK to read
     fake = start_fake(fakes, "daytona.mjs", "--key", DAYTONA_KEY)
-    client = DaytonaSandboxClient(api_key=DAYTONA_KEY, api_url=fake.url, instances=store, owner=owner)
+
+    def fresh() -> Any:
+        return DaytonaSandboxClient(api_key=DAYTONA_KEY, api_url=fake.url, instances=store, owner=owner)
+
+    client = fresh()
 
     async def create(labels: dict[str, str] | None, pause_on_exit: bool) -> Any:
         return await client.create(options=DaytonaSandboxClientOptions(pause_on_exit=pause_on_exit))
@@ -304,6 +374,9 @@ async def daytona(fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, store: Any
     def destroys(sandbox_id: str) -> int:
         return sum(1 for r in fake.requests("DELETE") if r["path"] == f"/api/sandbox/{sandbox_id}")
 
+    def kill(sandbox_id: str) -> None:
+        http_json("DELETE", f"{fake.url}/sandbox/{sandbox_id}", {"Authorization": f"Bearer {DAYTONA_KEY}"})
+
     return Hosted(
         provider="daytona",
         fake=fake,
@@ -313,6 +386,8 @@ async def daytona(fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, store: Any
         labels=labels,
         alive=lambda sandbox_id: sandbox_id in fake.state()["alive"],
         destroys=destroys,
+        fresh=fresh,
+        kill=kill,
         user_labels=False,
         kept={"code-toolbox-language": "python"},
     )
@@ -328,7 +403,10 @@ async def daytona(fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, store: Any
 # stays, so our destroy (``DELETE /v2/sandboxes/{name}``) is what removes it.
 # The SDK's client builds its Vercel client with the Vercel SDK's default base
 # URL and no way to pass another: the test points that default at the fake.
-# Vercel has no ``pause_on_exit``.
+# Vercel has no ``pause_on_exit``. The SDK's ``resume`` reads the named
+# sandbox (``GET /v2/sandboxes/{name}``) and reattaches its execution session
+# if it still runs; otherwise (the sandbox gone, or its session stopped) it
+# creates another sandbox, under a new name, which ours then tags.
 
 VERCEL_TOKEN = "vercel_test_token"
 VERCEL_TEAM = "team_fake"
@@ -347,9 +425,13 @@ async def vercel(fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, store: Any,
     monkeypatch.setenv("VERCEL_SANDBOX_TELEMETRY_DISABLED", "1")
     fake = start_fake(fakes, "vercel.mjs", "--token", VERCEL_TOKEN, "--team", VERCEL_TEAM, "--project", VERCEL_PROJECT)
     monkeypatch.setattr(vercel_options, "DEFAULT_SANDBOX_API_BASE_URL", fake.url)
-    client = VercelSandboxClient(
-        token=VERCEL_TOKEN, team_id=VERCEL_TEAM, project_id=VERCEL_PROJECT, instances=store, owner=owner
-    )
+
+    def fresh() -> Any:
+        return VercelSandboxClient(
+            token=VERCEL_TOKEN, team_id=VERCEL_TEAM, project_id=VERCEL_PROJECT, instances=store, owner=owner
+        )
+
+    client = fresh()
     query = f"projectId={VERCEL_PROJECT}&teamId={VERCEL_TEAM}"
 
     async def create(labels: dict[str, str] | None, pause_on_exit: bool) -> Any:
@@ -365,6 +447,9 @@ async def vercel(fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, store: Any,
     def destroys(name: str) -> int:
         return sum(1 for r in fake.requests("DELETE") if r["path"] == f"/v2/sandboxes/{name}")
 
+    def kill(name: str) -> None:
+        http_json("DELETE", f"{fake.url}/v2/sandboxes/{name}?{query}", {"Authorization": f"Bearer {VERCEL_TOKEN}"})
+
     return Hosted(
         provider="vercel",
         fake=fake,
@@ -374,6 +459,8 @@ async def vercel(fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, store: Any,
         labels=labels,
         alive=lambda name: name in fake.state()["alive"],
         destroys=destroys,
+        fresh=fresh,
+        kill=kill,
         user_labels=False,
     )
 
@@ -392,7 +479,10 @@ async def vercel(fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, store: Any,
 # ``start``) made the sandbox: tags it through the Modal SDK and records it.
 # Teardown (``delete``, ``shutdown``) is the SDK's own, then ours. The user's
 # labels are the tags the sandbox already had. Modal has no
-# ``pause_on_exit``.
+# ``pause_on_exit``. The SDK's ``resume`` runs against the fake where it
+# reattaches (``Sandbox.from_id`` and ``poll``: ``SandboxWaitV2``); where the
+# sandbox is gone it would ``Sandbox.create`` another, which the fake cannot
+# (above), so Modal's replacement is not proven here (no ``kill``).
 
 MODAL_ID = "ak-test-id"
 MODAL_SECRET = "as-test-secret"
@@ -474,7 +564,11 @@ async def modal(fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, store: Any, 
     # stand-in named as ours terminates through the Modal SDK, so the rest is
     # proven now; test_modal_uses_our_modal_provider needs the real one.
     stand_in = None if native_modal() else ModalStandIn()
-    client = ModalSandboxClient(instances=store, owner=owner, provider=stand_in)
+
+    def fresh() -> Any:
+        return ModalSandboxClient(instances=store, owner=owner, provider=stand_in)
+
+    client = fresh()
 
     async def create(labels: dict[str, str] | None, pause_on_exit: bool) -> Any:
         assert not pause_on_exit, "Modal has no pause_on_exit"
@@ -512,6 +606,8 @@ async def modal(fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, store: Any, 
         labels=labels,
         alive=lambda sandbox_id: sandbox_id in fake.state()["alive"],
         destroys=destroys,
+        fresh=fresh,
+        kill=None,
     )
 
 
@@ -526,6 +622,7 @@ VENDORS: dict[str, Callable[[list[Fake], pytest.MonkeyPatch, Any, str, Path], Aw
     "modal": modal,
 }
 PAUSING = [name for name in VENDORS if name not in ("vercel", "modal")]  # no pause_on_exit there
+REPLACING = [name for name in VENDORS if name != "modal"]  # Modal's create cannot run against its fake
 
 
 @pytest.fixture(params=list(VENDORS))
@@ -544,11 +641,12 @@ async def hosted(
         try:
             yield h, store
         finally:
-            close = getattr(h.client, "close", None)  # the vendor SDK's HTTP sessions
-            if close is not None:
-                closing = close()
-                if inspect.isawaitable(closing):
-                    await closing
+            for client in [h.client, *h.clients]:
+                close = getattr(client, "close", None)  # the vendor SDK's HTTP sessions
+                if close is not None:
+                    closing = close()
+                    if inspect.isawaitable(closing):
+                        await closing
     finally:
         await store.close()
 
@@ -570,8 +668,13 @@ class Spy:
 
 def spy(session: Any) -> Spy:
     """Spies on the provider the session's client made (its vendor factory's)."""
-    reclaim = session._sandbox_reclaim_client._reclaim
-    provider = reclaim.provider(session._inner.state)
+    return spy_on(session._sandbox_reclaim_client, session._inner.state)
+
+
+def spy_on(client: Any, state: Any) -> Spy:
+    """Spies on the provider ``client`` makes for ``state`` (before it resumes it)."""
+    reclaim = client._reclaim
+    provider = reclaim.provider(state)
     if isinstance(provider, Spy):
         return provider
     made = Spy(provider)
@@ -703,6 +806,147 @@ async def test_pause_on_exit_keeps_the_sandbox_and_its_record(
         assert h.destroys(sandbox_id) == 0
         [record] = await records(store)
         assert record.provider_sandbox_id == sandbox_id
+        assert await store.list_leaks() == []
+
+
+def saved(h: Hosted, session: Any) -> dict[str, object]:
+    """The session's state as an app saves it (the SDK's serializer, through JSON)."""
+    payload: dict[str, object] = json.loads(json.dumps(h.client.serialize_session_state(session._inner.state)))
+    return payload
+
+
+async def test_resume_reattaches_a_sandbox_that_still_exists(
+    vendor: str, fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, owner: str, tmp_path: Path
+) -> None:
+    async with hosted(vendor, fakes, monkeypatch, owner, tmp_path) as (h, store):
+        session = await h.create(None, False)
+        sandbox_id = sandbox_id_of(session)
+        [before] = await records(store)
+        payload = saved(h, session)
+
+        # A new process: a new client of ours, on the same store.
+        client = h.another()
+        state = client.deserialize_session_state(payload)
+        ours = spy_on(client, state)
+        resumed = await client.resume(state)
+        assert sandbox_id_of(resumed) == sandbox_id, "the same sandbox"
+        assert h.alive(sandbox_id)
+        [after] = await records(store)
+        assert (after.key, after.provider, after.provider_sandbox_id) == (
+            before.key,
+            before.provider,
+            before.provider_sandbox_id,
+        )
+        assert ours.destroyed == [] and h.destroys(sandbox_id) == 0
+
+        await client.delete(resumed)
+        assert ours.destroyed == [sandbox_id], "our provider destroys by id"
+        assert not h.alive(sandbox_id)
+        assert h.destroys(sandbox_id) >= 1
+        assert await records(store) == []
+        assert await store.list_leaks() == []
+
+
+@pytest.mark.parametrize("vendor", REPLACING)
+async def test_resume_records_the_replacement_of_a_vanished_sandbox(
+    vendor: str, fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, owner: str, tmp_path: Path
+) -> None:
+    async with hosted(vendor, fakes, monkeypatch, owner, tmp_path) as (h, store):
+        assert h.kill is not None
+        session = await h.create(dict(USER_LABELS), False)
+        old = sandbox_id_of(session)
+        payload = saved(h, session)
+        h.kill(old)  # behind the SDK's back
+        assert not h.alive(old)
+
+        client = h.another()
+        state = client.deserialize_session_state(payload)
+        ours = spy_on(client, state)
+        resumed = await client.resume(state)
+        new = sandbox_id_of(resumed)
+        assert h.alive(new), "the SDK made a replacement"
+        labels = h.labels(new)
+        assert labels[OWNER_LABEL] == owner
+        assert int(labels[CREATED_LABEL]) > 0
+        for key, value in {**(USER_LABELS if h.user_labels else {}), **h.kept}.items():
+            assert labels[key] == value, f"the user's {key} must be kept"
+        [record] = await records(store)
+        assert (record.key, record.provider, record.provider_sandbox_id) == (
+            str(resumed._inner.state.session_id),
+            h.provider,
+            new,
+        )
+        if new != old:
+            # The old record was reclaimed: destroy by id (already gone: success).
+            assert ours.destroyed == [old]
+        else:
+            # Blaxel replaces under the same name: the record already names it.
+            assert ours.destroyed == []
+        assert await store.list_leaks() == []
+
+        await client.delete(resumed)
+        assert ours.destroyed[-1:] == [new], "our provider destroys the replacement by id"
+        assert not h.alive(new)
+        assert await records(store) == []
+        assert await store.list_leaks() == []
+
+
+@pytest.mark.parametrize("vendor", PAUSING)
+async def test_resume_after_pause_on_exit_reattaches_the_paused_sandbox(
+    vendor: str, fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, owner: str, tmp_path: Path
+) -> None:
+    async with hosted(vendor, fakes, monkeypatch, owner, tmp_path) as (h, store):
+        session = await h.create(None, True)
+        sandbox_id = sandbox_id_of(session)
+        await session.shutdown()  # the SDK pauses it; the record stays
+        [before] = await records(store)
+        payload = saved(h, session)
+
+        client = h.another()
+        state = client.deserialize_session_state(payload)
+        ours = spy_on(client, state)
+        resumed = await client.resume(state)
+        assert sandbox_id_of(resumed) == sandbox_id, "the same sandbox"
+        assert h.alive(sandbox_id)
+        [after] = await records(store)
+        assert (after.key, after.provider_sandbox_id) == (before.key, before.provider_sandbox_id)
+        assert ours.destroyed == [] and h.destroys(sandbox_id) == 0
+        assert await store.list_leaks() == []
+
+
+async def test_vercel_resume_after_its_session_stopped_destroys_the_old_sandbox(
+    fakes: list[Fake], monkeypatch: pytest.MonkeyPatch, owner: str, tmp_path: Path
+) -> None:
+    """Vercel stops a sandbox's execution session on its own (its timeout)
+    and keeps the named sandbox: the SDK's ``resume`` then creates another
+    sandbox and leaves the old one behind. Ours destroys it by name."""
+    async with hosted("vercel", fakes, monkeypatch, owner, tmp_path) as (h, store):
+        session = await h.create(None, False)
+        old = sandbox_id_of(session)
+        payload = saved(h, session)
+        execution = session._inner.state.sandbox_id
+        http_json(
+            "POST",
+            f"{h.fake.url}/v2/sandboxes/sessions/{execution}/stop?teamId={VERCEL_TEAM}",
+            {"Authorization": f"Bearer {VERCEL_TOKEN}"},
+        )
+        assert h.alive(old), "the named sandbox stays"
+
+        client = h.another()
+        state = client.deserialize_session_state(payload)
+        ours = spy_on(client, state)
+        resumed = await client.resume(state)
+        new = sandbox_id_of(resumed)
+        assert new != old and h.alive(new)
+        assert ours.destroyed == [old]
+        assert not h.alive(old) and h.destroys(old) == 1
+        [record] = await records(store)
+        assert record.provider_sandbox_id == new
+        assert h.labels(new)[OWNER_LABEL] == owner
+
+        await client.delete(resumed)
+        assert not h.alive(new)
+        assert await records(store) == []
         assert await store.list_leaks() == []
 
 
