@@ -243,9 +243,10 @@ impl ModalProvider {
     /// does not show keeps `None`, so the sweep still fails closed on it.
     async fn creation_times(&self, found: &mut [ListedSandbox]) -> Result<(), ProviderError> {
         let Some((app_id, environment)) = &self.scope else { return Ok(()) };
-        let listed =
-            paging::every_page(LABEL, self.listing_ceilings, |cursor| self.list_page(app_id, environment, true, cursor))
-                .await?;
+        let listed = paging::every_page(LABEL, self.listing_ceilings, |cursor| {
+            self.list_page(app_id, environment, true, cursor)
+        })
+        .await?;
         let times: std::collections::HashMap<&str, u64> =
             listed.iter().filter_map(|sandbox| Some((sandbox.id.as_str(), sandbox.created_at?))).collect();
         for sandbox in found.iter_mut().filter(|sandbox| sandbox.created_at.is_none()) {
