@@ -15,13 +15,109 @@ use crate::time::parse_positive_duration;
 
 /// Finds and destroys the sandboxes AI agent runs leave behind: leaks in the
 /// ledger, orphans no record references, idle records.
-#[derive(Debug, Parser)]
-#[command(name = "sandbox-reclaim", version, propagate_version = true, max_term_width = 100)]
+// `Parser` by hand: the command is the derived one with its flags arranged
+// under their headings (`Heading::arrange`).
+#[derive(Debug, Args)]
+#[command(version, propagate_version = true, max_term_width = 100)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl clap::CommandFactory for Cli {
+    fn command() -> clap::Command {
+        Heading::arrange_root(<Self as Args>::augment_args(clap::Command::new("sandbox-reclaim")))
+    }
+
+    fn command_for_update() -> clap::Command {
+        Heading::arrange_root(<Self as Args>::augment_args_for_update(clap::Command::new("sandbox-reclaim")))
+    }
+}
+
+impl Parser for Cli {}
+
+/// The headings `--help` prints the flags under, in the order it prints
+/// them (every subcommand the same: a heading none of its flags has is
+/// left out). A flag made from a table takes its heading where it is made
+/// (the vendors' here, the pass's in `pass_flags`); a declared one names
+/// it (`help_heading = Heading::Store`). Within a heading, flags keep the
+/// order they are declared or made in: a subcommand's own, then the shared
+/// ones ([`GlobalArgs`]), the tables' rows in the tables' order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Heading {
+    /// What is reclaimed: the managed providers, each hosted vendor of the
+    /// core's table, whose sandboxes are ours.
+    Providers,
+    /// How a pass (or `leaks retry`) runs: the core's pass options.
+    Pass,
+    /// Which audit rows `audit` prints.
+    Rows,
+    /// Where the records, the ledger and the audit log are.
+    Store,
+    /// The config file, the output, the service, help and version.
+    General,
+}
+
+impl Heading {
+    /// Every heading, in the order `--help` prints them.
+    pub const ALL: [Self; 5] = [Self::Providers, Self::Pass, Self::Rows, Self::Store, Self::General];
+
+    /// The heading as printed (without its colon).
+    pub const fn title(self) -> &'static str {
+        match self {
+            Self::Providers => "Providers",
+            Self::Pass => "Pass",
+            Self::Rows => "Rows",
+            Self::Store => "Store",
+            Self::General => "General",
+        }
+    }
+
+    /// The heading `arg` is under, if it is one of ours.
+    pub fn of(arg: &clap::Arg) -> Option<Self> {
+        Self::ALL.into_iter().find(|heading| arg.get_help_heading() == Some(heading.title()))
+    }
+
+    /// The command with help and version under [`Heading::General`]
+    /// (clap's own would print first, under its "Options"), then arranged.
+    fn arrange_root(command: clap::Command) -> clap::Command {
+        let help = clap::Arg::new("help").short('h').long("help").action(clap::ArgAction::Help).help("Print help");
+        let version =
+            clap::Arg::new("version").short('V').long("version").action(clap::ArgAction::Version).help("Print version");
+        let command = command.disable_help_flag(true).disable_version_flag(true);
+        Self::arrange(command.args([help, version].map(|arg| arg.global(true).help_heading(Self::General))), &[])
+    }
+
+    /// `command` and its subcommands, each with its flags sorted by heading
+    /// in [`Heading::ALL`]'s order (clap prints the headings in the order
+    /// their first flag comes) and numbered in that order (clap prints a
+    /// heading's flags by that number). A subcommand is given the shared
+    /// (`global`) flags of the commands above it first, as clap would when
+    /// it builds the command (it appends them after the subcommand's own;
+    /// it leaves a flag a subcommand has alone), so that they sort with its own.
+    fn arrange(command: clap::Command, shared: &[clap::Arg]) -> clap::Command {
+        let has = |id: &clap::Id| command.get_arguments().any(|arg| arg.get_id() == id);
+        let inherited: Vec<clap::Arg> = shared.iter().filter(|arg| !has(arg.get_id())).cloned().collect();
+        let command = command.args(inherited);
+        let shared: Vec<clap::Arg> = command.get_arguments().filter(|arg| arg.is_global_set()).cloned().collect();
+        let rank = |arg: &clap::Arg| Self::ALL.iter().position(|heading| Self::of(arg) == Some(*heading));
+        let mut args: Vec<clap::Arg> = command.get_arguments().cloned().collect();
+        // Stable: within a heading, as declared (a subcommand's own first).
+        // A flag with no heading of ours would come last (a test finds none).
+        args.sort_by_key(|arg| rank(arg).unwrap_or(Self::ALL.len()));
+        let mut sorted = args.into_iter().enumerate().map(|(order, arg)| arg.display_order(order));
+        // The same flags, in their new order (clap has no call that reorders).
+        let command = command.mut_args(|_| sorted.next().expect("one flag for each"));
+        command.mut_subcommands(|subcommand| Self::arrange(subcommand, &shared))
+    }
+}
+
+impl clap::builder::IntoResettable<clap::builder::Str> for Heading {
+    fn into_resettable(self) -> clap::builder::Resettable<clap::builder::Str> {
+        clap::builder::Resettable::Value(self.title().into())
+    }
 }
 
 /// The hosted vendors the flags turned on (`--e2b`, `--sprites`, ...), in
@@ -62,7 +158,7 @@ impl Args for HostedFlags {
     fn augment_args(command: clap::Command) -> clap::Command {
         VENDORS.iter().fold(command, |command, spec| {
             let flag = clap::Arg::new(spec.key).long(spec.key).global(true).action(clap::ArgAction::SetTrue);
-            command.arg(flag.help(hosted_help(spec)))
+            command.arg(flag.help(hosted_help(spec)).help_heading(Heading::Providers))
         })
     }
 
@@ -71,25 +167,16 @@ impl Args for HostedFlags {
     }
 }
 
-/// Flags every subcommand takes (before or after the subcommand's name).
+/// Flags every subcommand takes (before or after the subcommand's name),
+/// by heading.
 #[derive(Debug, Clone, Default, Args)]
 pub struct GlobalArgs {
-    /// The store: `sqlite:PATH` or `postgres://user@host:port/db`
-    /// [default: a SQLite file in the platform's data directory]
-    #[arg(long, global = true, env = "SANDBOX_RECLAIM_STORE", hide_env_values = true, value_name = "URL")]
-    pub store: Option<String>,
-    /// PostgreSQL schema holding the store's tables [default: public]
-    #[arg(long, global = true, env = "SANDBOX_RECLAIM_PG_SCHEMA", hide_env_values = true, value_name = "NAME")]
-    pub pg_schema: Option<String>,
-    /// Give up opening the store after this long [default: 10s]
-    #[arg(long, global = true, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_positive_duration)]
-    pub connect_timeout: Option<Duration>,
     /// Reclaim Docker/podman containers; URL like unix:///run/podman/podman.sock
     /// or tcp://host:2375 [default: DOCKER_HOST, else the local socket]
-    #[arg(long, global = true, num_args = 0..=1, value_name = "URL")]
+    #[arg(long, global = true, num_args = 0..=1, value_name = "URL", help_heading = Heading::Providers)]
     pub docker: Option<Option<String>>,
     /// Reclaim LocalProvider sandboxes kept under this directory
-    #[arg(long, global = true, value_name = "BASE_DIR")]
+    #[arg(long, global = true, value_name = "BASE_DIR", help_heading = Heading::Providers)]
     pub local: Option<PathBuf>,
     /// `--e2b`, `--sprites`, ...: one flag per row of the core's vendor table.
     #[command(flatten)]
@@ -98,31 +185,41 @@ pub struct GlobalArgs {
     /// owner label: an unlabelled one the store's registry names (a record
     /// named it within --registry-retention) is swept too [config:
     /// sweep-unlabelled in each hosted vendor's section]
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = Heading::Providers)]
     pub sweep_unlabelled: bool,
     /// Owner namespace whose sandboxes are ours to sweep [default: sandbox-reclaim]
-    #[arg(long, global = true, value_name = "NAME")]
+    #[arg(long, global = true, value_name = "NAME", help_heading = Heading::Providers)]
     pub owner: Option<String>,
-    /// TOML config file (flags override it); see cli/examples/sandbox-reclaim.toml
-    #[arg(long, global = true, env = "SANDBOX_RECLAIM_CONFIG", hide_env_values = true, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Print one JSON document (JSON lines with --every) instead of text
-    #[arg(long, global = true)]
-    pub json: bool,
-    /// Log line format on stderr (filter with RUST_LOG) [default: text]
-    #[arg(long, global = true, value_enum, value_name = "FORMAT")]
-    pub log_format: Option<LogFormat>,
-    /// Serve Prometheus metrics at http://ADDR/metrics (with --every only)
-    #[arg(long, global = true, value_name = "ADDR")]
-    pub metrics_addr: Option<SocketAddr>,
-    /// Name this host in the audit log and the sweep leases [default: the host name]
-    #[arg(long, global = true, value_name = "NAME")]
-    pub host: Option<String>,
     /// Host-language providers: a JS module (`npx sandbox-reclaim`) or
     /// `package.module:attribute` (the pip console script); not available in
     /// the native binary
-    #[arg(long, global = true, value_name = "MODULE")]
+    #[arg(long, global = true, value_name = "MODULE", help_heading = Heading::Providers)]
     pub providers: Option<String>,
+    /// Name this host in the audit log and the sweep leases [default: the host name]
+    #[arg(long, global = true, value_name = "NAME", help_heading = Heading::Pass)]
+    pub host: Option<String>,
+    /// The store: `sqlite:PATH` or `postgres://user@host:port/db`
+    /// [default: a SQLite file in the platform's data directory]
+    #[arg(long, global = true, env = "SANDBOX_RECLAIM_STORE", hide_env_values = true, value_name = "URL", help_heading = Heading::Store)]
+    pub store: Option<String>,
+    /// PostgreSQL schema holding the store's tables [default: public]
+    #[arg(long, global = true, env = "SANDBOX_RECLAIM_PG_SCHEMA", hide_env_values = true, value_name = "NAME", help_heading = Heading::Store)]
+    pub pg_schema: Option<String>,
+    /// Give up opening the store after this long [default: 10s]
+    #[arg(long, global = true, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_positive_duration, help_heading = Heading::Store)]
+    pub connect_timeout: Option<Duration>,
+    /// TOML config file (flags override it); see cli/examples/sandbox-reclaim.toml
+    #[arg(long, global = true, env = "SANDBOX_RECLAIM_CONFIG", hide_env_values = true, value_name = "FILE", help_heading = Heading::General)]
+    pub config: Option<PathBuf>,
+    /// Print one JSON document (JSON lines with --every) instead of text
+    #[arg(long, global = true, help_heading = Heading::General)]
+    pub json: bool,
+    /// Log line format on stderr (filter with RUST_LOG) [default: text]
+    #[arg(long, global = true, value_enum, value_name = "FORMAT", help_heading = Heading::General)]
+    pub log_format: Option<LogFormat>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (with --every only)
+    #[arg(long, global = true, value_name = "ADDR", help_heading = Heading::General)]
+    pub metrics_addr: Option<SocketAddr>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
@@ -153,10 +250,10 @@ pub enum Command {
 #[derive(Debug, Clone, Default, Args)]
 pub struct ReconcileArgs {
     /// Plan only: read everything, change nothing, print what would be destroyed
-    #[arg(long)]
+    #[arg(long, help_heading = Heading::Pass)]
     pub dry_run: bool,
     /// Run a pass every DURATION until SIGINT/SIGTERM
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_positive_duration)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_positive_duration, help_heading = Heading::General)]
     pub every: Option<Duration>,
     /// The pass's options: one flag per option of the core's reconcile pass (`pass_flags`).
     #[command(flatten)]
@@ -175,17 +272,17 @@ pub enum LeaksCommand {
 pub struct RetryArgs {
     /// Most leaks retried per provider (the core's default; at least one here,
     /// where the core's API also takes 0 for a call that retries nothing)
-    #[arg(long, value_name = "N", default_value_t = sandbox_reclaim::options::flows::retry_leaks::LIMIT.default, allow_hyphen_values = true, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = sandbox_reclaim::options::flows::retry_leaks::LIMIT.default, allow_hyphen_values = true, value_parser = clap::value_parser!(u32).range(1..), help_heading = Heading::Pass)]
     pub limit: u32,
     /// Cancel a destroy still running after this long [default: none]
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_positive_duration)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_positive_duration, help_heading = Heading::Pass)]
     pub destroy_timeout: Option<Duration>,
 }
 
 #[derive(Debug, Clone, Default, Args)]
 pub struct OrphansArgs {
     /// Plan only: list the orphans that would be destroyed
-    #[arg(long)]
+    #[arg(long, help_heading = Heading::Pass)]
     pub dry_run: bool,
     /// The sweep's options (`pass_flags`).
     #[command(flatten)]
@@ -195,10 +292,10 @@ pub struct OrphansArgs {
 #[derive(Debug, Clone, Args)]
 pub struct AuditArgs {
     /// Rows from this time on: RFC 3339, epoch milliseconds, or a duration ago
-    #[arg(long, value_name = "TIME", default_value = "24h", allow_hyphen_values = true)]
+    #[arg(long, value_name = "TIME", default_value = "24h", allow_hyphen_values = true, help_heading = Heading::Rows)]
     pub since: String,
     /// Most rows printed (oldest first)
-    #[arg(long, value_name = "N", default_value_t = 1000, allow_hyphen_values = true, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 1000, allow_hyphen_values = true, value_parser = clap::value_parser!(u32).range(1..), help_heading = Heading::Rows)]
     pub limit: u32,
 }
 

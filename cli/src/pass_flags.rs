@@ -20,6 +20,7 @@ use sandbox_reclaim::options::flows::{self, Spec};
 use sandbox_reclaim::options::OptionId;
 use sandbox_reclaim::report::messages;
 
+use crate::args::Heading;
 use crate::time::parse_duration_at_least;
 
 /// A pass's option values by their plan key (Node's spelling).
@@ -69,6 +70,7 @@ pub fn key(spec: Spec) -> String {
 /// The clap argument of `spec`: its value parsed (and its range kept) as the core states it.
 fn arg(spec: Spec) -> Arg {
     let arg = Arg::new(spec.name().python).long(key(spec)).allow_hyphen_values(true).help(help(spec));
+    let arg = arg.help_heading(Heading::Pass);
     match spec {
         Spec::Count(flows::Count { min, .. }) | Spec::MaybeCount(flows::MaybeCount { min, .. }) => {
             arg.value_name("N").value_parser(clap::value_parser!(u32).range(i64::from(min)..))
