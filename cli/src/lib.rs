@@ -5,6 +5,7 @@ pub mod args;
 pub mod commands;
 pub mod config;
 pub mod error;
+pub mod heading;
 pub mod host;
 pub mod hosted;
 pub mod metrics;

@@ -20,7 +20,7 @@ use sandbox_reclaim::options::flows::{self, Spec};
 use sandbox_reclaim::options::OptionId;
 use sandbox_reclaim::report::messages;
 
-use crate::args::Heading;
+use crate::heading::Heading;
 use crate::time::parse_duration_at_least;
 
 /// A pass's option values by their plan key (Node's spelling).

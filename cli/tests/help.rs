@@ -1,4 +1,4 @@
-//! `--help` groups the flags under the headings of `args::Heading`, in its
+//! `--help` groups the flags under the headings of `heading::Heading`, in its
 //! order, every subcommand the same: the providers (the managed ones, then
 //! each hosted vendor in the core's table order), the pass, the store, the
 //! rest; each flag once, in the order of the tables it is made from. Read
@@ -9,7 +9,8 @@ mod common;
 
 use clap::CommandFactory;
 use sandbox_reclaim::options::provider::HostedVendor;
-use sandbox_reclaim_cli::args::{Cli, Heading};
+use sandbox_reclaim_cli::args::Cli;
+use sandbox_reclaim_cli::heading::Heading;
 use sandbox_reclaim_cli::pass_flags::{key, Pass};
 
 /// Every command path, the root's included.
