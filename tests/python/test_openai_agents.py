@@ -307,3 +307,55 @@ asyncio.run(main())
     assert exists(container), "recorded in the default store: referenced, never swept"
     [provider] = json.loads(swept.stdout)["report"]["providers"]
     assert provider["orphans"]["referenced"] == 1, provider
+
+
+class FailingStore:
+    """A host store that forwards to ``inner`` but fails ``fail`` (``upsert``
+    or ``delete``): the store unreachable at the worst moment."""
+
+    def __init__(self, inner: Any, fail: str) -> None:
+        self.inner = inner
+        self.fail = fail
+
+    async def get(self, key: str) -> Any:
+        return await self.inner.get(key)
+
+    async def upsert(self, record: Any) -> None:
+        if self.fail == "upsert":
+            raise RuntimeError("store unreachable (upsert)")
+        await self.inner.upsert(record)
+
+    async def delete(self, key: str) -> None:
+        if self.fail == "delete":
+            raise RuntimeError("store unreachable (delete)")
+        await self.inner.delete(key)
+
+
+async def test_a_sandbox_that_cannot_be_recorded_is_torn_down_before_the_error(image: str, owner: str, tmp_path: Path) -> None:
+    from agents.sandbox.sandboxes.docker import DockerSandboxClientOptions
+
+    store = await sr.SqliteSandboxInstanceStore.open(tmp_path / "store.db")
+    client = DockerSandboxClient(docker.from_env(), instances=FailingStore(store, "upsert"), owner=owner)
+    with pytest.raises(RuntimeError, match="store unreachable"):
+        await client.create(options=DockerSandboxClientOptions(image=image))
+    assert containers(owner) == [], "a sandbox no record names must not outlive the failed create"
+    await store.close()
+
+
+async def test_a_store_failing_at_teardown_is_logged_and_never_breaks_the_run(
+    image: str, owner: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = await sr.SqliteSandboxInstanceStore.open(tmp_path / "store.db")
+    client = DockerSandboxClient(docker.from_env(), instances=FailingStore(store, "delete"), owner=owner)
+    seen: dict[str, str] = {}
+
+    async def during() -> None:
+        [seen["container"]] = containers(owner)
+
+    with caplog.at_level("ERROR", logger="openai.agents"):
+        result, _ = await run_agent(client, image, during)
+    assert result.final_output == "done"
+    assert not exists(seen["container"]), "destroyed before the record's delete failed (the reference's order)"
+    failures = [record.getMessage() for record in caplog.records if "sandbox-reclaim: reclaiming session" in record.getMessage()]
+    assert failures and all("store unreachable (delete)" in message for message in failures), caplog.text
+    await store.close()

@@ -17,7 +17,7 @@ the vendor's own variables). It
 * records it (key: the SDK's session id) as soon as the backend id exists,
   and re-records it when ``resume`` replaces the sandbox;
 * at teardown (the client's ``delete``, and the session's ``shutdown``, which
-  ``async with session`` ends with) runs the SDK's own teardown first, then
+  ``async with session`` ends with) runs the SDK's own shutdown first, then
   destroys by id with the reference's rules: destroy before deleting the
   record, already gone is success, a failure kept in the leak ledger and
   logged through the SDK's logger (``openai.agents``) so ``retry_leaks`` /

@@ -4,6 +4,7 @@ nothing else, so snapshots, manifests and ``pause_on_exit`` stay the SDK's."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, ClassVar
 
 from agents.logger import logger as sdk_logger
@@ -73,7 +74,7 @@ class ReclaimingClient:
         session: SandboxSession = await super().create(  # type: ignore[misc]
             options=self._labelled(options), **kwargs
         )
-        await self._created(session)
+        await self._adopt(session)
         return session
 
     async def resume(self, state: Any) -> SandboxSession:
@@ -86,7 +87,7 @@ class ReclaimingClient:
             # be reused): the old record is reclaimed by the reference's rules
             # (destroy by id, already gone is success), never just overwritten.
             await self._reclaim.reclaim(before[0], after)
-        await self._created(session)
+        await self._adopt(session)
         return session
 
     async def delete(self, session: SandboxSession) -> SandboxSession:
@@ -117,6 +118,20 @@ class ReclaimingClient:
 
     # -- shared --------------------------------------------------------------
 
+    async def _adopt(self, session: SandboxSession) -> None:
+        """Records (and labels) what the SDK just made, or, when that fails or
+        is cancelled, has the SDK tear it down before the error goes on: a
+        session the caller never gets must not leave a sandbox billing that
+        no record names."""
+        try:
+            await self._created(session)
+        except BaseException:
+            try:
+                await asyncio.shield(super().delete(session))  # type: ignore[misc]
+            except BaseException as teardown:  # the first error is the one to raise
+                sdk_logger.error("sandbox-reclaim: tearing down an unrecorded sandbox failed: %s", teardown)
+            raise
+
     async def _created(self, session: SandboxSession) -> None:
         """Labels (where the vendor labels an existing sandbox) and records the
         session's sandbox once its id exists and differs from what we recorded;
@@ -125,24 +140,37 @@ class ReclaimingClient:
         sandbox_id = self._reclaim.sandbox_id(state)
         if sandbox_id is None or getattr(session, "_sandbox_reclaim_recorded", None) == sandbox_id:
             return
-        await self._label_existing(session)
+        # Recorded first: from then on the sweep knows it, labelled or not.
         await self._reclaim.record(state)
         session._sandbox_reclaim_recorded = sandbox_id  # type: ignore[attr-defined]
+        await self._label_existing(session)
 
     async def after_start(self, session: SandboxSession) -> None:
         await self._created(session)
 
     async def finish(self, session: SandboxSession) -> None:
         """The honest destroy, once per session (``shutdown`` and ``delete``
-        both end with it; the second finds nothing left to do)."""
+        both end with it; the second finds nothing left to do). A failure of
+        its own (the store unreachable: a destroy that fails is the ledger's)
+        is logged through the SDK's logger, never raised into the SDK's
+        teardown, and the next of the two tries again."""
         if getattr(session, "_sandbox_reclaim_done", False):
             return
-        session._sandbox_reclaim_done = True  # type: ignore[attr-defined]
         state = session._inner.state
-        recorded = getattr(session, "_sandbox_reclaim_recorded", None)
-        if recorded is not None and self._reclaim.sandbox_id(state) is None and not getattr(state, "pause_on_exit", False):
-            # The SDK's teardown forgot the id (Modal's clears `sandbox_id`):
-            # the record still names the sandbox, and the reclaim destroys by it.
-            await self._reclaim.reclaim(self._reclaim.key(state), state)
+        try:
+            recorded = getattr(session, "_sandbox_reclaim_recorded", None)
+            forgot = recorded is not None and self._reclaim.sandbox_id(state) is None
+            if forgot and not getattr(state, "pause_on_exit", False):
+                # The SDK's teardown forgot the id (Modal's clears `sandbox_id`):
+                # the record still names the sandbox, and the reclaim destroys by it.
+                await asyncio.shield(self._reclaim.reclaim(self._reclaim.key(state), state))
+            else:
+                await asyncio.shield(self._reclaim.finish(state))
+        except Exception as error:
+            sdk_logger.error(
+                "sandbox-reclaim: reclaiming session %s failed (sandbox-reclaim reconcile finds it): %s",
+                self._reclaim.key(state),
+                error,
+            )
             return
-        await self._reclaim.finish(state)
+        session._sandbox_reclaim_done = True  # type: ignore[attr-defined]

@@ -4,7 +4,7 @@ destroy by id with the reference's rules (:func:`sandbox_reclaim.reclaim_sandbox
 destroy before deleting the record, already gone is success, a failure kept
 in the leak ledger and logged through the SDK's logger).
 
-The SDK's own teardown always runs first and keeps its behaviour (snapshots,
+The SDK's own shutdown always runs first and keeps its behaviour (snapshots,
 ``pause_on_exit``); ours only confirms, by id, that the sandbox is gone.
 """
 
