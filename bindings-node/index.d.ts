@@ -769,6 +769,67 @@ export interface ModalProviderOptions extends Omit<HostedProviderOptions, 'apiKe
 export declare class ModalProvider extends HostedSandboxProvider {
   constructor(options?: ModalProviderOptions);
 }
+
+export interface KubernetesProviderOptions extends Omit<HostedProviderOptions, 'apiKey'> {
+  /** Default `KUBECONFIG`. Never printed. */
+  kubeconfig?: string;
+  /** No default. */
+  context?: string;
+  /** No default. */
+  namespace?: string;
+  /** No default. */
+  kind?: string;
+}
+/**
+ * Kubernetes (name `kubernetes`): destroy is DELETE of the SandboxClaim (or Sandbox, Pod)
+ * `{namespace}_{name}`, propagationPolicy Foreground; gone or going (never destroyed again): 404; an object
+ * with a deletionTimestamp is deleting. Key: `KUBECONFIG`; API: the kubeconfig context's server (KUBECONFIG,
+ * else ~/.kube/config), else in-cluster. Pages of 100 (at most 500); the vendor filters the listing by the
+ * owner label.
+ */
+export declare class KubernetesProvider extends HostedSandboxProvider {
+  constructor(options?: KubernetesProviderOptions);
+}
+
+export type UpstashBoxProviderOptions = HostedProviderOptions;
+/**
+ * Upstash Box (name `upstash-box`): destroy is DELETE /v2/box/{id}; gone or going (never destroyed again):
+ * 404 and `deleted` (a deleted box still reads by GET). Key: `UPSTASH_BOX_API_KEY`; API:
+ * UPSTASH_BOX_BASE_URL, else https://us-east-1.box.upstash.com. Pages sized by the vendor (no page size); the
+ * vendor filters the listing by the owner label.
+ */
+export declare class UpstashBoxProvider extends HostedSandboxProvider {
+  constructor(options?: UpstashBoxProviderOptions);
+}
+
+export interface BoxdProviderOptions extends Omit<HostedProviderOptions, 'pageSize'> {
+  /** Default `BOXD_ORG`. */
+  org?: string;
+}
+/**
+ * boxd (name `boxd`): destroy is DestroyVm (listed by ListVms within `org`); gone or going (never destroyed
+ * again): NOT_FOUND and status `destroyed`. Key: `BOXD_TOKEN`, else `BOXD_API_KEY`; API: BOXD_BASE_URL, else
+ * https://api.boxd.sh (gRPC). Pages sized by the vendor (no page size); the vendor filters the listing by the
+ * owner label.
+ */
+export declare class BoxdProvider extends HostedSandboxProvider {
+  constructor(options?: BoxdProviderOptions);
+}
+
+export interface RailwayProviderOptions extends HostedProviderOptions {
+  /** Required: default `RAILWAY_ENVIRONMENT_ID`. */
+  environmentId?: string;
+}
+/**
+ * Railway (name `railway`): destroy is sandboxDestroy(id, environmentId); gone or going (never destroyed
+ * again): `sandbox: null` and `DESTROYED`; `DESTROYING` is deleting. Key: `RAILWAY_API_TOKEN`, else
+ * `RAILWAY_TOKEN`; API: RAILWAY_GRAPHQL_ENDPOINT, else https://backboard.railway.com/graphql/v2 (GraphQL).
+ * Pages of 100 (at most 100); the vendor cannot filter by label, so the engine lists every sandbox and keeps
+ * those labelled for `owner`.
+ */
+export declare class RailwayProvider extends HostedSandboxProvider {
+  constructor(options?: RailwayProviderOptions);
+}
 // ---- end of generated declarations [hosted vendors] ----
 
 /**

@@ -25,6 +25,10 @@ export const {
   RunloopProvider,
   BlaxelProvider,
   ModalProvider,
+  KubernetesProvider,
+  UpstashBoxProvider,
+  BoxdProvider,
+  RailwayProvider,
   // ---- end of generated declarations [hosted vendors] ----
   ownerLabels,
   SandboxNotOwnedError,

@@ -19,7 +19,7 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 # The vendors' official SDKs the fakes are proven with, and the OpenAI Agents
 # SDK (with docker-py) that sandbox_reclaim.openai_agents is driven by.
-py_test_packages=(sprites-py==0.7.2 runloop-api-client==3.0.0 blaxel==0.4.24 openai-agents==0.24.0 docker==7.1.0 modal==1.6.4 e2b==2.31.0 e2b-code-interpreter==2.8.1 daytona==0.226.1 vercel==0.12.1 kubernetes==37.0.3)
+py_test_packages=(sprites-py==0.7.2 runloop-api-client==3.0.0 blaxel==0.4.24 openai-agents==0.24.0 docker==7.1.0 modal==1.6.4 e2b==2.31.0 e2b-code-interpreter==2.8.1 daytona==0.226.1 vercel==0.12.1 kubernetes==37.0.3 upstash-box==0.4.0 boxd==0.2.19)
 "$venv/bin/python" -m pip install --quiet --upgrade pip
 "$venv/bin/python" -m pip install --quiet "maturin>=1.16,<1.17" pytest mypy "${py_test_packages[@]}"
 

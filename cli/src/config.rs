@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use sandbox_reclaim::options::provider as provider_options;
+use sandbox_reclaim::options::OptionId;
 use sandbox_reclaim::report::messages;
 use serde::Deserialize;
 
@@ -139,6 +140,18 @@ pub struct HostedSection {
     pub app_id: Option<String>,
     /// Modal's environment, listed without an app (deprecated by Modal) [default: MODAL_ENVIRONMENT]
     pub environment: Option<String>,
+    /// The kubeconfig (Kubernetes) [default: KUBECONFIG, else ~/.kube/config, else in-cluster]
+    pub kubeconfig: Option<String>,
+    /// The kubeconfig context (Kubernetes) [default: its current context]
+    pub context: Option<String>,
+    /// The namespace listed, `*` for all (Kubernetes) [default: the context's]
+    pub namespace: Option<String>,
+    /// The kind swept: SandboxClaim, Sandbox or Pod (Kubernetes) [default: SandboxClaim]
+    pub kind: Option<String>,
+    /// Railway's environment [default: RAILWAY_ENVIRONMENT_ID]
+    pub environment_id: Option<String>,
+    /// boxd's organization [default: BOXD_ORG]
+    pub org: Option<String>,
 }
 
 // By hand: the key never reaches a log line or an error through `{:?}`.
@@ -151,6 +164,8 @@ impl std::fmt::Debug for HostedSection {
             .field("project_id", &self.project_id)
             .field("app_id", &self.app_id)
             .field("environment", &self.environment)
+            .field("namespace", &self.namespace)
+            .field("kind", &self.kind)
             .finish_non_exhaustive()
     }
 }
@@ -186,14 +201,9 @@ pub struct HostedSpec {
     pub name: String,
     pub api_key: Option<String>,
     pub api_url: Option<String>,
-    pub team_id: Option<String>,
-    pub project_id: Option<String>,
-    pub workspace: Option<String>,
-    /// Modal's token id and secret (never printed), app and environment.
-    pub token_id: Option<String>,
-    pub token_secret: Option<String>,
-    pub app_id: Option<String>,
-    pub environment: Option<String>,
+    /// The vendor's own options its section gave (`team-id`, Modal's token
+    /// parts, never printed, ...), by the core's option id.
+    pub options: Vec<(OptionId, String)>,
     /// `--sweep-unlabelled`, or `sweep-unlabelled` in the vendor's section.
     pub sweep_unlabelled: bool,
 }
@@ -364,6 +374,12 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
             ("token-secret", &section.token_secret, provider_options::TOKEN_SECRET),
             ("app-id", &section.app_id, provider_options::APP_ID),
             ("environment", &section.environment, provider_options::ENVIRONMENT),
+            ("kubeconfig", &section.kubeconfig, provider_options::KUBECONFIG),
+            ("context", &section.context, provider_options::CONTEXT),
+            ("namespace", &section.namespace, provider_options::NAMESPACE),
+            ("kind", &section.kind, provider_options::KIND),
+            ("environment-id", &section.environment_id, provider_options::ENVIRONMENT_ID),
+            ("org", &section.org, provider_options::ORG),
         ];
         for (field, value, option) in keyed {
             if value.is_some() && !vendor.takes(option) {
@@ -380,18 +396,17 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
         }
         // The flag turns it on for every hosted provider; the key per section.
         let sweep_unlabelled = global.sweep_unlabelled || section.sweep_unlabelled.unwrap_or(false);
+        let options = keyed
+            .iter()
+            .filter(|(_, _, option)| option.id != provider_options::API_KEY.id)
+            .filter_map(|(_, value, option)| value.as_ref().map(|value| (option.id, value.clone())))
+            .collect();
         hosted.push(HostedSpec {
             vendor,
             name,
-            api_key: section.api_key,
-            api_url: section.api_url,
-            team_id: section.team_id,
-            project_id: section.project_id,
-            workspace: section.workspace,
-            token_id: section.token_id,
-            token_secret: section.token_secret,
-            app_id: section.app_id,
-            environment: section.environment,
+            api_key: section.api_key.clone(),
+            api_url: section.api_url.clone(),
+            options,
             sweep_unlabelled,
         });
     }

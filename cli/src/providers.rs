@@ -198,13 +198,9 @@ pub fn build_hosted(spec: &HostedSpec, owner: &str) -> Result<Box<dyn HostedSand
     settings.owner = owner.to_owned();
     settings.api_key = spec.api_key.clone();
     settings.api_url = spec.api_url.clone();
-    settings.team_id = spec.team_id.clone();
-    settings.project_id = spec.project_id.clone();
-    settings.workspace = spec.workspace.clone();
-    settings.token_id = spec.token_id.clone();
-    settings.token_secret = spec.token_secret.clone();
-    settings.app_id = spec.app_id.clone();
-    settings.environment = spec.environment.clone();
+    for (id, value) in &spec.options {
+        settings.set_option(*id, Some(value.clone()));
+    }
     settings.sweep_unlabelled = spec.sweep_unlabelled;
     let built = sandbox_reclaim::providers::build_hosted(spec.vendor, settings);
     built.map_err(|error| match invalid_input(&error) {

@@ -60,6 +60,8 @@ pub use providers::{E2bConfig, E2bProvider};
 pub use providers::{ExecOutput, InvalidInput, Labels, ManagedSandboxProvider, SandboxHandle};
 #[cfg(feature = "hosted")]
 pub use providers::{HostedError, HostedSandboxProvider};
+#[cfg(feature = "kubernetes")]
+pub use providers::{KubernetesConfig, KubernetesProvider};
 #[cfg(feature = "modal")]
 pub use providers::{ModalConfig, ModalProvider};
 pub use runtime::api::{reclaim_sandbox, retry_leaks, sandbox_reclaimer, ReclaimOptions};

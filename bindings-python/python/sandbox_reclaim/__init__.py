@@ -59,6 +59,10 @@ from ._providers import SpritesProvider
 from ._providers import RunloopProvider
 from ._providers import BlaxelProvider
 from ._providers import ModalProvider
+from ._providers import KubernetesProvider
+from ._providers import UpstashBoxProvider
+from ._providers import BoxdProvider
+from ._providers import RailwayProvider
 # ---- end of generated declarations [hosted vendors] ----
 
 from ._protocols import (
@@ -188,5 +192,9 @@ __all__ = [
     "RunloopProvider",
     "BlaxelProvider",
     "ModalProvider",
+    "KubernetesProvider",
+    "UpstashBoxProvider",
+    "BoxdProvider",
+    "RailwayProvider",
     # ---- end of generated declarations [hosted vendors all] ----
 ]

@@ -564,6 +564,166 @@ class ModalProvider(_HostedProvider):
                 "max_listing_items": max_listing_items,
             },
         )
+
+
+class KubernetesProvider(_HostedProvider):
+    """Kubernetes (name ``kubernetes``): destroy is DELETE of the SandboxClaim (or Sandbox, Pod)
+    ``{namespace}_{name}``, propagationPolicy Foreground; gone or going (never destroyed again): 404; an
+    object with a deletionTimestamp is deleting. Key: ``KUBECONFIG``; API: the kubeconfig context's server
+    (KUBECONFIG, else ~/.kube/config), else in-cluster. Pages of 100 (at most 500); the vendor filters the
+    listing by the owner label.
+    """
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        *,
+        name: str = DEFAULT,
+        owner: str = DEFAULT,
+        kubeconfig: str | None = None,
+        context: str | None = None,
+        namespace: str | None = None,
+        kind: str | None = None,
+        api_url: str | None = None,
+        page_size: int = DEFAULT,
+        request_timeout: float = DEFAULT,
+        sweep_unlabelled: bool = DEFAULT,
+        max_listing_pages: int = DEFAULT,
+        max_listing_items: int = DEFAULT,
+    ) -> None:
+        self._native = _hosted(
+            "kubernetes",
+            {
+                "name": name,
+                "owner": owner,
+                "kubeconfig": kubeconfig,
+                "context": context,
+                "namespace": namespace,
+                "kind": kind,
+                "api_url": api_url,
+                "page_size": page_size,
+                "request_timeout": request_timeout,
+                "sweep_unlabelled": sweep_unlabelled,
+                "max_listing_pages": max_listing_pages,
+                "max_listing_items": max_listing_items,
+            },
+        )
+
+
+class UpstashBoxProvider(_HostedProvider):
+    """Upstash Box (name ``upstash-box``): destroy is DELETE /v2/box/{id}; gone or going (never destroyed again):
+    404 and ``deleted`` (a deleted box still reads by GET). Key: ``UPSTASH_BOX_API_KEY``; API:
+    UPSTASH_BOX_BASE_URL, else https://us-east-1.box.upstash.com. Pages sized by the vendor (no page size);
+    the vendor filters the listing by the owner label.
+    """
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        *,
+        name: str = DEFAULT,
+        owner: str = DEFAULT,
+        api_key: str | None = None,
+        api_url: str | None = None,
+        request_timeout: float = DEFAULT,
+        sweep_unlabelled: bool = DEFAULT,
+        max_listing_pages: int = DEFAULT,
+        max_listing_items: int = DEFAULT,
+    ) -> None:
+        self._native = _hosted(
+            "upstash-box",
+            {
+                "name": name,
+                "owner": owner,
+                "api_key": api_key,
+                "api_url": api_url,
+                "request_timeout": request_timeout,
+                "sweep_unlabelled": sweep_unlabelled,
+                "max_listing_pages": max_listing_pages,
+                "max_listing_items": max_listing_items,
+            },
+        )
+
+
+class BoxdProvider(_HostedProvider):
+    """boxd (name ``boxd``): destroy is DestroyVm (listed by ListVms within ``org``); gone or going (never
+    destroyed again): NOT_FOUND and status ``destroyed``. Key: ``BOXD_TOKEN``, else ``BOXD_API_KEY``; API:
+    BOXD_BASE_URL, else https://api.boxd.sh (gRPC). Pages sized by the vendor (no page size); the vendor
+    filters the listing by the owner label.
+    """
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        *,
+        name: str = DEFAULT,
+        owner: str = DEFAULT,
+        api_key: str | None = None,
+        org: str | None = None,
+        api_url: str | None = None,
+        request_timeout: float = DEFAULT,
+        sweep_unlabelled: bool = DEFAULT,
+        max_listing_pages: int = DEFAULT,
+        max_listing_items: int = DEFAULT,
+    ) -> None:
+        self._native = _hosted(
+            "boxd",
+            {
+                "name": name,
+                "owner": owner,
+                "api_key": api_key,
+                "org": org,
+                "api_url": api_url,
+                "request_timeout": request_timeout,
+                "sweep_unlabelled": sweep_unlabelled,
+                "max_listing_pages": max_listing_pages,
+                "max_listing_items": max_listing_items,
+            },
+        )
+
+
+class RailwayProvider(_HostedProvider):
+    """Railway (name ``railway``): destroy is sandboxDestroy(id, environmentId); gone or going (never destroyed
+    again): ``sandbox: null`` and ``DESTROYED``; ``DESTROYING`` is deleting. Key: ``RAILWAY_API_TOKEN``, else
+    ``RAILWAY_TOKEN``; API: RAILWAY_GRAPHQL_ENDPOINT, else https://backboard.railway.com/graphql/v2 (GraphQL).
+    Pages of 100 (at most 100); the vendor cannot filter by label, so the engine lists every sandbox and keeps
+    those labelled for ``owner``.
+    """
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        *,
+        name: str = DEFAULT,
+        owner: str = DEFAULT,
+        api_key: str | None = None,
+        environment_id: str | None = None,
+        api_url: str | None = None,
+        page_size: int = DEFAULT,
+        request_timeout: float = DEFAULT,
+        sweep_unlabelled: bool = DEFAULT,
+        max_listing_pages: int = DEFAULT,
+        max_listing_items: int = DEFAULT,
+    ) -> None:
+        self._native = _hosted(
+            "railway",
+            {
+                "name": name,
+                "owner": owner,
+                "api_key": api_key,
+                "environment_id": environment_id,
+                "api_url": api_url,
+                "page_size": page_size,
+                "request_timeout": request_timeout,
+                "sweep_unlabelled": sweep_unlabelled,
+                "max_listing_pages": max_listing_pages,
+                "max_listing_items": max_listing_items,
+            },
+        )
 # ---- end of generated declarations [hosted vendors] ----
 
 

@@ -41,6 +41,8 @@ pub use hosted::blaxel::{self, BlaxelConfig, BlaxelProvider};
 pub use hosted::daytona::{self, DaytonaConfig, DaytonaProvider};
 #[cfg(feature = "hosted")]
 pub use hosted::e2b::{self, E2bConfig, E2bProvider};
+#[cfg(feature = "kubernetes")]
+pub use hosted::kubernetes::{self, KubernetesConfig, KubernetesProvider};
 #[cfg(feature = "modal")]
 pub use hosted::modal::{self, ModalConfig, ModalProvider};
 #[cfg(feature = "hosted")]

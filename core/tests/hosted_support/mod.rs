@@ -24,6 +24,8 @@ pub struct Fake {
     pub url: String,
     /// Where the control routes are, when not on `url` (a gRPC fake's).
     control: Option<String>,
+    /// The line the fake printed when it started (its files: a kubeconfig, ...).
+    pub started: Value,
     http: reqwest::Client,
 }
 
@@ -55,7 +57,10 @@ impl Fake {
         let started: Value = serde_json::from_str(&line)
             .unwrap_or_else(|_| panic!("{script} did not start under {program} (these tests need {need}): {line:?}"));
         let control = started["control"].as_str().map(str::to_owned);
-        Self { child, url: started["url"].as_str().unwrap().to_owned(), control, http: reqwest::Client::new() }
+        let url = started["url"].as_str().unwrap().to_owned();
+        // An HTTPS fake (Kubernetes) has its own CA: its control routes are ours.
+        let http = reqwest::Client::builder().danger_accept_invalid_certs(true).build().unwrap();
+        Self { child, url, control, started, http }
     }
 
     /// Where the `/_fake/` routes are.
@@ -95,8 +100,9 @@ impl Fake {
         let state = self.state().await;
         let requests = state["requests"].as_array().unwrap();
         let delete = |r: &Value| r["method"] == "DELETE" && r["path"].as_str().is_some_and(|p| p.ends_with(&suffix));
-        let terminate =
-            |r: &Value| r["method"].as_str().is_some_and(|m| m.starts_with("SandboxTerminate")) && r["id"] == id;
+        let terminate = |r: &Value| {
+            r["method"].as_str().is_some_and(|m| m.starts_with("SandboxTerminate") || m == "DestroyVm") && r["id"] == id
+        };
         requests.iter().filter(|r| delete(r) || terminate(r)).count()
     }
 

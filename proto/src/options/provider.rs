@@ -28,6 +28,12 @@ pub const TOKEN_ID: Name = name(OptionId::TokenId, "tokenId", "token_id");
 pub const TOKEN_SECRET: Name = name(OptionId::TokenSecret, "tokenSecret", "token_secret");
 pub const APP_ID: Name = name(OptionId::AppId, "appId", "app_id");
 pub const ENVIRONMENT: Name = name(OptionId::Environment, "environment", "environment");
+pub const KUBECONFIG: Name = name(OptionId::Kubeconfig, "kubeconfig", "kubeconfig");
+pub const CONTEXT: Name = name(OptionId::Context, "context", "context");
+pub const NAMESPACE: Name = name(OptionId::Namespace, "namespace", "namespace");
+pub const KIND: Name = name(OptionId::Kind, "kind", "kind");
+pub const ENVIRONMENT_ID: Name = name(OptionId::EnvironmentId, "environmentId", "environment_id");
+pub const ORG: Name = name(OptionId::Org, "org", "org");
 pub const PAGE_SIZE: Name = name(OptionId::PageSize, "pageSize", "page_size");
 pub const REQUEST_TIMEOUT: Name = duration(OptionId::RequestTimeout, "requestTimeoutMs", "request_timeout");
 pub const SWEEP_UNLABELLED: Name = name(OptionId::SweepUnlabelled, "sweepUnlabelled", "sweep_unlabelled");
@@ -84,6 +90,10 @@ pub enum HostedVendor {
     Runloop,
     Blaxel,
     Modal,
+    Kubernetes,
+    UpstashBox,
+    Boxd,
+    Railway,
 }
 
 /// Where a vendor's listing is filtered to our owner.
@@ -267,6 +277,78 @@ pub const VENDORS: &[VendorSpec] = &[
         destroy_doc: "SandboxTerminate, or SandboxTerminateV2 for a V2 id (listed by SandboxListV2 within `appId`)",
         gone_doc: "NOT_FOUND and a finished sandbox (its terminate is success)",
     },
+    VendorSpec {
+        vendor: HostedVendor::Kubernetes,
+        key: "kubernetes",
+        label: "Kubernetes",
+        class: "KubernetesProvider",
+        credential_variables: &["KUBECONFIG"],
+        credential_options: &[ScopeOption { name: KUBECONFIG, variable: Some("KUBECONFIG"), required: false }],
+        api_url_variable: None,
+        api_url_doc: "the kubeconfig context's server (KUBECONFIG, else ~/.kube/config), else in-cluster",
+        scope_options: &[
+            ScopeOption { name: CONTEXT, variable: None, required: false },
+            ScopeOption { name: NAMESPACE, variable: None, required: false },
+            ScopeOption { name: KIND, variable: None, required: false },
+        ],
+        default_page_size: 100,
+        max_page_size: 500,
+        owner_filter: OwnerFilter::Server,
+        destroy_doc: "DELETE of the SandboxClaim (or Sandbox, Pod) `{namespace}_{name}`, propagationPolicy Foreground",
+        gone_doc: "404; an object with a deletionTimestamp is deleting",
+    },
+    VendorSpec {
+        vendor: HostedVendor::UpstashBox,
+        key: "upstash-box",
+        label: "Upstash Box",
+        class: "UpstashBoxProvider",
+        credential_variables: &["UPSTASH_BOX_API_KEY"],
+        credential_options: &[],
+        api_url_variable: Some("UPSTASH_BOX_BASE_URL"),
+        api_url_doc: "UPSTASH_BOX_BASE_URL, else https://us-east-1.box.upstash.com",
+        scope_options: &[],
+        default_page_size: 0,
+        max_page_size: 0,
+        owner_filter: OwnerFilter::Server,
+        destroy_doc: "DELETE /v2/box/{id}",
+        gone_doc: "404 and `deleted` (a deleted box still reads by GET)",
+    },
+    VendorSpec {
+        vendor: HostedVendor::Boxd,
+        key: "boxd",
+        label: "boxd",
+        class: "BoxdProvider",
+        credential_variables: &["BOXD_TOKEN", "BOXD_API_KEY"],
+        credential_options: &[],
+        api_url_variable: Some("BOXD_BASE_URL"),
+        api_url_doc: "BOXD_BASE_URL, else https://api.boxd.sh (gRPC)",
+        scope_options: &[ScopeOption { name: ORG, variable: Some("BOXD_ORG"), required: false }],
+        default_page_size: 0,
+        max_page_size: 0,
+        owner_filter: OwnerFilter::Server,
+        destroy_doc: "DestroyVm (listed by ListVms within `org`)",
+        gone_doc: "NOT_FOUND and status `destroyed`",
+    },
+    VendorSpec {
+        vendor: HostedVendor::Railway,
+        key: "railway",
+        label: "Railway",
+        class: "RailwayProvider",
+        credential_variables: &["RAILWAY_API_TOKEN", "RAILWAY_TOKEN"],
+        credential_options: &[],
+        api_url_variable: Some("RAILWAY_GRAPHQL_ENDPOINT"),
+        api_url_doc: "RAILWAY_GRAPHQL_ENDPOINT, else https://backboard.railway.com/graphql/v2 (GraphQL)",
+        scope_options: &[ScopeOption {
+            name: ENVIRONMENT_ID,
+            variable: Some("RAILWAY_ENVIRONMENT_ID"),
+            required: true,
+        }],
+        default_page_size: 100,
+        max_page_size: 100,
+        owner_filter: OwnerFilter::Client,
+        destroy_doc: "sandboxDestroy(id, environmentId)",
+        gone_doc: "`sandbox: null` and `DESTROYED`; `DESTROYING` is deleting",
+    },
 ];
 
 impl HostedVendor {
@@ -379,6 +461,20 @@ pub struct HostedSettings {
     pub app_id: Option<String>,
     /// Modal only: the environment (`MODAL_ENVIRONMENT` when `None`).
     pub environment: Option<String>,
+    /// Kubernetes only: the kubeconfig file (`KUBECONFIG`, else
+    /// `~/.kube/config`, else in-cluster when `None`).
+    pub kubeconfig: Option<String>,
+    /// Kubernetes only: the kubeconfig context (its current one when `None`).
+    pub context: Option<String>,
+    /// Kubernetes only: the namespace listed (`*`: every namespace; the
+    /// context's when `None`).
+    pub namespace: Option<String>,
+    /// Kubernetes only: the kind swept (`SandboxClaim` when `None`, `Sandbox`, `Pod`).
+    pub kind: Option<String>,
+    /// Railway only: the environment (`RAILWAY_ENVIRONMENT_ID` when `None`).
+    pub environment_id: Option<String>,
+    /// boxd only: the organization (`BOXD_ORG` when `None`; empty: personal machines).
+    pub org: Option<String>,
     /// 0 for a vendor that sizes its pages itself (Modal).
     pub page_size: u32,
     pub request_timeout: Duration,
@@ -401,11 +497,40 @@ impl HostedSettings {
             token_secret: None,
             app_id: None,
             environment: None,
+            kubeconfig: None,
+            context: None,
+            namespace: None,
+            kind: None,
+            environment_id: None,
+            org: None,
             page_size: vendor.default_page_size(),
             request_timeout: Duration::from_millis(DEFAULT_REQUEST_TIMEOUT_MS),
             sweep_unlabelled: false,
             listing_ceilings: ListingCeilings::default(),
         }
+    }
+
+    /// Sets one of a vendor's own (scope or credential) options: the one
+    /// place an option id meets its field.
+    pub fn set_option(&mut self, id: OptionId, value: Option<String>) {
+        let field = match id {
+            OptionId::ApiKey => &mut self.api_key,
+            OptionId::TeamId => &mut self.team_id,
+            OptionId::ProjectId => &mut self.project_id,
+            OptionId::Workspace => &mut self.workspace,
+            OptionId::TokenId => &mut self.token_id,
+            OptionId::TokenSecret => &mut self.token_secret,
+            OptionId::AppId => &mut self.app_id,
+            OptionId::Environment => &mut self.environment,
+            OptionId::Kubeconfig => &mut self.kubeconfig,
+            OptionId::Context => &mut self.context,
+            OptionId::Namespace => &mut self.namespace,
+            OptionId::Kind => &mut self.kind,
+            OptionId::EnvironmentId => &mut self.environment_id,
+            OptionId::Org => &mut self.org,
+            _ => unreachable!("only a vendor's own options are set by id"),
+        };
+        *field = value;
     }
 
     /// The settings a host's options give (absent ones defaulted), or the
@@ -426,17 +551,7 @@ impl HostedSettings {
             settings.api_key = options.text(API_KEY, yes)?;
         }
         for option in spec.credential_options.iter().chain(spec.scope_options) {
-            let value = options.text(option.name, yes)?;
-            match option.name.id {
-                OptionId::TeamId => settings.team_id = value,
-                OptionId::ProjectId => settings.project_id = value,
-                OptionId::Workspace => settings.workspace = value,
-                OptionId::TokenId => settings.token_id = value,
-                OptionId::TokenSecret => settings.token_secret = value,
-                OptionId::AppId => settings.app_id = value,
-                OptionId::Environment => settings.environment = value,
-                _ => unreachable!("a scope or credential option has its field here"),
-            }
+            settings.set_option(option.name.id, options.text(option.name, yes)?);
         }
         settings.api_url = options.text(API_URL, yes)?;
         if vendor.takes_page_size() {
@@ -475,6 +590,12 @@ impl std::fmt::Debug for HostedSettings {
             .field("token_secret", &self.token_secret.as_ref().map(|_| "<redacted>"))
             .field("app_id", &self.app_id)
             .field("environment", &self.environment)
+            .field("kubeconfig", &self.kubeconfig)
+            .field("context", &self.context)
+            .field("namespace", &self.namespace)
+            .field("kind", &self.kind)
+            .field("environment_id", &self.environment_id)
+            .field("org", &self.org)
             .field("page_size", &self.page_size)
             .field("request_timeout", &self.request_timeout)
             .field("sweep_unlabelled", &self.sweep_unlabelled)
@@ -616,5 +737,26 @@ mod tests {
         assert_eq!(typed.field, "tokenSecret");
         assert_eq!(HostedVendor::Modal.credential_doc(), "MODAL_TOKEN_ID + MODAL_TOKEN_SECRET");
         assert_eq!(HostedVendor::Sprites.credential_doc(), "SPRITES_API_KEY, else SPRITE_TOKEN");
+    }
+
+    #[test]
+    fn kubernetes_takes_a_kubeconfig_a_context_a_namespace_and_a_kind() {
+        let names: Vec<&str> = HostedVendor::Kubernetes.names().iter().map(|name| name.python).collect();
+        assert_eq!(&names[..7], ["name", "owner", "kubeconfig", "context", "namespace", "kind", "api_url"]);
+        assert!(!names.contains(&"api_key"), "{names:?}");
+        let given = python(
+            HostedVendor::Kubernetes,
+            r#"{"kubeconfig": "/k", "context": "c", "namespace": "*", "kind": "Pod", "page_size": 500}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (given.kubeconfig.as_deref(), given.context.as_deref(), given.namespace.as_deref(), given.kind.as_deref()),
+            (Some("/k"), Some("c"), Some("*"), Some("Pod"))
+        );
+        assert_eq!(given.page_size, 500);
+        let typed = node(HostedVendor::Kubernetes, r#"{"namespace": 5}"#).unwrap_err();
+        assert_eq!(typed.field, "namespace");
+        let too_big = node(HostedVendor::Kubernetes, r#"{"pageSize": 501}"#).unwrap_err();
+        assert_eq!(too_big.field, "pageSize");
     }
 }

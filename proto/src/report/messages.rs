@@ -316,6 +316,54 @@ pub const MODAL_NO_LISTING_SCOPE: &str = "no Modal app to list sandboxes within:
      app the sandboxes were created in). Modal deprecates listing without an app, which scans a whole environment; \
      to do so anyway, pass `environment` or set MODAL_ENVIRONMENT. Nothing is swept";
 
+/// Kubernetes: no kubeconfig and not inside a cluster.
+pub fn kubernetes_no_config(why: &str) -> String {
+    format!(
+        "no Kubernetes credentials: set KUBECONFIG (or pass the `kubeconfig` option), write ~/.kube/config, or run \
+         in a cluster with a service account ({why})"
+    )
+}
+
+/// Kubernetes: a kubeconfig that does not read, or lacks what it must name.
+pub fn kubernetes_bad_config(what: &str, why: &str) -> String {
+    format!("the Kubernetes {what} cannot be used: {why}")
+}
+
+/// Kubernetes: a `kind` the provider does not sweep.
+pub fn kubernetes_kind(given: &str) -> String {
+    format!("must be SandboxClaim, Sandbox or Pod, got {given:?}")
+}
+
+/// Kubernetes: a namespace that is not a DNS label (nor `*`).
+pub fn kubernetes_namespace(given: &str) -> String {
+    format!("must be a namespace (a DNS label: lowercase letters, digits and `-`, at most 63) or `*` for every namespace, got {given:?}")
+}
+
+/// Kubernetes: an owner that cannot be a label value (our owner label is filtered by a label selector).
+pub fn kubernetes_owner(given: &str) -> String {
+    format!(
+        "must be a Kubernetes label value (at most 63 letters, digits, `-`, `_` or `.`, starting and ending with a \
+         letter or digit) to be the owner label, got {given:?}"
+    )
+}
+
+/// Kubernetes: a sandbox id that is not `<namespace>_<name>`.
+pub fn kubernetes_id(given: &str) -> String {
+    format!("a Kubernetes sandbox id is `<namespace>_<name>` (e.g. `agents_claim-1`), got {given:?}")
+}
+
+/// Kubernetes refused the credentials (401/403).
+pub fn kubernetes_unauthorized(status: u16, detail: &str) -> String {
+    format!(
+        "Kubernetes refused the credentials (HTTP {status}: {detail}): check the kubeconfig's user (KUBECONFIG, the \
+         `kubeconfig` and `context` options) or the service account's RBAC (contrib/kubernetes/rbac.yaml)"
+    )
+}
+
+/// Kubernetes: a continued listing whose token expired twice in a row.
+pub const KUBERNETES_LISTING_EXPIRED: &str = "the Kubernetes listing's continue token expired (410 Gone) again after \
+     one restart: the cluster compacts faster than the listing reads; nothing is swept";
+
 // ---- store arguments (proto/src/options/arguments.rs): `field` is spelled as the host
 // names it (`leaseMs`, `options.limit` in Node; `` `lease` `` in Python).
 

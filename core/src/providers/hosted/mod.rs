@@ -18,6 +18,8 @@ pub mod blaxel;
 pub(crate) mod client;
 pub mod daytona;
 pub mod e2b;
+#[cfg(feature = "kubernetes")]
+pub mod kubernetes;
 #[cfg(feature = "modal")]
 pub mod modal;
 pub(crate) mod paging;

@@ -31,5 +31,21 @@ pub fn build_hosted(
         HostedVendor::Modal => Err(ProviderError::backend(super::HostedError::Failed(
             crate::report::messages::hosted_vendor_not_built("Modal", "modal"),
         ))),
+        // Being written (#40): each arm becomes its vendor's entry.
+        HostedVendor::UpstashBox => not_yet("Upstash Box"),
+        HostedVendor::Boxd => not_yet("boxd"),
+        HostedVendor::Railway => not_yet("Railway"),
+        #[cfg(feature = "kubernetes")]
+        HostedVendor::Kubernetes => Ok(Box::new(super::kubernetes::KubernetesProvider::new(
+            super::kubernetes::KubernetesConfig::from(settings),
+        )?)),
+        #[cfg(not(feature = "kubernetes"))]
+        HostedVendor::Kubernetes => Err(ProviderError::backend(super::HostedError::Failed(
+            crate::report::messages::hosted_vendor_not_built("Kubernetes", "kubernetes"),
+        ))),
     }
+}
+
+fn not_yet(vendor: &str) -> Result<Box<dyn HostedSandboxProvider>, ProviderError> {
+    Err(ProviderError::backend(super::HostedError::Failed(format!("{vendor}: not built yet"))))
 }
