@@ -34,7 +34,7 @@ test-live:
 	node --test tests/live/hosted-live.test.mjs
 
 # The pieces scripts/test.sh runs (inside the services it starts).
-CORE_FEATURES := --features sandbox-reclaim/sqlite,sandbox-reclaim/postgres,sandbox-reclaim/docker,sandbox-reclaim/local,sandbox-reclaim/e2b,sandbox-reclaim/daytona,sandbox-reclaim/vercel,sandbox-reclaim/modal,sandbox-reclaim/kubernetes
+CORE_FEATURES := --features sandbox-reclaim/sqlite,sandbox-reclaim/postgres,sandbox-reclaim/docker,sandbox-reclaim/local,sandbox-reclaim/e2b,sandbox-reclaim/daytona,sandbox-reclaim/vercel,sandbox-reclaim/modal,sandbox-reclaim/kubernetes,sandbox-reclaim/boxd
 
 # The module graph of every crate's src/ has no cycle, and each crate's layers
 # (folders) import only downwards (proto: model, report, options, contract,

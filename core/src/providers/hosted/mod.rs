@@ -15,6 +15,8 @@
 //! `E2bProvider`, ...) with the vendor's own defaults.
 
 pub mod blaxel;
+#[cfg(feature = "boxd")]
+pub mod boxd;
 pub(crate) mod client;
 pub mod daytona;
 pub mod e2b;
@@ -24,8 +26,10 @@ pub mod kubernetes;
 pub mod modal;
 pub(crate) mod paging;
 mod registry;
+pub mod railway;
 pub mod runloop;
 pub mod sprites;
+pub mod upstash_box;
 pub mod vercel;
 
 use std::fmt;
@@ -96,6 +100,7 @@ pub struct ScopeOptions<'a> {
     pub team_id: Option<&'a str>,
     pub project_id: Option<&'a str>,
     pub workspace: Option<&'a str>,
+    pub environment_id: Option<&'a str>,
 }
 
 /// One listing page read: its sandboxes and the next cursor (`None`: the last page).
@@ -145,6 +150,8 @@ pub struct HostedConfig<V> {
     pub project_id: Option<String>,
     /// The workspace (Blaxel, required); `None`: `BL_WORKSPACE`.
     pub workspace: Option<String>,
+    /// The environment (Railway, required); `None`: `RAILWAY_ENVIRONMENT_ID`.
+    pub environment_id: Option<String>,
     /// Sandboxes per listing page, 1 to the vendor's largest page.
     pub page_size: u32,
     /// List every sandbox, not only those under our owner label, so the
@@ -180,6 +187,7 @@ impl<V> From<HostedSettings> for HostedConfig<V> {
             team_id: settings.team_id,
             project_id: settings.project_id,
             workspace: settings.workspace,
+            environment_id: settings.environment_id,
             page_size: settings.page_size,
             sweep_unlabelled: settings.sweep_unlabelled,
             request_timeout: settings.request_timeout,
@@ -200,6 +208,7 @@ impl<V: Vendor> fmt::Debug for HostedConfig<V> {
             .field("team_id", &self.team_id)
             .field("project_id", &self.project_id)
             .field("workspace", &self.workspace)
+            .field("environment_id", &self.environment_id)
             .field("page_size", &self.page_size)
             .field("sweep_unlabelled", &self.sweep_unlabelled)
             .field("request_timeout", &self.request_timeout)
@@ -246,13 +255,15 @@ impl<V: Vendor> HostedProvider<V> {
         validate_provider_name(&config.name)?;
         validate_owner(&config.owner)?;
         let largest = spec.max_page_size;
-        if !(1..=largest).contains(&config.page_size) {
+        // A vendor that sizes its pages itself (largest 0) takes no page size.
+        if largest > 0 && !(1..=largest).contains(&config.page_size) {
             return Err(InvalidInput::new("pageSize", messages::hosted_page_size(largest, config.page_size)).into());
         }
         let scope = (entry.scope)(&ScopeOptions {
             team_id: config.team_id.as_deref(),
             project_id: config.project_id.as_deref(),
             workspace: config.workspace.as_deref(),
+            environment_id: config.environment_id.as_deref(),
         })?;
         let credential =
             config.api_key.clone().or_else(|| spec.credential_variables.iter().find_map(|name| variable(name)));

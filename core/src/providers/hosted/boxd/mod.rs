@@ -1,0 +1,1 @@
+//! boxd: being written (#40).

@@ -1,0 +1,1 @@
+//! Railway: being written (#40).

@@ -1,0 +1,1 @@
+//! Upstash Box: being written (#40).
