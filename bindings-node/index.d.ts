@@ -816,16 +816,13 @@ export declare class BoxdProvider extends HostedSandboxProvider {
   constructor(options?: BoxdProviderOptions);
 }
 
-export interface RailwayProviderOptions extends HostedProviderOptions {
-  /** Required: default `RAILWAY_ENVIRONMENT_ID`. */
-  environmentId?: string;
-}
+export type RailwayProviderOptions = HostedProviderOptions;
 /**
  * Railway (name `railway`): destroy is sandboxDestroy(id, environmentId); gone or going (never destroyed
- * again): `sandbox: null` and `DESTROYED`; `DESTROYING` is deleting. Key: `RAILWAY_API_TOKEN`, else
- * `RAILWAY_TOKEN`; API: RAILWAY_GRAPHQL_ENDPOINT, else https://backboard.railway.com/graphql/v2 (GraphQL).
- * Pages of 100 (at most 100); the vendor cannot filter by label, so the engine lists every sandbox and keeps
- * those labelled for `owner`.
+ * again): `sandbox: null` and `DESTROYED`; `DESTROYING` is deleting. Key: `RAILWAY_TOKEN`, else
+ * `RAILWAY_API_TOKEN`; API: RAILWAY_GRAPHQL_ENDPOINT, else https://backboard.railway.com/graphql/v2
+ * (GraphQL). Pages of 100 (at most 100); the vendor cannot filter by label, so the engine lists every sandbox
+ * and keeps those labelled for `owner`.
  */
 export declare class RailwayProvider extends HostedSandboxProvider {
   constructor(options?: RailwayProviderOptions);

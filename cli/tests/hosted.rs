@@ -4,7 +4,9 @@
 //! sandboxes page by page; a refused key exits 3 naming the variable and
 //! never printing the key. Needs `node` (FAILS without it), and for
 //! `--modal` its gRPC fake (tests/fakes/modal_fake.py) under the Python
-//! `SANDBOX_RECLAIM_FAKE_PYTHON` names (FAILS without it).
+//! `SANDBOX_RECLAIM_FAKE_PYTHON` names (FAILS without it). `--kubernetes`
+//! against the Kubernetes API fake (tests/fakes/kubernetes.mjs) through the
+//! kubeconfigs it writes.
 
 mod common;
 
@@ -20,6 +22,8 @@ struct Fake {
     url: String,
     /// Where the control routes are, when not on `url` (the gRPC fake's).
     control: Option<String>,
+    /// The line the fake printed when it started (the Kubernetes fake's kubeconfigs).
+    started: Value,
 }
 
 impl Fake {
@@ -47,13 +51,15 @@ impl Fake {
         let started: Value = serde_json::from_str(&line)
             .unwrap_or_else(|_| panic!("the {script} fake did not start under {program}: {line:?}"));
         let control = started["control"].as_str().map(str::to_owned);
-        Self { child, url: started["url"].as_str().unwrap().to_owned(), control }
+        Self { child, url: started["url"].as_str().unwrap().to_owned(), control, started }
     }
 
     fn call(&self, method: reqwest::Method, route: &str, body: Option<Value>) -> Value {
         let base = self.control.as_deref().unwrap_or(&self.url);
         common::runtime().block_on(async {
-            let mut request = reqwest::Client::new().request(method, format!("{base}/_fake/{route}"));
+            // The Kubernetes fake serves HTTPS under its own CA.
+            let client = reqwest::Client::builder().danger_accept_invalid_certs(true).build().unwrap();
+            let mut request = client.request(method, format!("{base}/_fake/{route}"));
             if let Some(body) = body {
                 request = request.body(body.to_string());
             }
@@ -495,5 +501,83 @@ fn a_modal_pass_sweeps_the_owners_tagged_sandboxes_within_its_app_and_retries_a_
     assert_eq!(fake.alive(), [json!(stranger)]);
     for printed in [&run.stdout, &run.stderr, &failed.stdout, &failed.stderr] {
         assert!(!printed.contains("as-cli-secret") && !printed.contains("ak-cli-id"), "{printed}");
+    }
+}
+
+/// `--kubernetes` finds its credentials as every Kubernetes tool does
+/// (`KUBECONFIG`): a pass deletes the owner's claims in the context's
+/// namespace and spares the rest; `[kubernetes]` picks the kind and the
+/// namespace; a refused token exits 3 never printing it; a kind it does not
+/// sweep is a usage error naming the key.
+#[test]
+fn a_kubernetes_pass_deletes_the_owners_claims_and_its_section_picks_kind_and_namespace() {
+    let fake = Fake::start_vendor("kubernetes.mjs", &[]);
+    let owned = |kind: &str, namespace: &str, name: &str, owner: Option<&str>| {
+        let labels = owner.map_or_else(|| json!({}), |owner| json!({ "io.sandbox-reclaim.owner": owner }));
+        json!({ "kind": kind, "namespace": namespace, "name": name, "labels": labels })
+    };
+    let seeds = json!([
+        owned("SandboxClaim", "default", "ours", Some("cli-k8s")),
+        owned("SandboxClaim", "default", "theirs", Some("other")),
+        owned("SandboxClaim", "agents", "far", Some("cli-k8s")),
+        owned("Pod", "agents", "pod-ours", Some("cli-k8s")),
+    ]);
+    fake.call(reqwest::Method::POST, "sandboxes", Some(seeds));
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("--store=sqlite:{}", dir.path().join("store.db").display());
+    let config = dir.path().join("c.toml");
+    let token = fake.started["token"].as_str().unwrap().to_owned();
+    let run_with = |kubeconfig: &str, section: &str| {
+        std::fs::write(&config, format!("[kubernetes]\n{section}")).unwrap();
+        let args = ["reconcile", "--kubernetes", "--owner=cli-k8s", "--json", "--orphan-grace=1m", &store];
+        let mut args: Vec<String> = args.map(String::from).to_vec();
+        args.push(format!("--config={}", config.display()));
+        let mut command = common::command(&args);
+        command.env("KUBECONFIG", kubeconfig).env_remove("KUBERNETES_SERVICE_HOST");
+        let output = command.stdin(Stdio::null()).output().unwrap();
+        common::Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    };
+    let kubeconfig = fake.started["kubeconfigToken"].as_str().unwrap().to_owned();
+    let wrong = dir.path().join("wrong.yaml");
+    let text = std::fs::read_to_string(&kubeconfig).unwrap().replace(&token, "wrong-cli-token-value");
+    std::fs::write(&wrong, text).unwrap();
+    let refused = run_with(wrong.to_str().unwrap(), "");
+    refused.expect_code(3);
+    assert!(!format!("{}{}", refused.stdout, refused.stderr).contains("wrong-cli-token-value"), "{refused}");
+
+    let bad_kind = run_with(&kubeconfig, "kind = \"Deployment\"\n");
+    bad_kind.expect_code(2);
+    assert!(bad_kind.stderr.contains("[kubernetes] kind"), "{bad_kind}");
+
+    let run = run_with(&kubeconfig, "");
+    run.expect_code(0);
+    let report = run.json();
+    assert_eq!(report["report"]["providers"][0]["name"], "kubernetes", "{run}");
+    assert_eq!(report["report"]["providers"][0]["orphans"]["destroyed"], 1, "{run}");
+    let pods = run_with(&kubeconfig, "kind = \"Pod\"\nnamespace = \"*\"\n");
+    pods.expect_code(0);
+    assert_eq!(pods.json()["report"]["providers"][0]["orphans"]["destroyed"], 1, "{pods}");
+    let state = fake.call(reqwest::Method::GET, "state", None);
+    let deleted: Vec<String> = state["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|request| request["method"] == "DELETE")
+        .map(|request| request["path"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        deleted,
+        [
+            "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/default/sandboxclaims/ours",
+            "/api/v1/namespaces/agents/pods/pod-ours"
+        ],
+        "{run}"
+    );
+    for printed in [&run.stdout, &run.stderr, &pods.stdout, &pods.stderr] {
+        assert!(!printed.contains(&token), "{printed}");
     }
 }

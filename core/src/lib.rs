@@ -47,9 +47,11 @@ pub use model::{InvalidRecord, ReclaimOutcome, RunRecord, RunStatus, SandboxInst
 pub use options::RetryOptions;
 #[cfg(feature = "hosted")]
 pub use providers::{
-    BlaxelConfig, BlaxelProvider, RunloopConfig, RunloopProvider, SpritesConfig, SpritesProvider, VercelConfig,
-    VercelProvider,
+    BlaxelConfig, BlaxelProvider, RailwayConfig, RailwayProvider, RunloopConfig, RunloopProvider, SpritesConfig,
+    SpritesProvider, UpstashBoxConfig, UpstashBoxProvider, VercelConfig, VercelProvider,
 };
+#[cfg(feature = "boxd")]
+pub use providers::{BoxdConfig, BoxdProvider};
 #[cfg(feature = "hosted")]
 pub use providers::{DaytonaConfig, DaytonaProvider};
 #[cfg(feature = "docker")]

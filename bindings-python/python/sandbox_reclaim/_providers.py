@@ -687,10 +687,10 @@ class BoxdProvider(_HostedProvider):
 
 class RailwayProvider(_HostedProvider):
     """Railway (name ``railway``): destroy is sandboxDestroy(id, environmentId); gone or going (never destroyed
-    again): ``sandbox: null`` and ``DESTROYED``; ``DESTROYING`` is deleting. Key: ``RAILWAY_API_TOKEN``, else
-    ``RAILWAY_TOKEN``; API: RAILWAY_GRAPHQL_ENDPOINT, else https://backboard.railway.com/graphql/v2 (GraphQL).
-    Pages of 100 (at most 100); the vendor cannot filter by label, so the engine lists every sandbox and keeps
-    those labelled for ``owner``.
+    again): ``sandbox: null`` and ``DESTROYED``; ``DESTROYING`` is deleting. Key: ``RAILWAY_TOKEN``, else
+    ``RAILWAY_API_TOKEN``; API: RAILWAY_GRAPHQL_ENDPOINT, else https://backboard.railway.com/graphql/v2
+    (GraphQL). Pages of 100 (at most 100); the vendor cannot filter by label, so the engine lists every
+    sandbox and keeps those labelled for ``owner``.
     """
 
     __slots__ = ()
@@ -701,7 +701,6 @@ class RailwayProvider(_HostedProvider):
         name: str = DEFAULT,
         owner: str = DEFAULT,
         api_key: str | None = None,
-        environment_id: str | None = None,
         api_url: str | None = None,
         page_size: int = DEFAULT,
         request_timeout: float = DEFAULT,
@@ -715,7 +714,6 @@ class RailwayProvider(_HostedProvider):
                 "name": name,
                 "owner": owner,
                 "api_key": api_key,
-                "environment_id": environment_id,
                 "api_url": api_url,
                 "page_size": page_size,
                 "request_timeout": request_timeout,

@@ -37,6 +37,8 @@ pub mod local;
 pub use docker::{DockerConfig, DockerProvider};
 #[cfg(feature = "hosted")]
 pub use hosted::blaxel::{self, BlaxelConfig, BlaxelProvider};
+#[cfg(feature = "boxd")]
+pub use hosted::boxd::{self, BoxdConfig, BoxdProvider};
 #[cfg(feature = "hosted")]
 pub use hosted::daytona::{self, DaytonaConfig, DaytonaProvider};
 #[cfg(feature = "hosted")]
@@ -46,9 +48,13 @@ pub use hosted::kubernetes::{self, KubernetesConfig, KubernetesProvider};
 #[cfg(feature = "modal")]
 pub use hosted::modal::{self, ModalConfig, ModalProvider};
 #[cfg(feature = "hosted")]
+pub use hosted::railway::{self, RailwayConfig, RailwayProvider};
+#[cfg(feature = "hosted")]
 pub use hosted::runloop::{self, RunloopConfig, RunloopProvider};
 #[cfg(feature = "hosted")]
 pub use hosted::sprites::{self, SpritesConfig, SpritesProvider};
+#[cfg(feature = "hosted")]
+pub use hosted::upstash_box::{self, UpstashBoxConfig, UpstashBoxProvider};
 #[cfg(feature = "hosted")]
 pub use hosted::vercel::{self, VercelConfig, VercelProvider};
 #[cfg(feature = "hosted")]

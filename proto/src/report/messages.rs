@@ -230,6 +230,17 @@ pub fn hosted_unauthorized(vendor: &str, status: u16, variable: &str) -> String 
     format!("{vendor} refused the API key (HTTP {status}): set {variable} to a valid key (or pass one to the provider)")
 }
 
+/// The vendor refused the credential in its answer's own words, under a
+/// status that is no refusal (a GraphQL "Not Authorized" under HTTP 200).
+pub fn hosted_refused(vendor: &str, detail: &str, variable: &str) -> String {
+    format!("{vendor} refused the credential ({detail}): set {variable} to a valid key (or pass one to the provider)")
+}
+
+/// The vendor answered an error under a success status (GraphQL's `errors` under HTTP 200).
+pub fn hosted_error_answer(vendor: &str, method: &str, request: &str, detail: &str) -> String {
+    format!("{vendor} answered {method} {request} with an error: {detail}")
+}
+
 /// The vendor answered a status the call does not accept.
 pub fn hosted_status(vendor: &str, method: &str, path: &str, status: u16, detail: &str) -> String {
     if detail.is_empty() {
@@ -315,6 +326,49 @@ pub const MODAL_NO_AUTH_TOKEN: &str = "Modal answered AuthTokenGet without a tok
 pub const MODAL_NO_LISTING_SCOPE: &str = "no Modal app to list sandboxes within: pass the `appId` option (the \
      app the sandboxes were created in). Modal deprecates listing without an app, which scans a whole environment; \
      to do so anyway, pass `environment` or set MODAL_ENVIRONMENT. Nothing is swept";
+
+/// An owner that cannot be part of a vendor's owner label (Upstash Box: `sr:<owner>`, labels at most 20 of `[A-Za-z0-9._:-]`).
+pub fn hosted_owner_label_unfit(vendor: &str, max_label: usize, prefix: &str, max_owner: usize, owner: &str) -> String {
+    format!(
+        "{vendor} labels are at most {max_label} characters of letters, digits, '.', '_', '-' and ':', and the owner \
+         label is `{prefix}<owner>`: the owner must be 1 to {max_owner} such characters, got {owner:?}"
+    )
+}
+
+/// boxd built without a credential.
+pub fn boxd_missing_credential() -> String {
+    "no boxd credential: set BOXD_TOKEN (a token) or BOXD_API_KEY (a `bxd_` API key), or pass the provider \
+     `apiKey` (a `bxd_` key is exchanged for a token, anything else is sent as a token)"
+        .to_owned()
+}
+
+/// A boxd token gRPC metadata cannot carry.
+pub fn boxd_unprintable_token() -> String {
+    "the boxd token contains characters gRPC metadata cannot carry".to_owned()
+}
+
+/// boxd refused the credential on a gRPC call (UNAUTHENTICATED / PERMISSION_DENIED).
+pub fn boxd_unauthorized(code: &str) -> String {
+    let org = match code {
+        "PERMISSION_DENIED" => {
+            "; PERMISSION_DENIED also answers a listing of an org the credential's user is not a member of (the \
+             `org` option, else BOXD_ORG)"
+        }
+        _ => "",
+    };
+    format!(
+        "boxd refused the credential (gRPC {code}): set BOXD_TOKEN to a valid token or BOXD_API_KEY to a valid \
+         `bxd_` API key (or pass one to the provider as `apiKey`){org}"
+    )
+}
+
+/// boxd's token exchange refused the API key (HTTP 401 / 403).
+pub fn boxd_key_refused(status: u16) -> String {
+    format!(
+        "boxd refused the API key (HTTP {status} from POST /api/v1/auth/token): set BOXD_API_KEY to a valid `bxd_` \
+         API key or BOXD_TOKEN to a valid token (or pass one to the provider as `apiKey`)"
+    )
+}
 
 /// Kubernetes: no kubeconfig and not inside a cluster.
 pub fn kubernetes_no_config(why: &str) -> String {

@@ -5,12 +5,17 @@
 //! followed, or a page or item ceiling passed, fails it closed
 //! ([`HostedClient::list_pages`], on [`super::paging`]).
 //!
+//! A request is a method, a path and, for a vendor whose calls carry one
+//! (Railway's GraphQL), a JSON body ([`Request`]). How an answer reads is
+//! its status (2xx done, `404` gone, `401`/`403` refused), unless the entry
+//! gives a verdict of its own ([`Verdict`]: a GraphQL error under HTTP 200).
+//!
 //! Cancellation is the caller's: a destroy's deadline drops the future, and
 //! dropping a `reqwest` future aborts its request.
 
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use reqwest::{Method, StatusCode};
 
 use super::paging::{self, HostedError, PageRead, MAX_RATE_LIMITED_RETRIES};
@@ -35,8 +40,72 @@ pub(crate) struct Vendor {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verb {
     Delete,
-    /// Runloop's `POST .../shutdown`.
+    /// Runloop's `POST .../shutdown`; Railway's GraphQL mutation.
     Post,
+}
+
+impl Verb {
+    pub(crate) fn method(self) -> Method {
+        match self {
+            Verb::Delete => Method::DELETE,
+            Verb::Post => Method::POST,
+        }
+    }
+}
+
+/// One request: its method, its path (after the base URL, with its query)
+/// and, for a vendor whose calls carry one, its JSON body.
+#[derive(Debug, Clone)]
+pub(crate) struct Request {
+    pub method: Method,
+    pub path: String,
+    pub body: Option<serde_json::Value>,
+    /// What messages call it: the path without its query (queries carry
+    /// filters and tokens), or the entry's name for a body (`sandboxes`).
+    shown: String,
+}
+
+impl Request {
+    /// `method path`, without a body.
+    pub fn new(method: Method, path: String) -> Self {
+        let shown = path_only(&path).to_owned();
+        Self { method, path, body: None, shown }
+    }
+
+    /// The request with a JSON `body`, called `name` in messages (after
+    /// its path, when it has one: many bodies share one GraphQL endpoint).
+    pub fn with_body(self, body: serde_json::Value, name: &str) -> Self {
+        let shown = if self.shown.is_empty() { name.to_owned() } else { format!("{} {name}", self.shown) };
+        Self { body: Some(body), shown, ..self }
+    }
+}
+
+/// What an answer means, beyond (or instead of) its status: an entry's
+/// verdict for a vendor that answers errors under HTTP 200 (GraphQL), the
+/// status alone for every other ([`by_status`]). `401`/`403` are refusals
+/// before any verdict; `429` is waited out before any verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// The call succeeded: its body is read.
+    Done,
+    /// The sandbox is already gone: a destroy succeeded, a get found
+    /// nothing (a listing or a check that answers it fails).
+    Gone,
+    /// The vendor refused the credential (or what it may see), in its words.
+    Unauthorized(String),
+    /// The call failed, in the vendor's words (empty: the body's are quoted).
+    Failed(String),
+}
+
+/// The REST verdict: a 2xx is done, `404` is gone, anything else failed.
+pub(crate) fn by_status(answer: &Answer) -> Verdict {
+    if answer.status.is_success() {
+        Verdict::Done
+    } else if answer.status == StatusCode::NOT_FOUND {
+        Verdict::Gone
+    } else {
+        Verdict::Failed(String::new())
+    }
 }
 
 /// A vendor's answer: status, headers and the whole body.
@@ -73,6 +142,8 @@ pub(crate) struct HostedClient {
     vendor: Vendor,
     client: reqwest::Client,
     base_url: String,
+    /// How an answer reads ([`by_status`] unless the entry says otherwise).
+    verdict: fn(&Answer) -> Verdict,
 }
 
 impl HostedClient {
@@ -117,20 +188,29 @@ impl HostedClient {
             .connect_timeout(request_timeout.min(Duration::from_secs(10)))
             .build()
             .map_err(|error| InvalidInput::new("apiUrl", error.without_url().to_string()))?;
-        Ok(Self { vendor, client, base_url })
+        Ok(Self { vendor, client, base_url, verdict: by_status })
     }
 
-    /// Sends `method path` (path with its query), waiting out `429`s with
-    /// their `Retry-After`. A 401/403 is an authentication error naming the
+    /// The client with the entry's own verdict on answers, if it has one.
+    pub fn with_verdict(self, verdict: Option<fn(&Answer) -> Verdict>) -> Self {
+        Self { verdict: verdict.unwrap_or(by_status), ..self }
+    }
+
+    /// Sends `request` (its body as JSON), waiting out `429`s with their
+    /// `Retry-After`. A 401/403 is an authentication error naming the
     /// variable to set; every other status is returned to the caller.
-    pub async fn send(&self, method: Method, path: &str) -> Result<Answer, ProviderError> {
+    pub async fn send(&self, request: &Request) -> Result<Answer, ProviderError> {
         let mut rate_limited = 0;
         loop {
-            let request = self.client.request(method.clone(), format!("{}{path}", self.base_url));
-            let response = request.send().await.map_err(|error| self.transport(&method, path, error))?;
+            let url = format!("{}{}", self.base_url, request.path);
+            let mut builder = self.client.request(request.method.clone(), url);
+            if let Some(body) = &request.body {
+                builder = builder.header(CONTENT_TYPE, "application/json").body(body.to_string());
+            }
+            let response = builder.send().await.map_err(|error| self.transport(request, error))?;
             let status = response.status();
             let headers = response.headers().clone();
-            let body = response.bytes().await.map_err(|error| self.transport(&method, path, error))?.to_vec();
+            let body = response.bytes().await.map_err(|error| self.transport(request, error))?.to_vec();
             let answer = Answer { status, headers, body };
             if status == StatusCode::TOO_MANY_REQUESTS && rate_limited < MAX_RATE_LIMITED_RETRIES {
                 if let Some(wait) = retry_after(&answer) {
@@ -150,101 +230,106 @@ impl HostedClient {
         }
     }
 
-    /// A destroy (`DELETE path`, or Runloop's `POST`): success, or already
-    /// gone (`404`, every vendor's "not found"); any other answer fails the destroy.
-    pub async fn destroy_tolerating_gone(&self, verb: Verb, path: &str) -> Result<(), ProviderError> {
-        let method = match verb {
-            Verb::Delete => Method::DELETE,
-            Verb::Post => Method::POST,
-        };
-        let answer = self.send(method.clone(), path).await?;
-        if answer.status.is_success() || answer.status == StatusCode::NOT_FOUND {
-            Ok(())
-        } else {
-            Err(self.unexpected(&method, path, &answer))
+    /// Sends `request` and reads its answer by the verdict: done or gone
+    /// (with the answer); a refusal or a failure is the error.
+    async fn call(&self, request: &Request) -> Result<(Verdict, Answer), ProviderError> {
+        let answer = self.send(request).await?;
+        match (self.verdict)(&answer) {
+            verdict @ (Verdict::Done | Verdict::Gone) => Ok((verdict, answer)),
+            Verdict::Unauthorized(detail) => {
+                let detail = paging::shortened(&detail);
+                let message = messages::hosted_refused(self.vendor.label, &detail, self.vendor.credential_variable);
+                Err(ProviderError::backend(HostedError::Unauthorized(message)))
+            }
+            Verdict::Failed(detail) => Err(self.failed(request, &answer, &detail)),
         }
     }
 
-    /// `GET path` of one sandbox, read by `read`: `None` when the vendor
-    /// answers `404` or `read` calls it gone; any other failure, or an
-    /// answer `read` refuses, is an error (a lookup fails closed).
+    /// A destroy (the entry's request): success, or already gone (`404`,
+    /// every REST vendor's "not found", or the entry's verdict); any other
+    /// answer fails the destroy.
+    pub async fn destroy_tolerating_gone(&self, request: &Request) -> Result<(), ProviderError> {
+        self.call(request).await.map(|_| ())
+    }
+
+    /// One sandbox by the entry's get, read by `read`: `None` when the
+    /// answer is gone (`404`) or `read` calls it gone; any other failure,
+    /// or an answer `read` refuses, is an error (a lookup fails closed).
     pub async fn get_one(
         &self,
-        path: &str,
+        request: &Request,
         read: fn(&Answer) -> Result<Option<ListedSandbox>, String>,
     ) -> Result<Option<ListedSandbox>, ProviderError> {
-        let answer = self.send(Method::GET, path).await?;
-        if answer.status == StatusCode::NOT_FOUND {
-            return Ok(None);
-        }
-        if !answer.status.is_success() {
-            return Err(self.unexpected(&Method::GET, path, &answer));
-        }
-        read(&answer).map_err(|why| self.malformed(&Method::GET, path, &why))
-    }
-
-    /// `GET path` must succeed: one small authenticated call.
-    pub async fn check(&self, path: &str) -> Result<(), ProviderError> {
-        let answer = self.send(Method::GET, path).await?;
-        if answer.status.is_success() {
-            Ok(())
-        } else {
-            Err(self.unexpected(&Method::GET, path, &answer))
+        match self.call(request).await? {
+            (Verdict::Done, answer) => read(&answer).map_err(|why| self.malformed(request, &why)),
+            _ => Ok(None),
         }
     }
 
-    /// Every page of a listing ([`paging::every_page`]): `path_of(cursor)`
+    /// `request` must succeed: one small authenticated call.
+    pub async fn check(&self, request: &Request) -> Result<(), ProviderError> {
+        self.done(request).await.map(|_| ())
+    }
+
+    /// `request`'s answer, which must be done (a gone one fails too).
+    async fn done(&self, request: &Request) -> Result<Answer, ProviderError> {
+        match self.call(request).await? {
+            (Verdict::Done, answer) => Ok(answer),
+            (_, answer) => Err(self.failed(request, &answer, "")),
+        }
+    }
+
+    /// Every page of a listing ([`paging::every_page`]): `request_of(cursor)`
     /// is a page's request (no cursor: the first); `read` turns an answer
     /// into its sandboxes and the next cursor (`None` on the last page). A
     /// page that fails or does not read fails the listing.
     pub async fn list_pages(
         &self,
         ceilings: ListingCeilings,
-        path_of: impl Fn(Option<&str>) -> String,
+        request_of: impl Fn(Option<&str>) -> Request,
         read: impl Fn(&Answer) -> Result<(Vec<ListedSandbox>, Option<String>), String>,
     ) -> Result<Vec<ListedSandbox>, ProviderError> {
-        let (path_of, read) = (&path_of, &read);
+        let (request_of, read) = (&request_of, &read);
         paging::every_page(self.vendor.label, ceilings, |cursor| async move {
-            let path = path_of(cursor.as_deref());
-            let answer = self.send(Method::GET, &path).await?;
-            if !answer.status.is_success() {
-                return Err(self.unexpected(&Method::GET, &path, &answer));
-            }
-            let (sandboxes, next) = read(&answer).map_err(|why| self.malformed(&Method::GET, &path, &why))?;
-            Ok(PageRead { sandboxes, next, request: format!("GET {}", path_only(&path)) })
+            let request = request_of(cursor.as_deref());
+            let answer = self.done(&request).await?;
+            let (sandboxes, next) = read(&answer).map_err(|why| self.malformed(&request, &why))?;
+            Ok(PageRead { sandboxes, next, request: format!("{} {}", request.method, request.shown) })
         })
         .await
     }
 
-    /// The error for an answer the caller did not expect.
-    fn unexpected(&self, method: &Method, path: &str, answer: &Answer) -> ProviderError {
-        let detail = error_detail(&answer.body);
-        ProviderError::backend(HostedError::Failed(messages::hosted_status(
-            self.vendor.label,
-            method.as_str(),
-            path_only(path),
-            answer.status.as_u16(),
-            &detail,
-        )))
+    /// The error for an answer that failed: its status and `detail` (the
+    /// verdict's words; empty: the body's). A failure under a 2xx (a
+    /// GraphQL error) is called an error, not a status.
+    fn failed(&self, request: &Request, answer: &Answer, detail: &str) -> ProviderError {
+        let detail = if detail.is_empty() { error_detail(&answer.body) } else { paging::shortened(detail) };
+        let (label, method) = (self.vendor.label, request.method.as_str());
+        let message = if answer.status.is_success() {
+            messages::hosted_error_answer(label, method, &request.shown, &detail)
+        } else {
+            messages::hosted_status(label, method, &request.shown, answer.status.as_u16(), &detail)
+        };
+        ProviderError::backend(HostedError::Failed(message))
     }
 
     /// The error for an answer whose body does not read as documented.
-    fn malformed(&self, method: &Method, path: &str, why: &str) -> ProviderError {
+    fn malformed(&self, request: &Request, why: &str) -> ProviderError {
         ProviderError::backend(HostedError::Failed(messages::hosted_malformed(
             self.vendor.label,
-            method.as_str(),
-            path_only(path),
+            request.method.as_str(),
+            &request.shown,
             why,
         )))
     }
 
-    fn transport(&self, method: &Method, path: &str, error: reqwest::Error) -> ProviderError {
+    fn transport(&self, request: &Request, error: reqwest::Error) -> ProviderError {
         // `without_url`: the base URL may carry user info; the path is ours.
         let cause = if error.is_timeout() { "timed out".to_owned() } else { error.without_url().to_string() };
         ProviderError::backend(HostedError::Failed(messages::hosted_transport(
             self.vendor.label,
-            method.as_str(),
-            path_only(path),
+            request.method.as_str(),
+            &request.shown,
             &cause,
         )))
     }

@@ -13,6 +13,12 @@
 //! A vendor is a marker type implementing [`Vendor`] (its entry), so the Rust
 //! API keeps one config and provider type per vendor (`E2bConfig`,
 //! `E2bProvider`, ...) with the vendor's own defaults.
+//!
+//! A vendor off the REST pattern adds [`Extras`] to its entry
+//! ([`Vendor::EXTRAS`]; none by default): a JSON body for each request (then
+//! sent by `POST` to the entry's path), its own verdict on answers (a GraphQL
+//! error under HTTP 200; "already gone") and an auth header that depends on
+//! which variable gave the credential. Railway's GraphQL API is the one so far.
 
 pub mod blaxel;
 #[cfg(feature = "boxd")]
@@ -20,13 +26,15 @@ pub mod boxd;
 pub(crate) mod client;
 pub mod daytona;
 pub mod e2b;
+#[cfg(any(feature = "modal", feature = "boxd"))]
+pub(crate) mod grpc;
 #[cfg(feature = "kubernetes")]
 pub mod kubernetes;
 #[cfg(feature = "modal")]
 pub mod modal;
 pub(crate) mod paging;
-mod registry;
 pub mod railway;
+mod registry;
 pub mod runloop;
 pub mod sprites;
 pub mod upstash_box;
@@ -37,8 +45,9 @@ use std::marker::PhantomData;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use reqwest::Method;
 
-use self::client::{Answer, HostedClient};
+use self::client::{Answer, HostedClient, Request, Verdict};
 use super::{validate_id, validate_owner, validate_provider_name, HostedSandboxProvider, InvalidInput};
 use crate::contract::errors::ProviderError;
 use crate::contract::SandboxProvider;
@@ -60,7 +69,7 @@ pub struct Entry {
     /// What a message tells the user to set (`VERCEL_TOKEN (with VERCEL_TEAM_ID)`).
     pub(crate) credential_hint: &'static str,
     /// The credential's header (lowercase), and the text before the credential in it.
-    pub(crate) auth: (&'static str, &'static str),
+    pub(crate) auth: AuthHeader,
     /// Headers every request carries (lowercase names), e.g. an API version.
     pub(crate) headers: &'static [(&'static str, &'static str)],
     /// The base URL when no option gives one: the SDK's own variables, else its public API.
@@ -84,11 +93,63 @@ pub struct Entry {
     pub(crate) get: Option<Get>,
 }
 
+/// A credential's header (lowercase), and the text before the credential
+/// in it (`("authorization", "Bearer ")`).
+pub type AuthHeader = (&'static str, &'static str);
+
 /// A vendor's get: its request, and how its answer reads as a listed
 /// sandbox (`None`: a state the vendor calls gone; `404` is gone too).
 pub(crate) struct Get {
     pub path: fn(&Scope, &str) -> String,
     pub read: fn(&Answer) -> Result<Option<ListedSandbox>, String>,
+}
+
+/// What a vendor off the REST pattern adds to its [`Entry`] (each part
+/// `None`: the REST way). Built in this crate only, like an entry.
+pub struct Extras {
+    /// A JSON body for each request: with one, the check, a listing page
+    /// and a get go by `POST` (a destroy by the entry's verb) to the
+    /// entry's path. GraphQL: every call a `POST` to the one endpoint.
+    pub(crate) bodies: Option<Bodies>,
+    /// How an answer reads, when its status does not say (GraphQL answers
+    /// its errors, refusals and "not found" under HTTP 200, `errors` before
+    /// `data`). `None`: by status (2xx done, `404` gone). `401`/`403` are
+    /// refusals and `429`s are waited out before any verdict.
+    pub(crate) verdict: Option<fn(&Answer) -> Verdict>,
+    /// The credential's header and prefix by the variable that gave the
+    /// credential (`None`: the `apiKey` option), for a vendor whose kinds of
+    /// token go in different headers (Railway: `RAILWAY_TOKEN` in
+    /// `project-access-token`, the others as `Authorization: Bearer`).
+    /// `None`: always the entry's `auth`. Variables are read in the row's order.
+    pub(crate) auth_for: Option<fn(Option<&str>) -> AuthHeader>,
+    /// What the vendor's labels can carry of an owner, checked when the
+    /// provider is built (Upstash Box: `sr:<owner>` within 20 characters).
+    /// `None`: any owner the engine takes.
+    pub(crate) check_owner: Option<OwnerCheck>,
+}
+
+impl Extras {
+    /// Nothing beyond the entry (every REST vendor).
+    pub const NONE: Extras = Extras { bodies: None, verdict: None, auth_for: None, check_owner: None };
+}
+
+/// A vendor's own check of an owner (what its labels can carry).
+pub(crate) type OwnerCheck = fn(&str) -> Result<(), InvalidInput>;
+
+/// The JSON bodies of an entry's requests, each with the name messages
+/// call the request by (the GraphQL root field: `sandboxes`), as the
+/// entry's paths are built: from the scope, the listing and cursor, the id.
+pub(crate) struct Bodies {
+    pub check: fn(&Scope) -> Body,
+    pub list: fn(&Listing<'_>, Option<&str>) -> Body,
+    pub get: fn(&Scope, &str) -> Body,
+    pub destroy: fn(&Scope, &str) -> Body,
+}
+
+/// A request's JSON body, and what messages call the request.
+pub(crate) struct Body {
+    pub json: serde_json::Value,
+    pub name: &'static str,
 }
 
 /// Gets in flight at once in one lookup.
@@ -111,7 +172,8 @@ pub type Page = (Vec<ListedSandbox>, Option<String>);
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Scope {
     pub query: String,
-    /// The project a listing and a destroy name (Vercel).
+    /// The project a listing and a destroy name (Vercel); the environment
+    /// every request names (Railway).
     pub project: String,
     /// Headers every request carries (Blaxel's workspace), lowercase names.
     pub headers: Vec<(&'static str, String)>,
@@ -130,6 +192,8 @@ pub struct Listing<'a> {
 /// `E2bProvider` and their siblings.
 pub trait Vendor: Send + Sync + 'static {
     const ENTRY: &'static Entry;
+    /// What the vendor adds beyond its entry (Railway's GraphQL); nothing by default.
+    const EXTRAS: &'static Extras = &Extras::NONE;
 }
 
 /// How a [`HostedProvider`] reaches vendor `V`. Its `Default` is the
@@ -221,6 +285,7 @@ impl<V: Vendor> fmt::Debug for HostedConfig<V> {
 /// destroys and lists (the vendor's SDK creates).
 pub struct HostedProvider<V> {
     entry: &'static Entry,
+    extras: &'static Extras,
     name: String,
     owner: String,
     page_size: u32,
@@ -254,6 +319,9 @@ impl<V: Vendor> HostedProvider<V> {
         let spec = entry.spec();
         validate_provider_name(&config.name)?;
         validate_owner(&config.owner)?;
+        if let Some(check_owner) = V::EXTRAS.check_owner {
+            check_owner(&config.owner)?;
+        }
         let largest = spec.max_page_size;
         // A vendor that sizes its pages itself (largest 0) takes no page size.
         if largest > 0 && !(1..=largest).contains(&config.page_size) {
@@ -265,8 +333,17 @@ impl<V: Vendor> HostedProvider<V> {
             workspace: config.workspace.as_deref(),
             environment_id: config.environment_id.as_deref(),
         })?;
-        let credential =
-            config.api_key.clone().or_else(|| spec.credential_variables.iter().find_map(|name| variable(name)));
+        // The credential, and the variable it came from (`None`: the option).
+        let (credential, source) = match config.api_key.clone() {
+            Some(key) => (Some(key), None),
+            None => spec
+                .credential_variables
+                .iter()
+                .find_map(|name| variable(name).map(|value| (Some(value), Some(*name))))
+                .unwrap_or((None, None)),
+        };
+        let extras = V::EXTRAS;
+        let auth = extras.auth_for.map_or(entry.auth, |auth_for| auth_for(source));
         let api_url = config.api_url.clone().unwrap_or_else(entry.default_api_url);
         let vendor = client::Vendor {
             label: spec.label,
@@ -276,9 +353,11 @@ impl<V: Vendor> HostedProvider<V> {
         let headers =
             entry.headers.iter().map(|(name, value)| (*name, (*value).to_owned())).chain(scope.headers.clone());
         let credential = credential.unwrap_or_default();
-        let client = HostedClient::new(vendor, &api_url, entry.auth, &credential, headers, config.request_timeout)?;
+        let client = HostedClient::new(vendor, &api_url, auth, &credential, headers, config.request_timeout)?
+            .with_verdict(extras.verdict);
         Ok(Self {
             entry,
+            extras,
             name: config.name,
             owner: config.owner,
             page_size: config.page_size,
@@ -294,15 +373,39 @@ impl<V: Vendor> HostedProvider<V> {
     /// One sandbox by the vendor's get, as the sandbox asked for (whatever
     /// id form the vendor answers with).
     async fn look_up(&self, get: &Get, id: &str) -> Result<Option<ListedSandbox>, ProviderError> {
-        let read = self.client.get_one(&(get.path)(&self.scope, id), get.read).await?;
+        let body = self.extras.bodies.as_ref().map(|bodies| (bodies.get)(&self.scope, id));
+        let request = request(Method::GET, (get.path)(&self.scope, id), body);
+        let read = self.client.get_one(&request, get.read).await?;
         Ok(read.map(|sandbox| ListedSandbox { id: id.to_owned(), ..sandbox }))
     }
 
-    /// A listing page's request, as the entry builds it.
-    pub(crate) fn list_path(&self, cursor: Option<&str>) -> String {
+    /// What one listing request is for.
+    fn listing(&self) -> Listing<'_> {
         let server_filters = self.entry.spec().owner_filter == OwnerFilter::Server;
         let owner = (server_filters && !self.sweep_unlabelled).then_some(self.owner.as_str());
-        (self.entry.list_path)(&Listing { scope: &self.scope, owner, page_size: self.page_size }, cursor)
+        Listing { scope: &self.scope, owner, page_size: self.page_size }
+    }
+
+    /// A listing page's path, as the entry builds it.
+    pub(crate) fn list_path(&self, cursor: Option<&str>) -> String {
+        (self.entry.list_path)(&self.listing(), cursor)
+    }
+
+    /// A listing page's request: its path, and its body if the entry sends one.
+    fn list_request(&self, cursor: Option<&str>) -> Request {
+        let body = self.extras.bodies.as_ref().map(|bodies| (bodies.list)(&self.listing(), cursor));
+        request(Method::GET, self.list_path(cursor), body)
+    }
+}
+
+/// `method path`, or with a `body` a `POST` of it (a destroy keeps its verb).
+fn request(method: Method, path: String, body: Option<Body>) -> Request {
+    match body {
+        None => Request::new(method, path),
+        Some(Body { json, name }) => {
+            let method = if method == Method::GET { Method::POST } else { method };
+            Request::new(method, path).with_body(json, name)
+        }
     }
 }
 
@@ -316,7 +419,8 @@ impl<V: Vendor> HostedSandboxProvider for HostedProvider<V> {
     /// when the vendor refuses the credential, so a command can stop before
     /// its first pass.
     async fn check_access(&self) -> Result<(), ProviderError> {
-        self.client.check(&(self.entry.check_path)(&self.scope)).await
+        let body = self.extras.bodies.as_ref().map(|bodies| (bodies.check)(&self.scope));
+        self.client.check(&request(Method::GET, (self.entry.check_path)(&self.scope), body)).await
     }
 }
 
@@ -326,11 +430,14 @@ impl<V: Vendor> SandboxProvider for HostedProvider<V> {
         &self.name
     }
 
-    /// The entry's destroy request: destroyed, or already gone (`404`).
+    /// The entry's destroy request: destroyed, or already gone (`404`, or
+    /// the entry's verdict).
     async fn destroy(&self, provider_sandbox_id: &str) -> Result<(), ProviderError> {
         validate_id(provider_sandbox_id)?;
         let (verb, path) = self.entry.destroy;
-        self.client.destroy_tolerating_gone(verb, &path(&self.scope, provider_sandbox_id)).await
+        let body = self.extras.bodies.as_ref().map(|bodies| (bodies.destroy)(&self.scope, provider_sandbox_id));
+        let request = request(verb.method(), path(&self.scope, provider_sandbox_id), body);
+        self.client.destroy_tolerating_gone(&request).await
     }
 
     fn can_list(&self) -> bool {
@@ -349,7 +456,7 @@ impl<V: Vendor> SandboxProvider for HostedProvider<V> {
             }
             Ok((client::unlabelled_as_empty(listed, self.sweep_unlabelled), next))
         };
-        self.client.list_pages(self.listing_ceilings, |cursor| self.list_path(cursor), read).await
+        self.client.list_pages(self.listing_ceilings, |cursor| self.list_request(cursor), read).await
     }
 
     fn owner(&self) -> Option<&str> {

@@ -1,7 +1,9 @@
 //! The one place a vendor key becomes its entry: what the bindings and the
 //! command build a provider with.
 
-use super::{blaxel, daytona, e2b, runloop, sprites, vercel, HostedConfig, HostedProvider, Vendor};
+use super::{
+    blaxel, daytona, e2b, railway, runloop, sprites, upstash_box, vercel, HostedConfig, HostedProvider, Vendor,
+};
 use crate::contract::errors::ProviderError;
 use crate::options::provider::{HostedSettings, HostedVendor};
 use crate::providers::HostedSandboxProvider;
@@ -31,10 +33,15 @@ pub fn build_hosted(
         HostedVendor::Modal => Err(ProviderError::backend(super::HostedError::Failed(
             crate::report::messages::hosted_vendor_not_built("Modal", "modal"),
         ))),
-        // Being written (#40): each arm becomes its vendor's entry.
-        HostedVendor::UpstashBox => not_yet("Upstash Box"),
-        HostedVendor::Boxd => not_yet("boxd"),
-        HostedVendor::Railway => not_yet("Railway"),
+        HostedVendor::UpstashBox => boxed::<upstash_box::UpstashBox>(settings),
+        // boxd speaks gRPC: its own provider beside the engine, as Modal's is.
+        #[cfg(feature = "boxd")]
+        HostedVendor::Boxd => Ok(Box::new(super::boxd::BoxdProvider::new(super::boxd::BoxdConfig::from(settings))?)),
+        #[cfg(not(feature = "boxd"))]
+        HostedVendor::Boxd => Err(ProviderError::backend(super::HostedError::Failed(
+            crate::report::messages::hosted_vendor_not_built("boxd", "boxd"),
+        ))),
+        HostedVendor::Railway => boxed::<railway::Railway>(settings),
         #[cfg(feature = "kubernetes")]
         HostedVendor::Kubernetes => Ok(Box::new(super::kubernetes::KubernetesProvider::new(
             super::kubernetes::KubernetesConfig::from(settings),
@@ -44,8 +51,4 @@ pub fn build_hosted(
             crate::report::messages::hosted_vendor_not_built("Kubernetes", "kubernetes"),
         ))),
     }
-}
-
-fn not_yet(vendor: &str) -> Result<Box<dyn HostedSandboxProvider>, ProviderError> {
-    Err(ProviderError::backend(super::HostedError::Failed(format!("{vendor}: not built yet"))))
 }

@@ -43,9 +43,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use self::rpc::{Refusal, Rpc, LABEL};
+use self::rpc::{Rpc, LABEL};
 use self::wire::{SandboxInfo, SandboxTag};
 use super::client::unlabelled_as_empty;
+use super::grpc::Refusal;
 use super::paging::{self, PageRead};
 use super::{look_up_each, owner_and_key, variable};
 use crate::contract::errors::ProviderError;
@@ -203,7 +204,7 @@ impl ModalProvider {
             include_finished: false,
             tags,
         };
-        let page: wire::SandboxListResponse = self.rpc.call(method, request).await.map_err(|r| r.into_error(method))?;
+        let page: wire::SandboxListResponse = self.rpc.call(method, request).await.map_err(Refusal::into_error)?;
         let (sandboxes, next) = read_page(page)
             .map_err(|why| paging::failed(messages::hosted_malformed(LABEL, "gRPC", method.name, &why)))?;
         let sandboxes = unlabelled_as_empty(sandboxes, self.sweep_unlabelled);
@@ -216,8 +217,8 @@ impl ModalProvider {
         let request = wire::SandboxWaitRequest { sandbox_id: id.to_owned(), timeout: 0.0 };
         let waited: wire::SandboxWaitResponse = match self.rpc.call(wait, request).await {
             Ok(waited) => waited,
-            Err(Refusal::NotFound) => return Ok(None),
-            Err(refusal) => return Err(refusal.into_error(wait)),
+            Err(Refusal::NotFound(_)) => return Ok(None),
+            Err(refusal) => return Err(refusal.into_error()),
         };
         if wire::finished(waited.result.as_ref()) {
             return Ok(None);
@@ -226,8 +227,8 @@ impl ModalProvider {
         let request = wire::SandboxTagsGetRequest { sandbox_id: id.to_owned() };
         let tags: wire::SandboxTagsGetResponse = match self.rpc.call(tags_get, request).await {
             Ok(tags) => tags,
-            Err(Refusal::NotFound) => return Ok(None),
-            Err(refusal) => return Err(refusal.into_error(tags_get)),
+            Err(Refusal::NotFound(_)) => return Ok(None),
+            Err(refusal) => return Err(refusal.into_error()),
         };
         let (owner, key) = owner_and_key(&tag_map(tags.tags));
         let created_at = wire::v2_created_at_millis(id);
@@ -320,8 +321,8 @@ impl SandboxProvider for ModalProvider {
         let method = wire::TERMINATE.of(provider_sandbox_id);
         let request = wire::SandboxTerminateRequest { sandbox_id: provider_sandbox_id.to_owned() };
         match self.rpc.call::<_, wire::SandboxTerminateResponse>(method, request).await {
-            Ok(_) | Err(Refusal::NotFound) => Ok(()),
-            Err(refusal) => Err(refusal.into_error(method)),
+            Ok(_) | Err(Refusal::NotFound(_)) => Ok(()),
+            Err(refusal) => Err(refusal.into_error()),
         }
     }
 
