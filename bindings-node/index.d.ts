@@ -809,8 +809,8 @@ export interface BoxdProviderOptions extends Omit<HostedProviderOptions, 'pageSi
 /**
  * boxd (name `boxd`): destroy is DestroyVm (listed by ListVms within `org`); gone or going (never destroyed
  * again): NOT_FOUND and status `destroyed`. Key: `BOXD_TOKEN`, else `BOXD_API_KEY`; API: BOXD_BASE_URL, else
- * https://api.boxd.sh (gRPC). Pages sized by the vendor (no page size); the vendor filters the listing by the
- * owner label.
+ * https://boxd.sh:9443 (gRPC). Pages sized by the vendor (no page size); the vendor filters the listing by
+ * the owner label.
  */
 export declare class BoxdProvider extends HostedSandboxProvider {
   constructor(options?: BoxdProviderOptions);

@@ -33,7 +33,7 @@ echo; echo "== scale (Rust, issue #38): one reconcile pass over 200 and over 10,
 cargo run --quiet --release -p sandbox-reclaim --features sqlite,postgres --example scale_bench
 echo; echo "== hosted providers (Rust): reconcile over 10,000 sandboxes for every vendor entry (E2B, Daytona, Vercel, Sprites, Runloop, Blaxel, Modal) on its local fake (pages of 100, or 50 where the vendor serves no more; 20 ms per request) at 64; Modal twice: on the proven Python fake (its row is fake-bound) and on an in-process tonic fake (our side)"
 ensure_fake_python
-cargo run --quiet --release -p sandbox-reclaim --features hosted,modal --example hosted_bench
+cargo run --quiet --release -p sandbox-reclaim --features hosted,modal,kubernetes,boxd --example hosted_bench
 echo; echo "== fleet passes (Node, Python): reclaimAll 2,000 × 20 ms at 64 (in-memory, SQLite, PostgreSQL) against the ideal and the sequential reference loop"
 node bench/node/fleet.mjs
 .venv/bin/python bench/python/fleet.py

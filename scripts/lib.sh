@@ -9,13 +9,14 @@ ensure_toolchain() {
   if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
 }
 
-# The Python the gRPC fake of Modal runs under (tests/fakes/modal_fake.py,
-# built on the stubs the official `modal` package ships), for the Rust, Node
-# and Python suites alike: the repo's .venv, with the pinned `modal`.
+# The Python the gRPC fakes run under (tests/fakes/modal_fake.py and
+# boxd_fake.py, built on the stubs the official `modal` and `boxd` packages
+# ship), for the Rust, Node and Python suites alike: the repo's .venv, with
+# the pinned clients.
 ensure_fake_python() {
   local venv=$PWD/.venv
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install --quiet "modal==1.6.4"
+  "$venv/bin/python" -m pip install --quiet "modal==1.6.4" "boxd==0.2.19"
   export SANDBOX_RECLAIM_FAKE_PYTHON=$venv/bin/python
 }
 

@@ -1,12 +1,24 @@
 //! `make bench`: `reconcile` over 10,000 listed sandboxes for every hosted
-//! vendor entry (E2B, Daytona, Vercel, Sprites, Runloop, Blaxel, Modal), each
-//! on its local fake (tests/fakes/<vendor>.mjs under node; Modal's gRPC fake,
-//! modal_fake.py, under `SANDBOX_RECLAIM_FAKE_PYTHON`, default `.venv`'s
+//! vendor entry (E2B, Daytona, Vercel, Sprites, Runloop, Blaxel, Modal,
+//! Kubernetes, Upstash Box, Railway, boxd), each on its local fake
+//! (tests/fakes/<vendor>.mjs under node; the gRPC fakes, modal_fake.py and
+//! boxd_fake.py, under `SANDBOX_RECLAIM_FAKE_PYTHON`, default `.venv`'s
 //! python): pages of 100 (or the vendor's largest page, when smaller; Modal's
-//! page is the server's, 100 on the fake), 20 ms per request, destroys 20 ms,
+//! page is the server's, 100 on the fake; Upstash Box and boxd do not page:
+//! one answer holds all 10,000), 20 ms per request, destroys 20 ms,
 //! concurrency 64. Prints one line per vendor: the wall time against the
 //! ideal (its requests in sequence × 20 ms + 10,000 × 20 ms / 64) and the
 //! pass's peak memory.
+//!
+//! Kubernetes runs against HTTPS with the token kubeconfig its fake writes
+//! (SandboxClaims, each with its Sandbox and Pod, deleted in the foreground).
+//! Railway sandboxes carry no labels, so only the store's registry can name
+//! them: the 10,000 are registered (each record written, then deleted, as a
+//! destroy a TanStack provider swallowed leaves them) and the pass runs with
+//! `sweep_unlabelled`, listing the environment. That is how a Railway user's
+//! sweep reclaims 10,000 in one pass: the default (no `sweep_unlabelled`)
+//! lists the whole environment too (Railway's owner filter is client-side)
+//! and then reads registered ids by get, at most 1,000 candidates a pass.
 //!
 //! Modal has two rows. The Python fake (grpclib) is the proven one, but one
 //! core of pure-Python HTTP/2 cannot serve the calls a second the ideal
@@ -26,7 +38,11 @@ mod modal_grpc_fake;
 
 use sandbox_reclaim::options::provider::{HostedSettings, HostedVendor};
 use sandbox_reclaim::providers::build_hosted;
-use sandbox_reclaim::{reconcile, InMemorySandboxInstanceStore, ReconcileOptions, SandboxProvider};
+use sandbox_reclaim::providers::hosted::upstash_box::UPSTASH_BOX_OWNER_LABEL_PREFIX;
+use sandbox_reclaim::{
+    reconcile, InMemorySandboxInstanceStore, ReconcileOptions, SandboxInstanceRecord, SandboxInstanceStore,
+    SandboxProvider,
+};
 use serde_json::{json, Value};
 
 const SANDBOXES: usize = 10_000;
@@ -44,10 +60,21 @@ const LONG_AGO_MS: u64 = 1_767_225_600_000;
 enum Fake {
     /// tests/fakes/<key>.mjs under node.
     Node,
-    /// tests/fakes/modal_fake.py under `SANDBOX_RECLAIM_FAKE_PYTHON`.
-    Python,
+    /// tests/fakes/<script> under `SANDBOX_RECLAIM_FAKE_PYTHON`.
+    Python(&'static str),
     /// `modal_grpc_fake`, in this process.
     Tonic,
+}
+
+/// How a vendor's listing reads the 10,000.
+#[derive(PartialEq)]
+enum Listing {
+    /// Pages of [`PAGE`], or the vendor's largest page when smaller.
+    Pages,
+    /// Pages the server sizes (Modal: [`PAGE`] on the fakes).
+    ServerPages,
+    /// One answer, no paging (Upstash Box, boxd).
+    OneAnswer,
 }
 
 /// One vendor's row: its fake, its credential flags and its seed format.
@@ -60,14 +87,34 @@ struct Bench {
     fake_note: &'static str,
     /// The fake's command-line flags (credential, team, workspace).
     flags: &'static [&'static str],
-    /// What the client's `api_url` adds to the fake's `url`.
+    /// The control route the seed is posted to (`/_fake/<route>`).
+    seed_route: &'static str,
+    /// The field of the fake's first line the client's `api_url` is made
+    /// from (`url`; Railway's GraphQL `endpoint`); `None`: none (Kubernetes
+    /// reads its server from the kubeconfig).
+    url_field: Option<&'static str>,
+    /// What the client's `api_url` adds to that field.
     suffix: &'static str,
+    /// How the listing reads the sandboxes.
+    listing: Listing,
+    /// The vendor's own settings, from the fake's first line (a kubeconfig,
+    /// an environment, an org, `sweep_unlabelled`).
+    configure: fn(&mut HostedSettings, &Value),
+    /// Whether the store's registry names the sandboxes (each record
+    /// written, then deleted, before the pass): the only way a sweep finds
+    /// a sandbox without labels (Railway).
+    registered: bool,
     /// Seed item `index`: ours, created long ago, in a live status that bills.
     item: fn(usize) -> Value,
     /// Requests the listing makes beyond one per page (Modal: its auth
     /// token, and the empty page that ends a listing).
     extra_requests: usize,
 }
+
+/// The Railway environment the sandboxes live in.
+const RAILWAY_ENVIRONMENT: &str = "env-bench";
+/// The boxd org the machines are in (the caller is a member).
+const BOXD_ORG: &str = "acme";
 
 /// Modal's fake puts sandboxes seeded without an app in this one.
 const MODAL_APP: &str = "ap-SandboxReclaimFakeApp0";
@@ -80,7 +127,7 @@ fn modal_id(index: usize) -> String {
     format!("sb-{time}{index:016}")
 }
 
-const BENCHES: [Bench; 8] = [
+const BENCHES: [Bench; 12] = [
     Bench {
         vendor: HostedVendor::E2b,
         key: "e2b",
@@ -88,7 +135,12 @@ const BENCHES: [Bench; 8] = [
         fake: Fake::Node,
         fake_note: "",
         flags: &["--key", "e2b_bench"],
+        seed_route: "sandboxes",
+        url_field: Some("url"),
         suffix: "",
+        listing: Listing::Pages,
+        configure: |_, _| {},
+        registered: false,
         item: |index| json!({ "sandboxID": format!("sbx{index:05}"), "startedAt": LONG_AGO, "metadata": { OWNER_LABEL: OWNER } }),
         extra_requests: 0,
     },
@@ -99,7 +151,12 @@ const BENCHES: [Bench; 8] = [
         fake: Fake::Node,
         fake_note: "",
         flags: &["--key", "daytona_bench"],
+        seed_route: "sandboxes",
+        url_field: Some("url"),
         suffix: "",
+        listing: Listing::Pages,
+        configure: |_, _| {},
+        registered: false,
         item: |index| {
             json!({ "id": format!("sbx{index:05}"), "labels": { OWNER_LABEL: OWNER }, "state": "started",
                     "createdAt": "2026-01-01T00:00:00.000Z" })
@@ -113,7 +170,12 @@ const BENCHES: [Bench; 8] = [
         fake: Fake::Node,
         fake_note: "",
         flags: &["--token", "vercel_bench", "--team", "team_bench", "--project", "prj_bench"],
+        seed_route: "sandboxes",
+        url_field: Some("url"),
         suffix: "",
+        listing: Listing::Pages,
+        configure: |_, _| {},
+        registered: false,
         item: |index| {
             json!({ "name": format!("sbx{index:05}"), "tags": { OWNER_LABEL: OWNER }, "status": "running",
                     "createdAt": LONG_AGO_MS })
@@ -127,7 +189,12 @@ const BENCHES: [Bench; 8] = [
         fake: Fake::Node,
         fake_note: "",
         flags: &["--key", "sprites_bench"],
+        seed_route: "sandboxes",
+        url_field: Some("url"),
         suffix: "",
+        listing: Listing::Pages,
+        configure: |_, _| {},
+        registered: false,
         item: |index| {
             json!({ "name": format!("sbx{index:05}"), "labels": [format!("{OWNER_LABEL}={OWNER}")], "status": "running",
                     "createdAt": LONG_AGO })
@@ -141,7 +208,12 @@ const BENCHES: [Bench; 8] = [
         fake: Fake::Node,
         fake_note: "",
         flags: &["--key", "runloop_bench"],
+        seed_route: "sandboxes",
+        url_field: Some("url"),
         suffix: "",
+        listing: Listing::Pages,
+        configure: |_, _| {},
+        registered: false,
         item: |index| {
             json!({ "id": format!("dbx_{index:05}"), "metadata": { OWNER_LABEL: OWNER }, "status": "running",
                     "createTimeMs": LONG_AGO_MS })
@@ -155,7 +227,12 @@ const BENCHES: [Bench; 8] = [
         fake: Fake::Node,
         fake_note: "",
         flags: &["--key", "bl_bench", "--workspace", "ws-bench"],
+        seed_route: "sandboxes",
+        url_field: Some("url"),
         suffix: "/v0",
+        listing: Listing::Pages,
+        configure: |_, _| {},
+        registered: false,
         item: |index| {
             json!({ "name": format!("sbx{index:05}"), "labels": { OWNER_LABEL: OWNER }, "status": "DEPLOYED",
                     "createdAt": LONG_AGO })
@@ -166,10 +243,15 @@ const BENCHES: [Bench; 8] = [
         vendor: HostedVendor::Modal,
         key: "modal",
         label: "Modal",
-        fake: Fake::Python,
+        fake: Fake::Python("modal_fake.py"),
         fake_note: " (Python gRPC, fake-bound)",
         flags: &["--token-id", "ak-bench", "--token-secret", "as-bench"],
+        seed_route: "sandboxes",
+        url_field: Some("url"),
         suffix: "",
+        listing: Listing::ServerPages,
+        configure: |_, _| {},
+        registered: false,
         item: |index| {
             // Modal pages by creation time: each sandbox a second apart.
             json!({ "id": modal_id(index), "appId": MODAL_APP, "tags": { OWNER_LABEL: OWNER },
@@ -184,13 +266,99 @@ const BENCHES: [Bench; 8] = [
         fake: Fake::Tonic,
         fake_note: " (in-process tonic)",
         flags: &["--token-id", "ak-bench", "--token-secret", "as-bench"],
+        seed_route: "sandboxes",
+        url_field: Some("url"),
         suffix: "",
+        listing: Listing::ServerPages,
+        configure: |_, _| {},
+        registered: false,
         item: |index| {
             // Modal pages by creation time: each sandbox a second apart.
             json!({ "id": modal_id(index), "appId": MODAL_APP, "tags": { OWNER_LABEL: OWNER },
                     "createdAt": LONG_AGO_MS / 1000 + index as u64 })
         },
         extra_requests: 2,
+    },
+    Bench {
+        vendor: HostedVendor::Kubernetes,
+        key: "kubernetes",
+        label: "Kubernetes",
+        fake: Fake::Node,
+        fake_note: " (HTTPS)",
+        flags: &[],
+        seed_route: "sandboxes",
+        url_field: None,
+        suffix: "",
+        listing: Listing::Pages,
+        // The kubeconfig the fake writes (a bearer token, its CA): the server is its.
+        configure: |settings, started| settings.kubeconfig = started["kubeconfigToken"].as_str().map(str::to_owned),
+        registered: false,
+        // A SandboxClaim; the fake gives each its Sandbox and Pod, deleted with it.
+        item: |index| {
+            json!({ "kind": "SandboxClaim", "namespace": "default", "name": format!("claim-{index:05}"),
+                    "labels": { OWNER_LABEL: OWNER }, "creationTimestamp": LONG_AGO })
+        },
+        extra_requests: 0,
+    },
+    Bench {
+        vendor: HostedVendor::UpstashBox,
+        key: "upstash-box",
+        label: "Upstash Box",
+        fake: Fake::Node,
+        fake_note: "",
+        flags: &["--key", "box_bench"],
+        seed_route: "boxes",
+        url_field: Some("url"),
+        suffix: "",
+        listing: Listing::OneAnswer,
+        configure: |_, _| {},
+        registered: false,
+        item: |index| {
+            json!({ "id": format!("box_{index:05}"), "labels": [format!("{UPSTASH_BOX_OWNER_LABEL_PREFIX}{OWNER}")],
+                    "status": "running", "created_at": LONG_AGO_MS / 1000 })
+        },
+        extra_requests: 0,
+    },
+    Bench {
+        vendor: HostedVendor::Railway,
+        key: "railway",
+        label: "Railway",
+        fake: Fake::Node,
+        fake_note: " (GraphQL)",
+        flags: &["--token", "railway_bench", "--environment", RAILWAY_ENVIRONMENT],
+        seed_route: "sandboxes",
+        url_field: Some("endpoint"),
+        suffix: "",
+        listing: Listing::Pages,
+        // No labels: the registry names them, and the listing takes the whole environment.
+        configure: |settings, _| {
+            settings.environment_id = Some(RAILWAY_ENVIRONMENT.to_owned());
+            settings.sweep_unlabelled = true;
+        },
+        registered: true,
+        item: |index| json!({ "id": format!("sb{index:05}"), "status": "RUNNING", "createdAt": LONG_AGO }),
+        extra_requests: 0,
+    },
+    Bench {
+        vendor: HostedVendor::Boxd,
+        key: "boxd",
+        label: "boxd",
+        fake: Fake::Python("boxd_fake.py"),
+        fake_note: " (Python gRPC)",
+        // A `bxd_` key: exchanged once for a token (HTTP/1.1, which the fake
+        // does not delay), then every call is gRPC under it.
+        flags: &["--api-key", "bxd_bench", "--orgs", BOXD_ORG],
+        seed_route: "vms",
+        url_field: Some("url"),
+        suffix: "",
+        listing: Listing::OneAnswer,
+        configure: |settings, _| settings.org = Some(BOXD_ORG.to_owned()),
+        registered: false,
+        item: |index| {
+            json!({ "id": format!("0c0ffee0-0000-4000-8000-{index:012}"), "labels": { OWNER_LABEL: OWNER },
+                    "org": BOXD_ORG, "created_at": LONG_AGO_MS / 1000 })
+        },
+        extra_requests: 0,
     },
 ];
 
@@ -200,6 +368,19 @@ fn status_mib(field: &str) -> Option<f64> {
     let line = status.lines().find(|line| line.starts_with(field))?;
     let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib / 1024.0)
+}
+
+/// A record of `provider`'s sandbox `id` under `key`.
+fn registered_record(key: &str, provider: &str, id: &str) -> SandboxInstanceRecord {
+    SandboxInstanceRecord {
+        key: key.to_owned(),
+        provider: provider.to_owned(),
+        provider_sandbox_id: id.to_owned(),
+        latest_snapshot_id: None,
+        thread_id: key.split(':').next().unwrap_or(key).to_owned(),
+        latest_run_id: None,
+        updated_at: 1,
+    }
 }
 
 fn flag(flags: &[&'static str], name: &str) -> Option<String> {
@@ -213,9 +394,9 @@ enum Running {
     InProcess(modal_grpc_fake::ModalGrpcFake),
 }
 
-/// Starts `bench`'s fake, seeded with the sandboxes, 20 ms per request: its
-/// url, and the fake.
-async fn start_fake(bench: &Bench, sandboxes: Vec<Value>) -> (String, Running) {
+/// Starts `bench`'s fake, seeded with the sandboxes, 20 ms per request: the
+/// line it printed when it started (`url`, a kubeconfig, ...), and the fake.
+async fn start_fake(bench: &Bench, sandboxes: Vec<Value>) -> (Value, Running) {
     if bench.fake == Fake::Tonic {
         let credential = |name| flag(bench.flags, name).expect("the bench's credential");
         let config = modal_grpc_fake::Config {
@@ -225,15 +406,16 @@ async fn start_fake(bench: &Bench, sandboxes: Vec<Value>) -> (String, Running) {
             page_size: PAGE as usize,
         };
         let fake = modal_grpc_fake::start(config, &sandboxes);
-        return (fake.url.clone(), Running::InProcess(fake));
+        return (json!({ "url": fake.url }), Running::InProcess(fake));
     }
     let fakes = format!("{}/../tests/fakes", env!("CARGO_MANIFEST_DIR"));
-    let (program, script) = if bench.fake == Fake::Python {
-        let python = std::env::var("SANDBOX_RECLAIM_FAKE_PYTHON")
-            .unwrap_or_else(|_| format!("{}/../.venv/bin/python", env!("CARGO_MANIFEST_DIR")));
-        (python, format!("{fakes}/modal_fake.py"))
-    } else {
-        ("node".to_owned(), format!("{fakes}/{}.mjs", bench.key))
+    let (program, script) = match bench.fake {
+        Fake::Python(script) => {
+            let python = std::env::var("SANDBOX_RECLAIM_FAKE_PYTHON")
+                .unwrap_or_else(|_| format!("{}/../.venv/bin/python", env!("CARGO_MANIFEST_DIR")));
+            (python, format!("{fakes}/{script}"))
+        }
+        _ => ("node".to_owned(), format!("{fakes}/{}.mjs", bench.key)),
     };
     let mut fake = Command::new(&program)
         .arg(&script)
@@ -246,33 +428,45 @@ async fn start_fake(bench: &Bench, sandboxes: Vec<Value>) -> (String, Running) {
     BufReader::new(fake.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let started: Value = serde_json::from_str(&line)
         .unwrap_or_else(|_| panic!("the {} fake did not start under {program}: {line:?}", bench.label));
-    let url = started["url"].as_str().unwrap().to_owned();
-    // The gRPC fake serves its control routes on a port of their own.
-    let control = started["control"].as_str().unwrap_or(&url).to_owned();
+    let url = started["url"].as_str().unwrap();
+    // The gRPC fakes serve their control routes on a port of their own.
+    let control = started["control"].as_str().unwrap_or(url).to_owned();
 
-    let http = reqwest::Client::new();
+    // The Kubernetes fake is HTTPS under a CA of its own (its control routes too).
+    let http = reqwest::Client::builder().danger_accept_invalid_certs(true).build().unwrap();
     let post = |route: &str, body: Value| http.post(format!("{control}/_fake/{route}")).body(body.to_string()).send();
-    let seeded = post("sandboxes", Value::Array(sandboxes)).await.expect("seed the fake");
+    let seeded = post(bench.seed_route, Value::Array(sandboxes)).await.expect("seed the fake");
     assert!(seeded.status().is_success(), "{} seed: {}", bench.label, seeded.text().await.unwrap_or_default());
     let faults = if bench.vendor == HostedVendor::Modal {
         json!({ "latencyMs": LATENCY_MS, "pageSize": PAGE })
     } else {
         json!({ "latencyMs": LATENCY_MS })
     };
-    post("faults", faults).await.expect("set the latency");
-    (url, Running::Process(fake))
+    let set = post("faults", faults).await.expect("set the latency");
+    assert!(set.status().is_success(), "{} faults: {}", bench.label, set.text().await.unwrap_or_default());
+    (started, Running::Process(fake))
 }
 
 /// One vendor's pass, in this (child) process; prints its line.
 async fn run(bench: &Bench) {
     let sandboxes: Vec<Value> = (0..SANDBOXES).map(bench.item).collect();
-    let (url, fake) = start_fake(bench, sandboxes).await;
+    // A registered row's seed items are listed under their `id`.
+    let ids: Vec<String> = match bench.registered {
+        true => sandboxes.iter().map(|sandbox| sandbox["id"].as_str().unwrap().to_owned()).collect(),
+        false => Vec::new(),
+    };
+    let (started, fake) = start_fake(bench, sandboxes).await;
 
-    // Modal's listing has no page size (the server's: 100 on the fake).
-    let page = if bench.vendor == HostedVendor::Modal { PAGE } else { PAGE.min(bench.vendor.max_page_size()) };
+    // Modal's listing has no page size (the server's: 100 on the fake);
+    // Upstash Box and boxd answer every match at once.
+    let page = match bench.listing {
+        Listing::Pages => Some(PAGE.min(bench.vendor.max_page_size())),
+        Listing::ServerPages => Some(PAGE),
+        Listing::OneAnswer => None,
+    };
     let mut settings = HostedSettings::defaults(bench.vendor);
-    settings.api_key = flag(bench.flags, "--key").or_else(|| flag(bench.flags, "--token"));
-    settings.api_url = Some(format!("{url}{}", bench.suffix));
+    settings.api_key = ["--key", "--token", "--api-key"].iter().find_map(|name| flag(bench.flags, name));
+    settings.api_url = bench.url_field.map(|field| format!("{}{}", started[field].as_str().unwrap(), bench.suffix));
     settings.team_id = flag(bench.flags, "--team");
     settings.project_id = flag(bench.flags, "--project");
     settings.workspace = flag(bench.flags, "--workspace");
@@ -280,11 +474,21 @@ async fn run(bench: &Bench) {
     settings.token_secret = flag(bench.flags, "--token-secret");
     if bench.vendor == HostedVendor::Modal {
         settings.app_id = Some(MODAL_APP.to_owned());
-    } else {
+    }
+    if let (Listing::Pages, Some(page)) = (&bench.listing, page) {
         settings.page_size = page;
     }
+    (bench.configure)(&mut settings, &started);
     let provider = build_hosted(bench.vendor, settings).unwrap();
     let store = InMemorySandboxInstanceStore::with_ledger();
+    if bench.registered {
+        // Each record written, then deleted: the registry names the sandbox.
+        for (index, id) in ids.iter().enumerate() {
+            let key = format!("thread-{index}:sandbox");
+            store.upsert(&registered_record(&key, provider.name(), id)).await.expect("write a record");
+            store.delete(&key).await.expect("delete the record");
+        }
+    }
     let mut options = ReconcileOptions::new(vec![&*provider as &dyn SandboxProvider], &store);
     options.concurrency = CONCURRENCY;
     options.orphan_grace = Duration::from_secs(60);
@@ -293,13 +497,18 @@ async fn run(bench: &Bench) {
     let report = reconcile(options).await.expect("the pass");
     let wall = started.elapsed().as_secs_f64() * 1000.0;
     let rss_after = status_mib("VmRSS:");
-    let pages = (SANDBOXES.div_ceil(page as usize) + bench.extra_requests) as f64;
+    let pages = (page.map_or(1, |page| SANDBOXES.div_ceil(page as usize)) + bench.extra_requests) as f64;
     let ideal = pages * LATENCY_MS as f64 + SANDBOXES as f64 * LATENCY_MS as f64 / CONCURRENCY as f64;
     let orphans = &report.providers[0].orphans;
     assert_eq!(orphans.destroyed, SANDBOXES as u64, "{}: {orphans:?}", bench.label);
-    let capped = if page < PAGE { format!(" ({} serves at most {page})", bench.label) } else { String::new() };
+    let listing = match page {
+        Some(page) if page < PAGE => format!("pages of {page} ({} serves at most {page})", bench.label),
+        Some(page) => format!("pages of {page}"),
+        None => "one answer (no paging)".to_owned(),
+    };
+    let registered = if bench.registered { ", registry-named, sweep_unlabelled" } else { "" };
     println!(
-        "  reconcile  {:<7} fake{} {SANDBOXES} sandboxes, pages of {page}{capped}, {LATENCY_MS} ms per request, at {CONCURRENCY}: \
+        "  reconcile  {:<11} fake{} {SANDBOXES} sandboxes{registered}, {listing}, {LATENCY_MS} ms per request, at {CONCURRENCY}: \
          {wall:>7.1} ms   {:.3}× ideal ({ideal:.1} ms; target ≤ 1.3×){}; peak RSS {:.1} MiB (RSS {:.1} → {:.1} MiB over the pass)",
         bench.label,
         bench.fake_note,

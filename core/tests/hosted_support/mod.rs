@@ -39,9 +39,9 @@ impl Fake {
         let path = format!("{}/../tests/fakes/{script}", env!("CARGO_MANIFEST_DIR"));
         let (program, need) = if script.ends_with(".py") {
             let python = std::env::var(FAKE_PYTHON).unwrap_or_else(|_| {
-                panic!("{FAKE_PYTHON} is not set: these tests need a Python with `modal==1.6.4` to run {script}")
+                panic!("{FAKE_PYTHON} is not set: these tests need a Python with `modal==1.6.4` and `boxd==0.2.19` to run {script}")
             });
-            (python, format!("{FAKE_PYTHON} to name a Python with `modal==1.6.4`"))
+            (python, format!("{FAKE_PYTHON} to name a Python with `modal==1.6.4` and `boxd==0.2.19`"))
         } else {
             ("node".to_owned(), "`node` on PATH".to_owned())
         };

@@ -21,7 +21,6 @@ use reqwest::StatusCode;
 use tonic::codegen::http::Uri;
 use tonic::metadata::AsciiMetadataValue;
 
-use super::rpc::LABEL;
 use crate::contract::errors::ProviderError;
 use crate::providers::hosted::grpc::{self, Issued, TokenCache};
 use crate::providers::hosted::paging::{self, MAX_RATE_LIMITED_RETRIES};
@@ -29,6 +28,8 @@ use crate::providers::hosted::HostedError;
 use crate::providers::InvalidInput;
 use crate::report::messages;
 
+/// The vendor's name in messages.
+pub(super) const LABEL: &str = "boxd";
 /// The exchange's path on the console.
 pub(super) const EXCHANGE_PATH: &str = "/api/v1/auth/token";
 /// What an API key starts with (an `apiKey` that does not is a token).

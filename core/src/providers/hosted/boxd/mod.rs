@@ -41,7 +41,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use self::auth::Credential;
-use self::rpc::{Rpc, LABEL};
+use self::auth::LABEL;
+use self::rpc::Rpc;
 use self::wire::{GetVmResponse, State};
 use super::client::unlabelled_as_empty;
 use super::grpc::Refusal;

@@ -10,14 +10,12 @@ use std::time::Duration;
 
 use tonic::metadata::MetadataMap;
 
-use super::auth::{Auth, Credential};
+use super::auth::{Auth, Credential, LABEL};
 use super::wire::Method;
 use crate::providers::hosted::grpc::{self, GrpcClient, Refusal, Rules};
 use crate::providers::InvalidInput;
 use crate::report::messages;
 
-/// The vendor's name in messages.
-pub(super) const LABEL: &str = "boxd";
 /// The largest answer read (the client's own limit, `_transport.py`).
 const MAX_ANSWER_BYTES: usize = 64 << 20;
 
