@@ -816,7 +816,10 @@ export declare class BoxdProvider extends HostedSandboxProvider {
   constructor(options?: BoxdProviderOptions);
 }
 
-export type RailwayProviderOptions = HostedProviderOptions;
+export interface RailwayProviderOptions extends HostedProviderOptions {
+  /** Required: default `RAILWAY_ENVIRONMENT_ID`. */
+  environmentId?: string;
+}
 /**
  * Railway (name `railway`): destroy is sandboxDestroy(id, environmentId); gone or going (never destroyed
  * again): `sandbox: null` and `DESTROYED`; `DESTROYING` is deleting. Key: `RAILWAY_TOKEN`, else

@@ -788,7 +788,7 @@ INIT_PY = ROOT / "bindings-python/python/sandbox_reclaim/__init__.py"
 INDEX_MJS = ROOT / "bindings-node/index.mjs"
 README = ROOT / "README.md"
 VENDOR_ROW = re.compile(r"    VendorSpec \{\n(.*?)\n    \},", re.S)
-SCOPE_ROW = re.compile(r'ScopeOption \{ name: (\w+), variable: (?:Some\("(\w+)"\)|None), required: (true|false) \}')
+SCOPE_ROW = re.compile(r'ScopeOption \{\s*name: (\w+),\s*variable: (?:Some\("(\w+)"\)|None),\s*required: (true|false),?\s*\}')
 # The options every hosted provider takes, as Python declares them, in the
 # core's order (`HostedVendor::names`); a vendor's scope options follow `api_key`.
 HOSTED_PY_PARAMS = [("name", "str", "DEFAULT"), ("owner", "str", "DEFAULT"), ("api_key", "str | None", "None"),
@@ -816,8 +816,14 @@ def vendors(source):
         row["server_filter"] = "owner_filter: OwnerFilter::Server" in body
         def options(field):
             block = re.search(rf"^        {field}: &\[(.*?)\],$", body, re.M | re.S)
+            text = block.group(1) if block else ""
+            found = SCOPE_ROW.findall(text)
+            # An option written in a shape this does not read fails the run,
+            # never drops out of the declarations.
+            if len(found) != text.count("ScopeOption"):
+                raise SystemExit(f"gen_declarations: the {field} of {row['key']} do not read: {text.strip()!r}")
             return [(consts[const][0], consts[const][1], variable or None, required == "true")
-                    for const, variable, required in SCOPE_ROW.findall(block.group(1) if block else "")]
+                    for const, variable, required in found]
         row["scope"] = options("scope_options")
         # A credential of parts (Modal's token id and secret) in place of the one `apiKey`.
         row["credential"] = options("credential_options")

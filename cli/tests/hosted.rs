@@ -581,3 +581,250 @@ fn a_kubernetes_pass_deletes_the_owners_claims_and_its_section_picks_kind_and_na
         assert!(!printed.contains(&token), "{printed}");
     }
 }
+
+/// `--upstash-box`: a refused key exits 3 naming `UPSTASH_BOX_API_KEY` and
+/// never printing the key; a pass lists by our `sr:<owner>` label and deletes
+/// the owner's boxes, sparing another owner's and an unlabelled one; a failed
+/// delete is still leaking (exit 1) and reaches the ledger, and the next
+/// pass's retry ends it.
+#[test]
+fn an_upstash_box_pass_deletes_the_owners_labelled_boxes_and_retries_a_failed_delete() {
+    const BOX_KEY: &str = "box_cli_secret_key";
+    let fake = Fake::start_vendor("upstash-box.mjs", &["--key", BOX_KEY]);
+    let boxed = |id: &str, status: &str, labels: Value| json!({ "id": id, "status": status, "labels": labels, "created_at": 1_767_225_600 });
+    let seeds = json!([
+        boxed("box_ours", "idle", json!(["sr:cli-box"])),
+        boxed("box_paused", "paused", json!(["team", "sr:cli-box"])),
+        boxed("box_theirs", "running", json!(["sr:other"])),
+        boxed("box_bare", "idle", json!([])),
+    ]);
+    fake.call(reqwest::Method::POST, "boxes", Some(seeds));
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("--store=sqlite:{}", dir.path().join("store.db").display());
+    let config = dir.path().join("c.toml");
+    std::fs::write(&config, format!("[upstash-box]\napi-url = \"{}\"\n", fake.url)).unwrap();
+    let run_with = |key: &str| {
+        let args = ["reconcile", "--upstash-box", "--owner=cli-box", "--json", "--backoff=0s", &store];
+        let mut args: Vec<String> = args.map(String::from).to_vec();
+        args.push(format!("--config={}", config.display()));
+        let mut command = common::command(&args);
+        command.env("UPSTASH_BOX_API_KEY", key).env_remove("UPSTASH_BOX_BASE_URL");
+        let output = command.stdin(Stdio::null()).output().unwrap();
+        common::Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    };
+    let refused = run_with("box_wrong_cli_secret");
+    refused.expect_code(3);
+    assert!(refused.stdout.contains("UPSTASH_BOX_API_KEY"), "{refused}");
+    assert!(!format!("{}{}", refused.stdout, refused.stderr).contains("box_wrong_cli_secret"), "{refused}");
+    assert_eq!(fake.alive().len(), 4, "{refused}");
+
+    fake.call(reqwest::Method::POST, "faults", Some(json!({ "failDeleteEvery": 1 })));
+    let failed = run_with(BOX_KEY);
+    failed.expect_code(1);
+    assert_eq!(failed.json()["report"]["providers"][0]["orphans"]["failed"], 2, "{failed}");
+    fake.call(reqwest::Method::POST, "faults", Some(json!({ "failDeleteEvery": 0 })));
+    let run = run_with(BOX_KEY);
+    run.expect_code(0);
+    let report = run.json();
+    assert_eq!(report["report"]["providers"][0]["name"], "upstash-box", "{run}");
+    assert_eq!(report["report"]["providers"][0]["leaks"]["destroyed"], 2, "the ledger's retry: {run}");
+    assert_eq!(fake.alive(), [json!("box_theirs"), json!("box_bare")], "{run}");
+    let state = fake.call(reqwest::Method::GET, "state", None);
+    let requests = state["requests"].as_array().unwrap();
+    // The access check lists under the bare prefix (a label no box carries); every listing under ours.
+    let queries: Vec<&str> = requests
+        .iter()
+        .filter(|r| r["method"] == "GET" && r["path"] == "/v2/box")
+        .map(|r| r["query"].as_str().unwrap())
+        .collect();
+    assert!(queries.contains(&"?label=sr%3Acli-box"), "{queries:?}");
+    assert!(queries.iter().all(|query| ["?label=sr%3Acli-box", "?label=sr%3A"].contains(query)), "{queries:?}");
+    let mut deletes: Vec<&str> = state["deletes"].as_array().unwrap().iter().map(|id| id.as_str().unwrap()).collect();
+    deletes.sort_unstable();
+    assert_eq!(deletes, ["box_ours", "box_paused"], "each deleted once");
+    for printed in [&run.stdout, &run.stderr, &failed.stdout, &failed.stderr] {
+        assert!(!printed.contains(BOX_KEY), "{printed}");
+    }
+}
+
+/// `--railway` in the environment `[railway] environment-id` names (else
+/// `RAILWAY_ENVIRONMENT_ID`, required: a usage error without it). Railway
+/// sandboxes carry no labels, so with `--sweep-unlabelled` the pass lists the
+/// environment and destroys only what the store's registry names (a record
+/// written, then deleted), sparing one whose record is live and one no record
+/// ever named; a refused token exits 3 never printing it; a failed destroy is
+/// still leaking (exit 1) and the next pass's retry ends it.
+#[test]
+fn a_railway_pass_destroys_what_the_registry_names_in_its_environment_and_retries_a_failed_destroy() {
+    use sandbox_reclaim::{SandboxInstanceRecord, SandboxInstanceStore, SqliteSandboxInstanceStore};
+
+    const TOKEN: &str = "railway_cli_account_secret";
+    const ENVIRONMENT: &str = "env-cli";
+    let fake = Fake::start_vendor("railway.mjs", &["--token", TOKEN, "--environment", ENVIRONMENT]);
+    let endpoint = fake.started["endpoint"].as_str().unwrap().to_owned();
+    let old = "2026-01-01T00:00:00.000Z";
+    let seeds = json!([
+        { "id": "reg-1", "createdAt": old },
+        { "id": "live-1", "createdAt": old },
+        { "id": "stranger-1", "createdAt": old },
+    ]);
+    fake.call(reqwest::Method::POST, "sandboxes", Some(seeds));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    // `reg-1`'s record was deleted after a destroy that silently failed; `live-1`'s is current.
+    common::runtime().block_on(async {
+        let store = SqliteSandboxInstanceStore::open(&path).await.unwrap();
+        for (key, id) in [("t-reg", "reg-1"), ("t-live", "live-1")] {
+            let record = SandboxInstanceRecord {
+                key: key.to_owned(),
+                provider: "railway".to_owned(),
+                provider_sandbox_id: id.to_owned(),
+                latest_snapshot_id: None,
+                thread_id: format!("thread-{key}"),
+                latest_run_id: None,
+                updated_at: sandbox_reclaim::runtime::clock::now_millis(),
+            };
+            store.upsert(&record).await.unwrap();
+        }
+        store.delete("t-reg").await.unwrap();
+        store.close().await;
+    });
+    let store = format!("--store=sqlite:{}", path.display());
+    let config = dir.path().join("c.toml");
+    let run_with = |token: &str, section: &str| {
+        std::fs::write(&config, format!("[railway]\napi-url = \"{endpoint}\"\n{section}")).unwrap();
+        let args = ["reconcile", "--railway", "--sweep-unlabelled", "--owner=cli-railway", "--json", "--backoff=0s"];
+        let mut args: Vec<String> = args.map(String::from).to_vec();
+        args.extend([store.clone(), format!("--config={}", config.display())]);
+        let mut command = common::command(&args);
+        command.env("RAILWAY_API_TOKEN", token);
+        for variable in ["RAILWAY_TOKEN", "RAILWAY_ENVIRONMENT_ID", "RAILWAY_GRAPHQL_ENDPOINT"] {
+            command.env_remove(variable);
+        }
+        let output = command.stdin(Stdio::null()).output().unwrap();
+        common::Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    };
+    let environment = format!("environment-id = \"{ENVIRONMENT}\"\n");
+    let refused = run_with("railway_wrong_cli_secret", &environment);
+    refused.expect_code(3);
+    assert!(
+        refused.stdout.contains("RAILWAY_API_TOKEN") && refused.stdout.contains("RAILWAY_ENVIRONMENT_ID"),
+        "{refused}"
+    );
+    assert!(!format!("{}{}", refused.stdout, refused.stderr).contains("railway_wrong_cli_secret"), "{refused}");
+
+    let unscoped = run_with(TOKEN, "");
+    unscoped.expect_code(2);
+    assert!(unscoped.stderr.contains("RAILWAY_ENVIRONMENT_ID"), "{unscoped}");
+    assert!(!format!("{}{}", unscoped.stdout, unscoped.stderr).contains(TOKEN), "{unscoped}");
+
+    fake.call(reqwest::Method::POST, "faults", Some(json!({ "failDestroyEvery": 1 })));
+    let failed = run_with(TOKEN, &environment);
+    failed.expect_code(1);
+    assert_eq!(failed.json()["report"]["providers"][0]["orphans"]["failed"], 1, "{failed}");
+    fake.call(reqwest::Method::POST, "faults", Some(json!({ "failDestroyEvery": 0 })));
+    let run = run_with(TOKEN, &environment);
+    run.expect_code(0);
+    let report = run.json();
+    let railway = &report["report"]["providers"][0];
+    assert_eq!(railway["name"], "railway", "{run}");
+    assert_eq!(railway["leaks"]["destroyed"], 1, "the ledger's retry: {run}");
+    assert_eq!(
+        (railway["orphans"]["referenced"].as_u64(), railway["orphans"]["foreign"].as_u64()),
+        (Some(1), Some(1)),
+        "{run}"
+    );
+    assert_eq!(fake.alive(), [json!("live-1"), json!("stranger-1")], "{run}");
+    let state = fake.call(reqwest::Method::GET, "state", None);
+    let requests = state["requests"].as_array().unwrap();
+    assert!(requests.iter().all(|r| r["variables"]["environmentId"] == ENVIRONMENT), "{requests:?}");
+    assert!(!requests.iter().any(|r| r["variables"]["id"] == "stranger-1"), "never the stranger: {requests:?}");
+    for printed in [&run.stdout, &run.stderr, &failed.stdout, &failed.stderr] {
+        assert!(!printed.contains(TOKEN), "{printed}");
+    }
+}
+
+/// `--boxd` over gRPC within `[boxd] org`: a refused API key exits 3 naming
+/// `BOXD_TOKEN` and `BOXD_API_KEY` and never printing the key; a pass lists
+/// the org by our owner label and destroys the owner's machines, sparing
+/// another owner's, an unlabelled one and the owner's personal one (outside
+/// the org); a failed destroy is still leaking (exit 1) and reaches the
+/// ledger, and the next pass's retry ends it. Runs the fake under the Python
+/// `SANDBOX_RECLAIM_FAKE_PYTHON` names (with `boxd==0.2.19`).
+#[test]
+fn a_boxd_pass_destroys_the_owners_labelled_machines_in_its_org_and_retries_a_failed_destroy() {
+    const BOXD_KEY: &str = "bxd_cli_secret_key";
+    let fake = Fake::start_vendor("boxd_fake.py", &["--api-key", BOXD_KEY, "--orgs", "acme"]);
+    let id = |index: u32| format!("0c0ffee0-0000-4000-8000-{index:012}");
+    let machine = |index: u32, org: &str, owner: Option<&str>| {
+        let labels = owner.map_or_else(|| json!({}), |owner| json!({ "io.sandbox-reclaim.owner": owner }));
+        json!({ "id": id(index), "org": org, "labels": labels, "created_at": 1_767_225_600 + u64::from(index) })
+    };
+    let seeds = json!([
+        machine(1, "acme", Some("cli-boxd")),
+        machine(2, "acme", Some("other")),
+        machine(3, "acme", None),
+        machine(4, "", Some("cli-boxd")),
+    ]);
+    fake.call(reqwest::Method::POST, "vms", Some(seeds));
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("--store=sqlite:{}", dir.path().join("store.db").display());
+    let config = dir.path().join("c.toml");
+    std::fs::write(&config, format!("[boxd]\napi-url = \"{}\"\norg = \"acme\"\n", fake.url)).unwrap();
+    let run_with = |key: &str| {
+        let args = ["reconcile", "--boxd", "--owner=cli-boxd", "--json", "--backoff=0s", &store];
+        let mut args: Vec<String> = args.map(String::from).to_vec();
+        args.push(format!("--config={}", config.display()));
+        let mut command = common::command(&args);
+        command.env("BOXD_API_KEY", key);
+        for variable in ["BOXD_TOKEN", "BOXD_ORG", "BOXD_BASE_URL", "BOXD_API_URL"] {
+            command.env_remove(variable);
+        }
+        let output = command.stdin(Stdio::null()).output().unwrap();
+        common::Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    };
+    let refused = run_with("bxd_wrong_cli_secret");
+    refused.expect_code(3);
+    assert!(refused.stdout.contains("BOXD_TOKEN") && refused.stdout.contains("BOXD_API_KEY"), "{refused}");
+    assert!(!format!("{}{}", refused.stdout, refused.stderr).contains("bxd_wrong_cli_secret"), "{refused}");
+    assert_eq!(fake.alive().len(), 4, "{refused}");
+
+    fake.call(reqwest::Method::POST, "faults", Some(json!({ "failDeleteEvery": 1 })));
+    let failed = run_with(BOXD_KEY);
+    failed.expect_code(1);
+    assert_eq!(failed.json()["report"]["providers"][0]["orphans"]["failed"], 1, "{failed}");
+    fake.call(reqwest::Method::POST, "faults", Some(json!({ "failDeleteEvery": 0 })));
+    let run = run_with(BOXD_KEY);
+    run.expect_code(0);
+    let report = run.json();
+    assert_eq!(report["report"]["providers"][0]["name"], "boxd", "{run}");
+    assert_eq!(report["report"]["providers"][0]["leaks"]["destroyed"], 1, "the ledger's retry: {run}");
+    let mut alive: Vec<String> = fake.alive().iter().map(|id| id.as_str().unwrap().to_owned()).collect();
+    alive.sort();
+    assert_eq!(alive, [id(2), id(3), id(4)], "{run}");
+    let state = fake.call(reqwest::Method::GET, "state", None);
+    let lists: Vec<&Value> =
+        state["requests"].as_array().unwrap().iter().filter(|r| r["method"] == "ListVms").collect();
+    assert!(!lists.is_empty(), "{state}");
+    for list in &lists {
+        assert_eq!(
+            (&list["org"], &list["labelSelector"]),
+            (&json!("acme"), &json!(["io.sandbox-reclaim.owner=cli-boxd"]))
+        );
+    }
+    for printed in [&run.stdout, &run.stderr, &failed.stdout, &failed.stderr] {
+        assert!(!printed.contains(BOXD_KEY), "{printed}");
+    }
+}

@@ -94,7 +94,7 @@ test('boxd: bad options are TypeErrors naming the field, before any request', as
     assert.throws(() => make(fake, { org: 5 }), { name: 'TypeError', message: /options\.org/ });
     assert.throws(() => make(fake, { apiUrl: 'ftp://boxd.example' }), { name: 'TypeError', message: /apiUrl/ });
     assert.throws(() => make(fake, { requestTimeoutMs: 0 }), { name: 'TypeError', message: /requestTimeoutMs/ });
-    assert.throws(() => make(fake, { owner: 'team/a' }), { name: 'TypeError', message: /owner/ });
+    for (const owner of ['', 'x'.repeat(129), 'team\u0000a']) assert.throws(() => make(fake, { owner }), { name: 'TypeError', message: /owner/ });
     assert.deepEqual((await fake.state()).requests, [], 'nothing was sent');
     const provider = make(fake);
     assert.equal(provider.name, 'boxd');

@@ -216,8 +216,10 @@ def test_the_contrib_manifests_grant_least_privilege_and_their_pass_runs(fake: F
     env = {**os.environ, "KUBECONFIG": fake.kubeconfig_token, "SANDBOX_RECLAIM_STORE": f"sqlite:{tmp_path / 's.db'}"}
     env.pop("KUBERNETES_SERVICE_HOST", None)
     ran = subprocess.run([str(console_script()), *args, "--dry-run"], env=env, capture_output=True, text=True, timeout=60)
-    assert ran.returncode == 0, ran.stderr
-    report = json.loads(ran.stdout)["report"]
-    assert report["providers"][0]["name"] == "kubernetes"
-    assert report["providers"][0]["orphans"]["listed"] == 1
+    # Exit 1: the plan leaves an orphan still leaking (a dry run destroys nothing).
+    assert ran.returncode == 1, ran.stderr
+    document = json.loads(ran.stdout)
+    assert document["report"]["providers"][0]["name"] == "kubernetes"
+    assert document["report"]["providers"][0]["orphans"]["listed"] == 1
+    assert '"providerSandboxId":"default_old-claim","result":"planned"' in ran.stdout
     assert live_claims(fake) == ["default_old-claim"], "a dry run deletes nothing"
