@@ -232,14 +232,22 @@ class BoxdFake:
         if not isinstance(items, list):
             raise Refused("seed takes a JSON array of machines")
         ready: list[Vm] = []
+        # The ids and (org, name)s a machine could clash with (`self.vms` is keyed by id), so a
+        # seed of thousands is not quadratic; only a possible clash is scanned for, in order, to
+        # refuse it as the first machine it meets. (A listed machine can only stop being listed.)
+        ids = set(self.vms)
+        names = {(other.org, other.name) for other in self.vms.values() if self._listed(other)}
         for item in items:
             vm = self._seeded_vm(item)
-            for other in [*self.vms.values(), *ready]:
-                if other.id == vm.id:
-                    raise Refused(f"machine id {vm.id} is seeded already")
-                if self._listed(other) and other.org == vm.org and other.name == vm.name:
-                    raise Refused(f"machine name {vm.name} is taken in {vm.org or 'the personal context'}")
+            if vm.id in ids or (vm.org, vm.name) in names:
+                for other in [*self.vms.values(), *ready]:
+                    if other.id == vm.id:
+                        raise Refused(f"machine id {vm.id} is seeded already")
+                    if self._listed(other) and other.org == vm.org and other.name == vm.name:
+                        raise Refused(f"machine name {vm.name} is taken in {vm.org or 'the personal context'}")
             ready.append(vm)
+            ids.add(vm.id)
+            names.add((vm.org, vm.name))
         for vm in ready:
             self.vms[vm.id] = vm
         return len(ready)
@@ -432,6 +440,9 @@ class BoxdFake:
 
     def find(self, ref: str) -> Vm:
         """A machine by id, else by name (personal first), as GetVm/DestroyVm take either."""
+        by_id = self.vms.get(ref)  # keyed by id: the one machine with that id, without a scan
+        if by_id is not None and self._visible(by_id):
+            return by_id
         visible = [vm for vm in self.vms.values() if self._visible(vm)]
         for vm in visible:
             if vm.id == ref:

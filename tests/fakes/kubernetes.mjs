@@ -312,10 +312,49 @@ export async function startFakeKubernetes({ token = DEFAULT_TOKEN, namespace = D
     });
   }
 
+  // Indexes, for speed alone (a delete once scanned every object once per
+  // level of owners and again to settle: ~35 ms a delete at 30,000 objects);
+  // every answer is what a scan of `objects` gives.
+  const settling = []; // a min-heap of [goneAt, key, entry] as each `goneAt` was set (settle reads its top)
+  const byOwner = new Map(); // owner uid -> keys of objects whose ownerReferences named it when put
+  const position = new Map(); // key -> its rank in `objects`' order (a Map's: first insertion)
+  let positions = 0;
+
+  function pushSettling(item) {
+    settling.push(item);
+    for (let at = settling.length - 1; at > 0;) {
+      const parent = (at - 1) >> 1;
+      if (settling[parent][0] <= settling[at][0]) break;
+      [settling[parent], settling[at]] = [settling[at], settling[parent]];
+      at = parent;
+    }
+  }
+
+  function popSettling() {
+    const top = settling[0];
+    const last = settling.pop();
+    if (settling.length > 0) {
+      settling[0] = last;
+      for (let at = 0; ;) {
+        const left = 2 * at + 1;
+        const right = left + 1;
+        let least = at;
+        if (left < settling.length && settling[left][0] < settling[least][0]) least = left;
+        if (right < settling.length && settling[right][0] < settling[least][0]) least = right;
+        if (least === at) break;
+        [settling[least], settling[at]] = [settling[at], settling[least]];
+        at = least;
+      }
+    }
+    return top;
+  }
+
   /** Removes what finished deleting (lazily, on every access). */
   function settle(now = Date.now()) {
-    for (const [key, entry] of objects) {
-      if (entry.goneAt !== undefined && entry.goneAt <= now) {
+    // An entry's `goneAt` is set once (or dropped, when another finalizer holds it).
+    while (settling.length > 0 && settling[0][0] <= now) {
+      const [, key, entry] = popSettling();
+      if (objects.get(key) === entry && entry.goneAt !== undefined) {
         objects.delete(key);
         deleted.add(key);
         revision += 1;
@@ -323,7 +362,12 @@ export async function startFakeKubernetes({ token = DEFAULT_TOKEN, namespace = D
     }
   }
 
-  const dependentsOf = (uid) => [...objects.entries()].filter(([, e]) => (e.object.metadata.ownerReferences ?? []).some((o) => o.uid === uid));
+  /** `[key, entry]` of every object an owner reference of names `uid`, in `objects`' order. */
+  const dependentsOf = (uid) => [...(byOwner.get(uid) ?? [])]
+    .filter((key) => objects.has(key))
+    .sort((a, b) => position.get(a) - position.get(b))
+    .map((key) => [key, objects.get(key)])
+    .filter(([, e]) => (e.object.metadata.ownerReferences ?? []).some((o) => o.uid === uid));
 
   function bump(object) {
     revision += 1;
@@ -334,7 +378,12 @@ export async function startFakeKubernetes({ token = DEFAULT_TOKEN, namespace = D
     revision += 1;
     object.metadata.resourceVersion = String(revision);
     const key = keyOf(r, object.metadata.namespace, object.metadata.name);
+    if (!objects.has(key)) position.set(key, (positions += 1));
     objects.set(key, { object, resource: r });
+    for (const owner of object.metadata.ownerReferences ?? []) {
+      if (!byOwner.has(owner.uid)) byOwner.set(owner.uid, new Set());
+      byOwner.get(owner.uid).add(key);
+    }
     deleted.delete(key);
     return object;
   }
@@ -498,7 +547,22 @@ export async function startFakeKubernetes({ token = DEFAULT_TOKEN, namespace = D
       all = [...objects.entries()].filter(([key]) => key.startsWith(prefix)).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
         .map(([key, entry]) => [key, structuredClone(entry.object)]);
     }
-    const rest = all.filter(([key, object]) => (token === null || key > token.start) && matches(object.metadata.labels));
+    // `all` is in key order: the page starts after the token's key (found by
+    // bisection), and unless `remainingItemCount` needs every match counted,
+    // reading stops one match past the page (`rest` is then its head).
+    let from = 0;
+    if (token !== null) {
+      for (let to = all.length; from < to;) {
+        const mid = (from + to) >> 1;
+        if (all[mid][0] > token.start) to = mid;
+        else from = mid + 1;
+      }
+    }
+    const wanted = limit > 0 && (query.get('labelSelector') ?? '') !== '' ? limit + 1 : Number.POSITIVE_INFINITY;
+    const rest = [];
+    for (let at = from; at < all.length && rest.length < wanted; at += 1) {
+      if (matches(all[at][1].metadata.labels)) rest.push(all[at]);
+    }
     const items = limit > 0 ? rest.slice(0, limit) : rest;
     const page = (token?.page ?? 0) + 1;
     const metadata = { resourceVersion: String(listedAt) };
@@ -540,6 +604,7 @@ export async function startFakeKubernetes({ token = DEFAULT_TOKEN, namespace = D
       if (entry.resource.kind === 'Pod') metadata.deletionGracePeriodSeconds = 30;
       else metadata.deletionGracePeriodSeconds = 0;
       entry.goneAt = goneAt;
+      pushSettling([goneAt, keyOf(entry.resource, metadata.namespace, metadata.name), entry]);
     }
     if (foreground && !(metadata.finalizers ?? []).includes(FOREGROUND)) metadata.finalizers = [...(metadata.finalizers ?? []), FOREGROUND];
     if ((metadata.finalizers ?? []).some((f) => f !== FOREGROUND)) delete entry.goneAt; // someone else's finalizer holds it
@@ -727,6 +792,9 @@ export async function startFakeKubernetes({ token = DEFAULT_TOKEN, namespace = D
 
   function reset() {
     objects.clear();
+    settling.length = 0;
+    byOwner.clear();
+    position.clear();
     deleted.clear();
     snapshots.clear();
     requests.length = 0;
