@@ -88,7 +88,6 @@ import base64
 import hashlib
 import hmac
 import json
-import os
 import re
 import sys
 import time
@@ -101,6 +100,7 @@ from typing import Any
 import grpc  # type: ignore[import-untyped,unused-ignore]
 import grpc.aio  # type: ignore[import-untyped,unused-ignore]
 from boxd._generated import api_pb2, api_pb2_grpc  # type: ignore[import-untyped,unused-ignore]
+from json_http import serve_http, serve_until_stdin_closes
 
 DEFAULT_API_KEY = "bxd_test_key"
 DEFAULT_TOKEN = "boxd-test-session-token"
@@ -639,7 +639,7 @@ class BoxdFake:
         self._front = await asyncio.start_server(self._accept, host, 0)
         self.url = f"http://{host}:{self._front.sockets[0].getsockname()[1]}"
         self._control = await asyncio.start_server(
-            lambda reader, writer: _serve_http(reader, writer, self.control, b""), host, 0
+            lambda reader, writer: serve_http(reader, writer, self.control, b""), host, 0
         )
         self.control_url = f"http://{host}:{self._control.sockets[0].getsockname()[1]}"
 
@@ -660,7 +660,7 @@ class BoxdFake:
         if first == H2_PREFACE[:3]:
             await self._pipe(first, reader, writer)
         else:
-            await _serve_http(reader, writer, self.exchange, first)
+            await serve_http(reader, writer, self.exchange, first)
 
     async def _pipe(self, first: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -683,67 +683,6 @@ class BoxdFake:
         await asyncio.gather(pump(reader, upstream_writer), pump(upstream_reader, writer))
 
 
-async def _serve_http(
-    reader: asyncio.StreamReader,
-    writer: asyncio.StreamWriter,
-    respond: Callable[[str, str, bytes], tuple[int, Any, dict[str, str]]],
-    pending: bytes,
-) -> None:
-    """A minimal HTTP/1.1 JSON server loop (keep-alive, content-length or chunked bodies)."""
-    reasons = {
-        200: "OK",
-        400: "Bad Request",
-        401: "Unauthorized",
-        404: "Not Found",
-        405: "Method Not Allowed",
-        429: "Too Many Requests",
-    }
-    try:
-        while True:
-            head = pending + await reader.readuntil(b"\r\n\r\n")  # pending: the bytes read to tell HTTP/2 apart
-            pending = b""
-            lines = head.decode("latin-1").split("\r\n")
-            method, target, version = lines[0].split(" ", 2)
-            headers: dict[str, str] = {}
-            for line in lines[1:]:
-                if ":" in line:
-                    name, value = line.split(":", 1)
-                    headers[name.strip().lower()] = value.strip()
-            if headers.get("expect", "").lower() == "100-continue":
-                writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-            body = await _read_body(reader, headers)
-            status, payload, extra = respond(method, target, body)
-            data = json.dumps(payload).encode()
-            keep = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
-            more = "".join(f"{name}: {value}\r\n" for name, value in extra.items())
-            writer.write(
-                f"HTTP/1.1 {status} {reasons.get(status, 'Error')}\r\ncontent-type: application/json\r\n{more}"
-                f"content-length: {len(data)}\r\nconnection: {'keep-alive' if keep else 'close'}\r\n\r\n".encode()
-                + data
-            )
-            await writer.drain()
-            if not keep:
-                break
-    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, ValueError):
-        pass
-    finally:
-        writer.close()
-
-
-async def _read_body(reader: asyncio.StreamReader, headers: Mapping[str, str]) -> bytes:
-    if headers.get("transfer-encoding", "").lower() == "chunked":
-        chunks: list[bytes] = []
-        while True:
-            size = int((await reader.readuntil(b"\r\n")).split(b";")[0].strip(), 16)
-            if size == 0:
-                await reader.readuntil(b"\r\n")
-                return b"".join(chunks)
-            chunks.append(await reader.readexactly(size))
-            await reader.readexactly(2)
-    length = int(headers.get("content-length", "0"))
-    return await reader.readexactly(length) if length else b""
-
-
 async def serve(argv: Sequence[str]) -> None:
     parser = argparse.ArgumentParser(description="A local fake of boxd's machine gRPC calls and its key exchange.")
     parser.add_argument("--api-key", default=DEFAULT_API_KEY, help="the bxd_ key the exchange accepts")
@@ -755,13 +694,7 @@ async def serve(argv: Sequence[str]) -> None:
     fake = BoxdFake(args.api_key, args.token, [org for org in args.orgs.split(",") if org])
     await fake.start()
     started = {"url": fake.url, "control": fake.control_url, "exchange": fake.url + EXCHANGE_PATH}
-    sys.stdout.write(json.dumps(started) + "\n")
-    sys.stdout.flush()
-    # Serve until whoever started us closes our stdin (or exits).
-    loop = asyncio.get_running_loop()
-    while await loop.run_in_executor(None, os.read, sys.stdin.fileno(), 65536):
-        pass
-    await fake.close()
+    await serve_until_stdin_closes(started, fake.close)
 
 
 if __name__ == "__main__":

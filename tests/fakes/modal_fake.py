@@ -72,7 +72,6 @@ import base64
 import hashlib
 import hmac
 import json
-import os
 import random
 import socket
 import sys
@@ -88,6 +87,7 @@ from google.protobuf import any_pb2, empty_pb2
 from google.protobuf.message import Message
 from grpclib import GRPCError, Status
 from grpclib.encoding.base import StatusDetailsCodecBase
+from json_http import serve_http, serve_until_stdin_closes
 from modal_proto import api_grpc, api_pb2
 
 DEFAULT_TOKEN_ID = "ak-test-id"
@@ -548,49 +548,7 @@ class ModalFake:
             await self._grpc.wait_closed()
 
     async def _serve_control(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                lines = head.decode("latin-1").split("\r\n")
-                method, target, version = lines[0].split(" ", 2)
-                headers: dict[str, str] = {}
-                for line in lines[1:]:
-                    if ":" in line:
-                        name, value = line.split(":", 1)
-                        headers[name.strip().lower()] = value.strip()
-                if headers.get("expect", "").lower() == "100-continue":
-                    writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-                body = await _read_body(reader, headers)
-                status, payload = self.control(method, target, body)
-                data = json.dumps(payload).encode()
-                keep = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
-                reason = {200: "OK", 400: "Bad Request", 404: "Not Found"}[status]
-                writer.write(
-                    f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
-                    f"content-length: {len(data)}\r\nconnection: {'keep-alive' if keep else 'close'}\r\n\r\n".encode()
-                    + data
-                )
-                await writer.drain()
-                if not keep:
-                    break
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, ValueError):
-            pass
-        finally:
-            writer.close()
-
-
-async def _read_body(reader: asyncio.StreamReader, headers: Mapping[str, str]) -> bytes:
-    if headers.get("transfer-encoding", "").lower() == "chunked":
-        chunks: list[bytes] = []
-        while True:
-            size = int((await reader.readuntil(b"\r\n")).split(b";")[0].strip(), 16)
-            if size == 0:
-                await reader.readuntil(b"\r\n")
-                return b"".join(chunks)
-            chunks.append(await reader.readexactly(size))
-            await reader.readexactly(2)
-    length = int(headers.get("content-length", "0"))
-    return await reader.readexactly(length) if length else b""
+        await serve_http(reader, writer, lambda method, target, body: (*self.control(method, target, body), {}), b"")
 
 
 async def serve(argv: Sequence[str]) -> None:
@@ -600,13 +558,7 @@ async def serve(argv: Sequence[str]) -> None:
     args = parser.parse_args(argv)
     fake = ModalFake(args.token_id, args.token_secret)
     await fake.start()
-    sys.stdout.write(json.dumps({"url": fake.url, "control": fake.control_url}) + "\n")
-    sys.stdout.flush()
-    # Serve until whoever started us closes our stdin (or exits).
-    loop = asyncio.get_running_loop()
-    while await loop.run_in_executor(None, os.read, sys.stdin.fileno(), 65536):
-        pass
-    await fake.close()
+    await serve_until_stdin_closes({"url": fake.url, "control": fake.control_url}, fake.close)
 
 
 if __name__ == "__main__":

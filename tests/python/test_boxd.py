@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from services import needs
-from test_boxd_fake import BOXD_VERSION, Fake, boxd_version, wait_abandoned
+from fake_process import need_package
+from test_boxd_fake import BOXD_VERSION, Fake, wait_abandoned
 
 from sandbox_reclaim import (
     BoxdProvider,
@@ -45,12 +45,7 @@ VARIABLES = ("BOXD_TOKEN", "BOXD_API_KEY", "BOXD_ORG", "BOXD_BASE_URL", "BOXD_AP
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[Fake]:
     """The fake; boxd's variables cleared, so only the options count."""
-    version = boxd_version()
-    needs(
-        f"the boxd package, version {BOXD_VERSION} (found {version or 'none'})",
-        version == BOXD_VERSION,
-        "the boxd fake runs on the official client's stubs (pip install boxd==0.2.19)",
-    )
+    need_package("boxd", BOXD_VERSION, "the boxd fake runs on the official client's stubs (pip install boxd==0.2.19)")
     for variable in VARIABLES:
         monkeypatch.delenv(variable, raising=False)
     started = Fake("--api-key", API_KEY, "--token", TOKEN, "--orgs", ORG)

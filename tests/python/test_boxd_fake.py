@@ -19,7 +19,6 @@ is imported through :mod:`importlib` (typed ``Any``)."""
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import json
 import os
 import subprocess
@@ -33,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from services import needs
+from fake_process import FakeProcess, need_package
 
 BOXD_VERSION = "0.2.19"
 FAKE = Path(__file__).resolve().parents[1] / "fakes" / "boxd_fake.py"
@@ -46,67 +45,22 @@ OWNER = {OWNER_KEY: "owner-a"}
 IDS = [f"0c0ffee0-0000-4000-8000-00000000000{i}" for i in range(6)]
 
 
-def boxd_version() -> str | None:
-    try:
-        return importlib.metadata.version("boxd")
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 @pytest.fixture(autouse=True)
 def _boxd_installed() -> None:
-    version = boxd_version()
-    needs(
-        f"the boxd package, version {BOXD_VERSION} (found {version or 'none'})",
-        version == BOXD_VERSION,
-        "the boxd fake is proven with the official client (pip install boxd==0.2.19)",
-    )
+    need_package("boxd", BOXD_VERSION, "the boxd fake is proven with the official client (pip install boxd==0.2.19)")
 
 
-class Fake:
+class Fake(FakeProcess):
     """The boxd fake in a ``python`` subprocess, serving until its stdin closes."""
 
+    seed_route = "vms"
+
     def __init__(self, *args: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, str(FAKE), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-        assert self.process.stdout is not None
-        started = json.loads(self.process.stdout.readline())
-        self.url: str = started["url"]
-        self.control: str = started["control"]
-        self.exchange: str = started["exchange"]
-
-    def close(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-    def _call(self, method: str, route: str, body: Any = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(f"{self.control}/_fake/{route}", data=data, method=method)
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return json.loads(response.read())
-
-    def seed(self, items: list[dict[str, Any]]) -> None:
-        self._call("POST", "vms", items)
-
-    def faults(self, **faults: object) -> dict[str, Any]:
-        answered: dict[str, Any] = self._call("POST", "faults", faults)
-        return answered
-
-    def state(self) -> dict[str, Any]:
-        state: dict[str, Any] = self._call("GET", "state")
-        return state
+        super().__init__([sys.executable, str(FAKE), *args])
+        self.exchange: str = self.started["exchange"]
 
     def requests(self, method: str | None = None) -> list[dict[str, Any]]:
         return [r for r in self.state()["requests"] if method is None or r["method"] == method]
-
-    def reset(self) -> None:
-        self._call("POST", "reset", {})
 
     def target(self) -> str:
         return self.url.removeprefix("http://")

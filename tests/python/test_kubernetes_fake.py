@@ -14,14 +14,11 @@ them (:func:`services.needs`)."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import shutil
 import ssl
-import subprocess
 import time
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -30,6 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
+from fake_process import FakeProcess, need_package
 from services import needs
 
 if TYPE_CHECKING:
@@ -54,64 +52,29 @@ T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 T0_MS = int(T0.timestamp() * 1000)
 
 
-def kubernetes_version() -> str | None:
-    try:
-        return importlib.metadata.version("kubernetes")
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 @pytest.fixture(autouse=True)
 def _tools() -> None:
-    version = kubernetes_version()
-    needs(
-        f"the kubernetes package, version {KUBERNETES_VERSION} (found {version or 'none'})",
-        version == KUBERNETES_VERSION,
+    need_package(
+        "kubernetes",
+        KUBERNETES_VERSION,
         f"the Kubernetes fake is proven with the official client (pip install kubernetes=={KUBERNETES_VERSION})",
     )
     needs("node", shutil.which("node") is not None, "the Kubernetes fake runs in node")
     needs("openssl", shutil.which("openssl") is not None, "the Kubernetes fake makes its certificates with it")
 
 
-class Fake:
-    """The Kubernetes fake in a ``node`` subprocess, serving until its stdin closes."""
+class Fake(FakeProcess):
+    """The Kubernetes fake in a ``node`` subprocess, serving until its stdin
+    closes; its control routes are HTTPS under the CA it made."""
 
     def __init__(self) -> None:
-        self.process = subprocess.Popen(["node", str(FAKE)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        assert self.process.stdout is not None
-        handle: dict[str, str] = json.loads(self.process.stdout.readline())
-        self.url = handle["url"]
-        self.token = handle["token"]
-        self.kubeconfig_token = handle["kubeconfigToken"]
-        self.kubeconfig_cert = handle["kubeconfigCert"]
-        self.kubeconfig_exec = handle["kubeconfigExec"]
-        self.kubeconfig_foreign = handle["kubeconfigForeign"]
-        self.tls = ssl.create_default_context(cafile=handle["caFile"])
-
-    def close(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-    def _call(self, method: str, route: str, body: Any = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(f"{self.url}/_fake/{route}", data=data, method=method)
-        with urllib.request.urlopen(request, timeout=10, context=self.tls) as response:
-            return json.loads(response.read())
-
-    def seed(self, items: list[dict[str, Any]]) -> None:
-        self._call("POST", "sandboxes", items)
-
-    def faults(self, **faults: object) -> None:
-        self._call("POST", "faults", faults)
-
-    def state(self) -> dict[str, Any]:
-        state: dict[str, Any] = self._call("GET", "state")
-        return state
+        super().__init__(["node", str(FAKE)])
+        self.token: str = self.started["token"]
+        self.kubeconfig_token: str = self.started["kubeconfigToken"]
+        self.kubeconfig_cert: str = self.started["kubeconfigCert"]
+        self.kubeconfig_exec: str = self.started["kubeconfigExec"]
+        self.kubeconfig_foreign: str = self.started["kubeconfigForeign"]
+        self.tls = ssl.create_default_context(cafile=self.started["caFile"])
 
     def requests(self) -> list[dict[str, Any]]:
         requests: list[dict[str, Any]] = self.state()["requests"]

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import importlib.metadata
 import json
 import os
 import subprocess
@@ -34,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from services import needs
+from fake_process import FakeProcess, need_package
 
 MODAL_VERSION = "1.6.4"
 FAKE = Path(__file__).resolve().parents[1] / "fakes" / "modal_fake.py"
@@ -55,59 +54,16 @@ CREDENTIALS = {
 }
 
 
-def modal_version() -> str | None:
-    try:
-        return importlib.metadata.version("modal")
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 @pytest.fixture(autouse=True)
 def _modal_installed() -> None:
-    version = modal_version()
-    needs(
-        f"the modal package, version {MODAL_VERSION} (found {version or 'none'})",
-        version == MODAL_VERSION,
-        "the Modal fake is proven with the official client (pip install modal==1.6.4)",
-    )
+    need_package("modal", MODAL_VERSION, "the Modal fake is proven with the official client (pip install modal==1.6.4)")
 
 
-class Fake:
+class Fake(FakeProcess):
     """The Modal fake in a ``python`` subprocess, serving until its stdin closes."""
 
     def __init__(self, *args: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, str(FAKE), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-        assert self.process.stdout is not None
-        started = json.loads(self.process.stdout.readline())
-        self.url: str = started["url"]
-        self.control: str = started["control"]
-
-    def close(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-    def _call(self, method: str, route: str, body: Any = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(f"{self.control}/_fake/{route}", data=data, method=method)
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return json.loads(response.read())
-
-    def seed(self, items: list[dict[str, Any]]) -> None:
-        self._call("POST", "sandboxes", items)
-
-    def faults(self, **faults: object) -> None:
-        self._call("POST", "faults", faults)
-
-    def state(self) -> dict[str, Any]:
-        state: dict[str, Any] = self._call("GET", "state")
-        return state
+        super().__init__([sys.executable, str(FAKE), *args])
 
     def requests(self, method: str | None = None) -> list[dict[str, Any]]:
         return [r for r in self.state()["requests"] if method is None or r["method"] == method]
