@@ -783,11 +783,14 @@ def py_optional_members(members):
 
 
 PROVIDER_FILE = ROOT / "proto/src/options/provider.rs"
+# The one list of hosted vendors, and the folder of their modules (each has its row, `SPEC`).
+VENDORS_FILE = ROOT / "core/src/providers/hosted/vendors.rs"
+VENDORS_DIR = ROOT / "core/src/providers/hosted"
 PROVIDERS_PY = ROOT / "bindings-python/python/sandbox_reclaim/_providers.py"
 INIT_PY = ROOT / "bindings-python/python/sandbox_reclaim/__init__.py"
 INDEX_MJS = ROOT / "bindings-node/index.mjs"
 README = ROOT / "README.md"
-VENDOR_ROW = re.compile(r"    VendorSpec \{\n(.*?)\n    \},", re.S)
+VENDOR_ROW = re.compile(r"^pub const SPEC: VendorSpec = VendorSpec \{\n(.*?)\n\};", re.S | re.M)
 SCOPE_ROW = re.compile(r'ScopeOption \{\s*name: (\w+),\s*variable: (?:Some\("(\w+)"\)|None),\s*required: (true|false),?\s*\}')
 # The options every hosted provider takes, as Python declares them, in the
 # core's order (`HostedVendor::names`); a vendor's scope options follow `api_key`.
@@ -797,25 +800,49 @@ HOSTED_PY_PARAMS = [("name", "str", "DEFAULT"), ("owner", "str", "DEFAULT"), ("a
                     ("max_listing_pages", "int", "DEFAULT"), ("max_listing_items", "int", "DEFAULT")]
 
 
-def vendors(source):
-    """The rows of `VENDORS` (proto/src/options/provider.rs), as dicts; scope options resolved to their names."""
-    consts = {const: (node, python) for const, node, python in
-              re.findall(r'pub const (\w+): Name = name\(OptionId::\w+, "(\w+)", "(\w+)"\);', source)}
-    table = source[source.index("pub const VENDORS"):]
+def vendor_sources():
+    """Each vendor's module text, in the one list's order (`vendors!` in
+    core/src/providers/hosted/vendors.rs): `module.rs`, else `module/mod.rs`."""
+    listed = VENDORS_FILE.read_text()
+    modules = re.findall(r"^    \w+ => (\w+),$", listed[listed.index("vendors! {"):], re.M)
+    if not modules:
+        raise SystemExit("gen_declarations: no vendors in core/src/providers/hosted/vendors.rs")
+    for module in modules:
+        path = VENDORS_DIR / f"{module}.rs"
+        yield (path if path.exists() else VENDORS_DIR / module / "mod.rs").read_text()
+
+
+def vendors(sources):
+    """Each vendor's row (its module's `SPEC`), as dicts; its own options resolved to their names."""
+    shared = {const: (node, python) for const, node, python in
+              re.findall(r'pub const (\w+): Name = name\(OptionId::\w+, "(\w+)", "(\w+)"\);', PROVIDER_FILE.read_text())}
     rows = []
-    for body in VENDOR_ROW.findall(table):
+    for source in sources:
+        consts = dict(shared)
+        consts.update({const: (node, python) for const, node, python in
+                       re.findall(r'pub const (\w+): Name = vendor_option\("(\w+)", "(\w+)"\);', source)})
+        found = VENDOR_ROW.findall(source)
+        if len(found) != 1:
+            raise SystemExit(f"gen_declarations: a vendor module has {len(found)} `pub const SPEC: VendorSpec` rows, not one")
+        rows.extend(vendor_rows(found, consts))
+    return rows
+
+
+def vendor_rows(bodies, consts):
+    rows = []
+    for body in bodies:
         row = {}
         for field in ["key", "label", "class", "api_url_doc", "destroy_doc", "gone_doc"]:
-            m = re.search(rf'^        {field}: "((?:[^"\\]|\\.)*)",$', body, re.M)
+            m = re.search(rf'^    {field}: "((?:[^"\\]|\\.)*)",$', body, re.M)
             if not m:
                 raise SystemExit(f"gen_declarations: a VENDORS row lacks a plain `{field}`: {body[:60]!r}")
             row[field] = rust_string(m.group(1))
         for field in ["default_page_size", "max_page_size"]:
-            row[field] = int(re.search(rf"^        {field}: (\d+),$", body, re.M).group(1))
+            row[field] = int(re.search(rf"^    {field}: (\d+),$", body, re.M).group(1))
         row["credential_variables"] = re.findall(r'"(\w+)"', re.search(r"credential_variables: &\[(.*?)\]", body).group(1))
         row["server_filter"] = "owner_filter: OwnerFilter::Server" in body
         def options(field):
-            block = re.search(rf"^        {field}: &\[(.*?)\],$", body, re.M | re.S)
+            block = re.search(rf"^    {field}: &\[(.*?)\],$", body, re.M | re.S)
             text = block.group(1) if block else ""
             found = SCOPE_ROW.findall(text)
             # An option written in a shape this does not read fails the run,
@@ -831,7 +858,7 @@ def vendors(source):
             raise SystemExit(f"gen_declarations: the VENDORS row of {row['key']} does not read")
         rows.append(row)
     if not rows:
-        raise SystemExit("gen_declarations: no VENDORS rows in proto/src/options/provider.rs")
+        raise SystemExit("gen_declarations: no vendor rows")
     return rows
 
 
@@ -981,7 +1008,7 @@ def main(args):
         PY_RECORDS: [("#", "records", python_records(types, RECORDS))],
         PY_REPORTS: [("#", "reports", python(types, REPORTS))],
     }
-    rows = vendors(PROVIDER_FILE.read_text())
+    rows = vendors(vendor_sources())
     regions[TS_FILE].append(("//", "hosted vendors", ts_vendors(rows)))
     regions[INDEX_MJS] = [("//", "hosted vendors", mjs_vendors(rows))]
     regions[PROVIDERS_PY] = [("#", "hosted vendors", py_vendors(rows))]

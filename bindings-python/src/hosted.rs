@@ -8,8 +8,9 @@
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::IntoPyObjectExt;
-use sandbox_reclaim::options::provider::{HostedSettings, HostedVendor};
+use sandbox_reclaim::options::provider::HostedSettings;
 use sandbox_reclaim::options::{Dialect, HostOptionError, HostOptions, Problem};
+use sandbox_reclaim::providers::HostedVendor;
 use sandbox_reclaim::providers::{
     build_hosted, creation_labels as core_creation_labels, owner_labels as core_owner_labels,
 };

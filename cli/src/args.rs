@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use sandbox_reclaim::options::provider::{HostedVendor, VendorSpec, VENDORS};
+use sandbox_reclaim::options::provider::VendorSpec;
+use sandbox_reclaim::providers::{HostedVendor, VENDORS};
 use sandbox_reclaim::report::messages;
 
 use crate::heading::Heading;
@@ -58,13 +59,13 @@ impl HostedFlags {
 /// A vendor flag's help: its variables, its API and its config section.
 fn hosted_help(spec: &VendorSpec) -> String {
     let scope: Vec<&str> = spec.scope_options.iter().filter_map(|option| option.variable).collect();
-    let credentials = spec.vendor.credential_doc();
+    let credentials = spec.credential_doc();
     messages::command::hosted_flag_help(spec.label, &credentials, &scope, spec.api_url_doc, spec.key)
 }
 
 impl clap::FromArgMatches for HostedFlags {
     fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
-        Ok(Self(VENDORS.iter().filter(|spec| matches.get_flag(spec.key)).map(|spec| spec.vendor).collect()))
+        Ok(Self(HostedVendor::all().filter(|vendor| matches.get_flag(vendor.spec().key)).collect()))
     }
 
     fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {

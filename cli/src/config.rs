@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use sandbox_reclaim::options::provider as provider_options;
-use sandbox_reclaim::options::OptionId;
+use sandbox_reclaim::options::provider::VendorSpec;
+use sandbox_reclaim::options::Name;
 use sandbox_reclaim::report::messages;
 use serde::Deserialize;
 
@@ -111,11 +112,12 @@ const CONFIG_KEYS: &[&str] = &[
 ];
 
 /// A hosted vendor's section (`[e2b]`, `[sprites]`, ...): a section alone
-/// turns its provider on, as its flag does. The scope keys (`team-id`,
-/// `project-id`, `workspace`) are taken only by the vendors that scope by
-/// them (the core's vendor table says which); elsewhere they are refused.
+/// turns its provider on, as its flag does. Beside the keys every vendor
+/// takes, a section takes the vendor's own options (its row's credential
+/// parts and scope options, spelled `team-id`, `kubeconfig`, ...), checked
+/// against its row in [`resolve`]; any other key is refused, naming it.
 #[derive(Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case")]
 pub struct HostedSection {
     /// The provider name instance records carry [default: the vendor's].
     pub name: Option<String>,
@@ -126,32 +128,10 @@ pub struct HostedSection {
     /// List every sandbox, not only those under our owner label, so an
     /// unlabelled one the store's registry names is swept [default: false].
     pub sweep_unlabelled: Option<bool>,
-    /// Vercel's team [default: VERCEL_TEAM_ID]
-    pub team_id: Option<String>,
-    /// Vercel's project [default: VERCEL_PROJECT_ID]
-    pub project_id: Option<String>,
-    /// Blaxel's workspace [default: BL_WORKSPACE]
-    pub workspace: Option<String>,
-    /// Modal's token id (in place of api-key) [default: MODAL_TOKEN_ID]
-    pub token_id: Option<String>,
-    /// Modal's token secret [default: MODAL_TOKEN_SECRET]
-    pub token_secret: Option<String>,
-    /// Modal's app, whose sandboxes are listed
-    pub app_id: Option<String>,
-    /// Modal's environment, listed without an app (deprecated by Modal) [default: MODAL_ENVIRONMENT]
-    pub environment: Option<String>,
-    /// The kubeconfig (Kubernetes) [default: KUBECONFIG, else ~/.kube/config, else in-cluster]
-    pub kubeconfig: Option<String>,
-    /// The kubeconfig context (Kubernetes) [default: its current context]
-    pub context: Option<String>,
-    /// The namespace listed, `*` for all (Kubernetes) [default: the context's]
-    pub namespace: Option<String>,
-    /// The kind swept: SandboxClaim, Sandbox or Pod (Kubernetes) [default: SandboxClaim]
-    pub kind: Option<String>,
-    /// Railway's environment [default: RAILWAY_ENVIRONMENT_ID]
-    pub environment_id: Option<String>,
-    /// boxd's organization [default: BOXD_ORG]
-    pub org: Option<String>,
+    /// The vendor's own keys (Vercel's `team-id`, Modal's `token-secret`,
+    /// Kubernetes' `namespace`, ...), by key.
+    #[serde(flatten)]
+    pub options: std::collections::BTreeMap<String, String>,
 }
 
 // By hand: the key never reaches a log line or an error through `{:?}`.
@@ -161,11 +141,7 @@ impl std::fmt::Debug for HostedSection {
             .field("name", &self.name)
             .field("api_url", &self.api_url)
             .field("sweep_unlabelled", &self.sweep_unlabelled)
-            .field("project_id", &self.project_id)
-            .field("app_id", &self.app_id)
-            .field("environment", &self.environment)
-            .field("namespace", &self.namespace)
-            .field("kind", &self.kind)
+            .field("options", &self.options.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }
@@ -192,7 +168,7 @@ pub struct LocalSpec {
 
 /// A hosted vendor the command can reclaim on: a row of the core's vendor
 /// table (its key is the flag, the section and the default name).
-pub use sandbox_reclaim::options::provider::HostedVendor as Vendor;
+pub use sandbox_reclaim::providers::HostedVendor as Vendor;
 
 /// A hosted provider's settings; `None` fields fall back to the vendor's variables.
 #[derive(Clone, PartialEq, Eq)]
@@ -202,8 +178,8 @@ pub struct HostedSpec {
     pub api_key: Option<String>,
     pub api_url: Option<String>,
     /// The vendor's own options its section gave (`team-id`, Modal's token
-    /// parts, never printed, ...), by the core's option id.
-    pub options: Vec<(OptionId, String)>,
+    /// parts, never printed, ...).
+    pub options: Vec<(Name, String)>,
     /// `--sweep-unlabelled`, or `sweep-unlabelled` in the vendor's section.
     pub sweep_unlabelled: bool,
 }
@@ -364,48 +340,37 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
         let vendor_key = vendor.spec().key;
         let name = section.name.unwrap_or_else(|| vendor_key.to_owned());
         check_name(&name, &key(&format!("{vendor_key}.name")))?;
-        // The keys only some vendors take (the core's vendor table says which).
-        let keyed = [
-            ("api-key", &section.api_key, provider_options::API_KEY),
-            ("team-id", &section.team_id, provider_options::TEAM_ID),
-            ("project-id", &section.project_id, provider_options::PROJECT_ID),
-            ("workspace", &section.workspace, provider_options::WORKSPACE),
-            ("token-id", &section.token_id, provider_options::TOKEN_ID),
-            ("token-secret", &section.token_secret, provider_options::TOKEN_SECRET),
-            ("app-id", &section.app_id, provider_options::APP_ID),
-            ("environment", &section.environment, provider_options::ENVIRONMENT),
-            ("kubeconfig", &section.kubeconfig, provider_options::KUBECONFIG),
-            ("context", &section.context, provider_options::CONTEXT),
-            ("namespace", &section.namespace, provider_options::NAMESPACE),
-            ("kind", &section.kind, provider_options::KIND),
-            ("environment-id", &section.environment_id, provider_options::ENVIRONMENT_ID),
-            ("org", &section.org, provider_options::ORG),
-        ];
-        for (field, value, option) in keyed {
-            if value.is_some() && !vendor.takes(option) {
-                let flag = key(&format!("{vendor_key}.{field}"));
-                return Err(Failure::usage(flag, messages::command::not_a_vendor_key(vendor.spec().label)));
-            }
+        // The vendor's own keys (its row says which); `api-key` only where
+        // the credential is one key (Modal's and Kubernetes' are not).
+        let spec = vendor.spec();
+        let refused = |field: &str| {
+            let flag = key(&format!("{vendor_key}.{field}"));
+            Failure::usage(flag, messages::command::not_a_vendor_key(spec.label, &section_keys(spec)))
+        };
+        if section.api_key.is_some() && !vendor.takes(provider_options::API_KEY) {
+            return Err(refused("api-key"));
         }
-        let texts = [("api-url", &section.api_url)];
-        for (field, value) in texts.into_iter().chain(keyed.map(|(field, value, _)| (field, value))) {
-            if value.as_deref() == Some("") {
+        let mut options = Vec::new();
+        for (field, value) in &section.options {
+            let option = spec.own_options().find(|option| kebab(option.name.python) == *field);
+            let Some(option) = option else { return Err(refused(field)) };
+            options.push((option.name, value.clone()));
+        }
+        let texts = [("api-key", &section.api_key), ("api-url", &section.api_url)];
+        let own = section.options.iter().map(|(field, value)| (field.as_str(), Some(value.as_str())));
+        for (field, value) in texts.into_iter().map(|(field, value)| (field, value.as_deref())).chain(own) {
+            if value == Some("") {
                 let flag = key(&format!("{vendor_key}.{field}"));
                 return Err(Failure::usage(flag, messages::command::EMPTY_CREDENTIAL));
             }
         }
         // The flag turns it on for every hosted provider; the key per section.
         let sweep_unlabelled = global.sweep_unlabelled || section.sweep_unlabelled.unwrap_or(false);
-        let options = keyed
-            .iter()
-            .filter(|(_, _, option)| option.id != provider_options::API_KEY.id)
-            .filter_map(|(_, value, option)| value.as_ref().map(|value| (option.id, value.clone())))
-            .collect();
         hosted.push(HostedSpec {
             vendor,
             name,
-            api_key: section.api_key.clone(),
-            api_url: section.api_url.clone(),
+            api_key: section.api_key,
+            api_url: section.api_url,
             options,
             sweep_unlabelled,
         });
@@ -646,7 +611,7 @@ mod tests {
         assert!(error.to_string().starts_with("--sweep-unlabelled: "), "{error}");
         assert_eq!(error.exit_code(), crate::error::EXIT_USAGE);
 
-        for section in sandbox_reclaim::options::provider::VENDORS.iter().map(|spec| spec.key) {
+        for section in sandbox_reclaim::providers::VENDORS.iter().map(|spec| spec.key) {
             let file: Result<ConfigFile, _> = toml::from_str(&format!("[{section}]\nsweep-unlabelled = \"yes\"\n"));
             let error = file.unwrap_err().to_string();
             assert!(error.contains("sweep-unlabelled") && error.contains("boolean"), "{section}: {error}");
@@ -654,4 +619,17 @@ mod tests {
             assert!(file.unwrap_err().to_string().contains("sweep-unlabeled"), "{section}: a typo is refused");
         }
     }
+}
+
+/// A config key as the command spells it (`project_id` → `project-id`).
+fn kebab(snake: &str) -> String {
+    snake.replace('_', "-")
+}
+
+/// Every key a vendor's section takes, for the message refusing another.
+fn section_keys(spec: &VendorSpec) -> Vec<String> {
+    let api_key = spec.credential_options.is_empty().then(|| "api-key".to_owned());
+    let shared = ["name", "api-url", "sweep-unlabelled"].map(str::to_owned);
+    let own = spec.own_options().map(|option| kebab(option.name.python));
+    shared.into_iter().chain(api_key).chain(own).collect()
 }

@@ -7,7 +7,7 @@ use sandbox_reclaim::options::OptionId;
 /// The flags that choose a binary pass's providers: `--docker`, `--local`
 /// and one per hosted vendor of the core's table.
 pub(crate) fn provider_flags() -> String {
-    let hosted = sandbox_reclaim::options::provider::VENDORS.iter().map(|spec| format!("/--{}", spec.key));
+    let hosted = sandbox_reclaim::providers::VENDORS.iter().map(|spec| format!("/--{}", spec.key));
     std::iter::once("--docker/--local".to_owned()).chain(hosted).collect()
 }
 

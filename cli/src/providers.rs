@@ -198,8 +198,8 @@ pub fn build_hosted(spec: &HostedSpec, owner: &str) -> Result<Box<dyn HostedSand
     settings.owner = owner.to_owned();
     settings.api_key = spec.api_key.clone();
     settings.api_url = spec.api_url.clone();
-    for (id, value) in &spec.options {
-        settings.set_option(*id, Some(value.clone()));
+    for (name, value) in &spec.options {
+        settings.set_option(*name, Some(value.clone()));
     }
     settings.sweep_unlabelled = spec.sweep_unlabelled;
     let built = sandbox_reclaim::providers::build_hosted(spec.vendor, settings);

@@ -8,7 +8,7 @@
 mod common;
 
 use clap::CommandFactory;
-use sandbox_reclaim::options::provider::HostedVendor;
+use sandbox_reclaim::providers::HostedVendor;
 use sandbox_reclaim_cli::args::Cli;
 use sandbox_reclaim_cli::heading::Heading;
 use sandbox_reclaim_cli::pass_flags::{key, Pass};

@@ -13,8 +13,10 @@ mod hosted_support;
 use std::time::Duration;
 
 use hosted_support::Fake;
-use sandbox_reclaim::options::provider::{HostedSettings, HostedVendor};
+use sandbox_reclaim::options::provider::HostedSettings;
 use sandbox_reclaim::providers::build_hosted;
+use sandbox_reclaim::providers::hosted::{blaxel, vercel};
+use sandbox_reclaim::providers::HostedVendor;
 use sandbox_reclaim::{
     reconcile, InMemorySandboxInstanceStore, ReconcileOptions, SandboxInstanceRecord, SandboxInstanceStore,
     SandboxProvider, SweepStatus,
@@ -90,19 +92,13 @@ fn provider(vendor: &Vendor, fake: &Fake) -> Box<dyn sandbox_reclaim::HostedSand
     let mut settings = HostedSettings::defaults(vendor.vendor);
     settings.api_key = Some("k".into());
     settings.api_url = Some(format!("{}{}", fake.url, vendor.url_suffix));
-    settings.team_id = Some("team_t".into());
-    settings.project_id = Some("prj_p".into());
-    settings.workspace = Some("ws".into());
+    settings.set_option(vercel::TEAM_ID, Some("team_t".into()));
+    settings.set_option(vercel::PROJECT_ID, Some("prj_p".into()));
+    settings.set_option(blaxel::WORKSPACE, Some("ws".into()));
     settings.request_timeout = Duration::from_secs(10);
-    let settings = match vendor.vendor {
-        HostedVendor::Vercel | HostedVendor::Blaxel => settings,
-        _ => HostedSettings { team_id: None, project_id: None, workspace: None, ..settings },
-    };
-    let settings = match vendor.vendor {
-        HostedVendor::Vercel => HostedSettings { workspace: None, ..settings },
-        HostedVendor::Blaxel => HostedSettings { team_id: None, project_id: None, ..settings },
-        _ => settings,
-    };
+    // Each vendor takes only its own options.
+    let spec = vendor.vendor.spec();
+    settings.options.retain(|key, _| spec.own_options().any(|option| option.name.node == *key));
     build_hosted(vendor.vendor, settings).unwrap()
 }
 

@@ -12,8 +12,10 @@ mod hosted_support;
 use std::time::{Duration, Instant};
 
 use hosted_support::{record, sweep_options, Fake};
-use sandbox_reclaim::options::provider::{HostedSettings, HostedVendor};
+use sandbox_reclaim::options::provider::HostedSettings;
 use sandbox_reclaim::providers::build_hosted;
+use sandbox_reclaim::providers::hosted::boxd;
+use sandbox_reclaim::providers::HostedVendor;
 use sandbox_reclaim::{
     reclaim_sandbox, reconcile, HostedError, HostedSandboxProvider, InMemorySandboxInstanceStore, LeakLedger,
     ProviderError, ReclaimOptions, ReclaimOutcome, RunRecord, RunStatus, SandboxInstanceStore, SweepStatus,
@@ -38,7 +40,7 @@ fn settings(fake: &Fake, credential: &str) -> HostedSettings {
     let mut settings = HostedSettings::defaults(HostedVendor::Boxd);
     settings.api_key = Some(credential.to_owned());
     settings.api_url = Some(fake.url.clone());
-    settings.org = Some(ORG.to_owned());
+    settings.set_option(boxd::ORG, Some(ORG.to_owned()));
     settings.request_timeout = Duration::from_secs(10);
     settings
 }
@@ -199,13 +201,13 @@ async fn the_listing_is_scoped_to_the_org_and_filtered_by_our_label() {
 
     // No org: the credential's personal machines.
     let mut personal_settings = settings(&fake, TOKEN);
-    personal_settings.org = Some(String::new());
+    personal_settings.set_option(boxd::ORG, Some(String::new()));
     let mine = build_hosted(HostedVendor::Boxd, personal_settings).unwrap().list_sandboxes().await.unwrap();
     assert_eq!(mine.iter().map(|m| m.id.clone()).collect::<Vec<_>>(), [personal]);
 
     // An org the credential's user is not in: refused, saying the org may be why.
     let mut other = settings(&fake, TOKEN);
-    other.org = Some("other-org".into());
+    other.set_option(boxd::ORG, Some("other-org".into()));
     let provider = build_hosted(HostedVendor::Boxd, other).unwrap();
     for error in [provider.list_sandboxes().await.unwrap_err(), provider.check_access().await.unwrap_err()] {
         assert!(is_unauthorized(&error), "{error:?}");

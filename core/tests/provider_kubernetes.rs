@@ -11,8 +11,10 @@ mod hosted_support;
 use std::time::{Duration, Instant};
 
 use hosted_support::{record, sweep_options, Fake};
-use sandbox_reclaim::options::provider::{HostedSettings, HostedVendor};
+use sandbox_reclaim::options::provider::HostedSettings;
 use sandbox_reclaim::providers::build_hosted;
+use sandbox_reclaim::providers::hosted::kubernetes;
+use sandbox_reclaim::providers::HostedVendor;
 use sandbox_reclaim::{
     reclaim_sandbox, reconcile, HostedError, HostedSandboxProvider, InMemorySandboxInstanceStore, InvalidInput,
     KubernetesConfig, KubernetesProvider, LeakLedger, ProviderError, ReclaimOptions, ReclaimOutcome, RunRecord,
@@ -34,7 +36,7 @@ fn file(fake: &Fake, which: &str) -> String {
 
 fn settings(fake: &Fake) -> HostedSettings {
     let mut settings = HostedSettings::defaults(HostedVendor::Kubernetes);
-    settings.kubeconfig = Some(file(fake, "kubeconfigToken"));
+    settings.set_option(kubernetes::KUBECONFIG, Some(file(fake, "kubeconfigToken")));
     settings.request_timeout = Duration::from_secs(10);
     settings
 }
@@ -102,7 +104,7 @@ async fn token_certificate_and_exec_kubeconfigs_all_reach_the_cluster() {
     let ours = claims(&fake, 0, 2, Some(OWNER)).await;
     for which in ["kubeconfigToken", "kubeconfigCert", "kubeconfigExec"] {
         let mut given = settings(&fake);
-        given.kubeconfig = Some(file(&fake, which));
+        given.set_option(kubernetes::KUBECONFIG, Some(file(&fake, which)));
         let provider = provider_with(given);
         provider.check_access().await.unwrap_or_else(|error| panic!("{which}: {error}"));
         let listed = provider.list_sandboxes().await.unwrap();
@@ -127,7 +129,7 @@ async fn refused_credentials_are_unauthorized_and_never_print_the_token() {
     std::fs::write(&path, text.replace(&token, wrong)).unwrap();
     for kubeconfig in [path, file(&fake, "kubeconfigForeign")] {
         let mut given = settings(&fake);
-        given.kubeconfig = Some(kubeconfig.clone());
+        given.set_option(kubernetes::KUBECONFIG, Some(kubeconfig.clone()));
         let provider = provider_with(given);
         for error in [
             provider.destroy(&ours[0]).await.unwrap_err(),
@@ -148,11 +150,11 @@ async fn bad_options_name_their_field_before_any_request() {
     let fake = start();
     type Change = Box<dyn Fn(&mut HostedSettings)>;
     let cases: Vec<(Change, &str)> = vec![
-        (Box::new(|s| s.kind = Some("Deployment".into())), "kind"),
-        (Box::new(|s| s.namespace = Some("Team A".into())), "namespace"),
+        (Box::new(|s| s.set_option(kubernetes::KIND, Some("Deployment".into()))), "kind"),
+        (Box::new(|s| s.set_option(kubernetes::NAMESPACE, Some("Team A".into()))), "namespace"),
         (Box::new(|s| s.owner = "team/a".into()), "owner"),
-        (Box::new(|s| s.context = Some("nowhere".into())), "context"),
-        (Box::new(|s| s.kubeconfig = Some("/nonexistent/kubeconfig".into())), "kubeconfig"),
+        (Box::new(|s| s.set_option(kubernetes::CONTEXT, Some("nowhere".into()))), "context"),
+        (Box::new(|s| s.set_option(kubernetes::KUBECONFIG, Some("/nonexistent/kubeconfig".into()))), "kubeconfig"),
         (Box::new(|s| s.api_url = Some("ftp://x".into())), "apiUrl"),
         (Box::new(|s| s.page_size = 501), "pageSize"),
     ];
@@ -199,11 +201,11 @@ async fn the_listing_reads_every_page_of_our_labelled_claims_and_nothing_else() 
     assert!(pages[1]["query"].as_str().unwrap().contains("continue="), "{pages:?}");
 
     let mut every = settings(&fake);
-    every.namespace = Some("*".into());
+    every.set_option(kubernetes::NAMESPACE, Some("*".into()));
     let listed = provider_with(every).list_sandboxes().await.unwrap();
     assert!(listed.iter().any(|sandbox| sandbox.id == "agents_claim-900"), "{listed:?}");
     let mut pods = settings(&fake);
-    pods.kind = Some("Pod".into());
+    pods.set_option(kubernetes::KIND, Some("Pod".into()));
     let listed = provider_with(pods).list_sandboxes().await.unwrap();
     assert_eq!(listed.iter().map(|sandbox| sandbox.id.as_str()).collect::<Vec<_>>(), ["default_pod-1"]);
 }

@@ -12,8 +12,10 @@ mod hosted_support;
 use std::time::{Duration, Instant};
 
 use hosted_support::{record, sweep_options, Fake};
-use sandbox_reclaim::options::provider::{HostedSettings, HostedVendor};
+use sandbox_reclaim::options::provider::HostedSettings;
 use sandbox_reclaim::providers::build_hosted;
+use sandbox_reclaim::providers::hosted::modal;
+use sandbox_reclaim::providers::HostedVendor;
 use sandbox_reclaim::{
     reclaim_sandbox, reconcile, HostedError, HostedSandboxProvider, InMemorySandboxInstanceStore, LeakLedger,
     ModalConfig, ModalProvider, ProviderError, ReclaimOptions, ReclaimOutcome, RunRecord, RunStatus,
@@ -36,10 +38,10 @@ fn start() -> Fake {
 
 fn settings(fake: &Fake, secret: &str) -> HostedSettings {
     let mut settings = HostedSettings::defaults(HostedVendor::Modal);
-    settings.token_id = Some(TOKEN_ID.to_owned());
-    settings.token_secret = Some(secret.to_owned());
+    settings.set_option(modal::TOKEN_ID, Some(TOKEN_ID.to_owned()));
+    settings.set_option(modal::TOKEN_SECRET, Some(secret.to_owned()));
     settings.api_url = Some(fake.url.clone());
-    settings.app_id = Some(APP.to_owned());
+    settings.set_option(modal::APP_ID, Some(APP.to_owned()));
     settings.request_timeout = Duration::from_secs(10);
     settings
 }
@@ -192,16 +194,16 @@ async fn without_an_app_it_lists_the_environment_and_with_neither_it_refuses() {
     ])
     .await;
     let mut environment = settings(&fake, TOKEN_SECRET);
-    environment.app_id = None;
-    environment.environment = Some("dev".into());
+    environment.set_option(modal::APP_ID, None);
+    environment.set_option(modal::ENVIRONMENT, Some("dev".into()));
     let listed = build_hosted(HostedVendor::Modal, environment).unwrap().list_sandboxes().await.unwrap();
     assert_eq!(listed.iter().map(|sandbox| sandbox.id.clone()).collect::<Vec<_>>(), [v2_id(9)]);
     let page = &calls(&fake, "SandboxListV2").await[0];
     assert_eq!((page["appId"].as_str(), page["environmentName"].as_str()), (Some(""), Some("dev")));
 
     let mut neither = settings(&fake, TOKEN_SECRET);
-    neither.app_id = None;
-    neither.environment = Some(String::new());
+    neither.set_option(modal::APP_ID, None);
+    neither.set_option(modal::ENVIRONMENT, Some(String::new()));
     let provider = build_hosted(HostedVendor::Modal, neither).unwrap();
     let store = InMemorySandboxInstanceStore::with_ledger();
     let report = reconcile(sweep_options(provider.as_ref(), &store)).await.unwrap();

@@ -11,8 +11,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use hosted_support::{record, sweep_options, Fake, ListingOnly};
-use sandbox_reclaim::options::provider::{HostedSettings, HostedVendor};
+use sandbox_reclaim::options::provider::HostedSettings;
 use sandbox_reclaim::providers::build_hosted;
+use sandbox_reclaim::providers::hosted::railway;
+use sandbox_reclaim::providers::HostedVendor;
 use sandbox_reclaim::{
     reclaim_sandbox, reconcile, HostedError, HostedSandboxProvider, InMemorySandboxInstanceStore, InvalidInput,
     LeakLedger, ProviderError, ReclaimOptions, ReclaimOutcome, RunRecord, RunStatus, SandboxInstanceStore, SweepStatus,
@@ -40,7 +42,7 @@ fn settings(fake: &Fake, token: Option<&str>, page_size: u32) -> HostedSettings 
     let mut settings = HostedSettings::defaults(HostedVendor::Railway);
     settings.api_key = token.map(str::to_owned);
     settings.api_url = Some(endpoint(fake));
-    settings.environment_id = Some(ENVIRONMENT.to_owned());
+    settings.set_option(railway::ENVIRONMENT_ID, Some(ENVIRONMENT.to_owned()));
     settings.page_size = page_size;
     settings.request_timeout = Duration::from_secs(10);
     settings
@@ -155,7 +157,7 @@ async fn a_wrong_token_is_unauthorized_naming_the_variables_and_never_the_token(
     });
     // A right token, an environment it cannot see: refused too.
     let mut elsewhere = settings(&fake, Some(TOKEN), 50);
-    elsewhere.environment_id = Some("env-unknown".to_owned());
+    elsewhere.set_option(railway::ENVIRONMENT_ID, Some("env-unknown".to_owned()));
     let elsewhere = build(elsewhere);
     for provider in [&wrong, &wrong_project, &elsewhere] {
         for error in [
@@ -183,7 +185,7 @@ async fn the_environment_is_required_and_named_before_any_request() {
     let fake = start();
     let error = with_variables(&[("RAILWAY_ENVIRONMENT_ID", None)], || {
         let mut settings = settings(&fake, Some(TOKEN), 50);
-        settings.environment_id = None;
+        settings.set_option(railway::ENVIRONMENT_ID, None);
         build_hosted(HostedVendor::Railway, settings).err().expect("no environment: refused")
     });
     let ProviderError::Backend(inner) = &error else { panic!("{error:?}") };
@@ -192,7 +194,7 @@ async fn the_environment_is_required_and_named_before_any_request() {
     // From the variable when no option gives it.
     let from_variable = with_variables(&[("RAILWAY_ENVIRONMENT_ID", Some(ENVIRONMENT))], || {
         let mut settings = settings(&fake, Some(TOKEN), 50);
-        settings.environment_id = None;
+        settings.set_option(railway::ENVIRONMENT_ID, None);
         build(settings)
     });
     assert!(fake.state().await["requests"].as_array().unwrap().is_empty(), "nothing sent");

@@ -10,8 +10,10 @@ use std::time::{Duration, Instant};
 
 use hosted_support::scripted::{self, PageFormat};
 use hosted_support::{record, sweep_options, Fake};
-use sandbox_reclaim::options::provider::{HostedSettings, HostedVendor, ListingCeilings};
+use sandbox_reclaim::options::provider::{HostedSettings, ListingCeilings};
 use sandbox_reclaim::providers::build_hosted;
+use sandbox_reclaim::providers::hosted::blaxel;
+use sandbox_reclaim::providers::HostedVendor;
 use sandbox_reclaim::{
     reclaim_sandbox, reconcile, HostedError, HostedSandboxProvider, InMemorySandboxInstanceStore, LeakLedger,
     ProviderError, ReclaimOptions, ReclaimOutcome, ReconcileOptions, RunRecord, RunStatus, SandboxInstanceStore,
@@ -127,7 +129,7 @@ impl Vendor {
         let mut settings = HostedSettings::defaults(self.kind);
         settings.api_key = Some(key.to_owned());
         settings.api_url = Some(url.to_owned());
-        settings.workspace = self.workspace.map(str::to_owned);
+        settings.set_option(blaxel::WORKSPACE, self.workspace.map(str::to_owned));
         settings.page_size = page_size;
         settings.request_timeout = Duration::from_secs(10);
         settings

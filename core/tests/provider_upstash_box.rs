@@ -14,9 +14,10 @@ mod hosted_support;
 use std::time::{Duration, Instant};
 
 use hosted_support::{record, sweep_options, Fake};
-use sandbox_reclaim::options::provider::{HostedSettings, HostedVendor};
+use sandbox_reclaim::options::provider::HostedSettings;
 use sandbox_reclaim::providers::build_hosted;
 use sandbox_reclaim::providers::hosted::upstash_box::UPSTASH_BOX_OWNER_LABEL_PREFIX;
+use sandbox_reclaim::providers::HostedVendor;
 use sandbox_reclaim::{
     reclaim_sandbox, reconcile, HostedError, HostedSandboxProvider, InMemorySandboxInstanceStore, InvalidInput,
     LeakLedger, ProviderError, ReclaimOptions, ReclaimOutcome, RunRecord, RunStatus, SandboxInstanceStore, SweepStatus,

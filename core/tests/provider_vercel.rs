@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use hosted_support::scripted::{self, PageFormat};
 use hosted_support::Fake;
 use sandbox_reclaim::options::provider::ListingCeilings;
+use sandbox_reclaim::providers::vercel;
 use sandbox_reclaim::{
     reclaim_sandbox, reconcile, HostedError, HostedSandboxProvider, InMemorySandboxInstanceStore, LeakLedger,
     ProviderError, ReclaimOptions, ReclaimOutcome, ReconcileOptions, RunRecord, RunStatus, SandboxInstanceRecord,
@@ -30,12 +31,10 @@ fn start() -> Fake {
 fn provider(fake: &Fake, token: &str, page_size: u32) -> VercelProvider {
     let config = VercelConfig {
         api_key: Some(token.to_owned()),
-        team_id: Some("team_t".into()),
-        project_id: Some("prj_p".into()),
         api_url: Some(fake.url.clone()),
         page_size,
         request_timeout: Duration::from_secs(10),
-        ..VercelConfig::default()
+        ..scoped()
     };
     VercelProvider::new(config).unwrap()
 }
@@ -194,12 +193,10 @@ async fn sweeping_unlabelled_sandboxes_destroys_only_what_the_registry_names() {
     let labelled_only = provider(&fake, TOKEN, 2);
     let unlabelled = VercelProvider::new(VercelConfig {
         api_key: Some(TOKEN.to_owned()),
-        team_id: Some("team_t".into()),
-        project_id: Some("prj_p".into()),
         api_url: Some(fake.url.clone()),
         page_size: 2,
         sweep_unlabelled: true,
-        ..VercelConfig::default()
+        ..scoped()
     })
     .unwrap();
     let ids =
@@ -235,12 +232,10 @@ fn scripted_pages() -> PageFormat {
 fn scripted_provider(url: &str, listing_ceilings: ListingCeilings) -> Box<dyn SandboxProvider> {
     let config = VercelConfig {
         api_key: Some(TOKEN.to_owned()),
-        team_id: Some("team_t".into()),
-        project_id: Some("prj_p".into()),
         api_url: Some(url.to_owned()),
         page_size: 3,
         listing_ceilings,
-        ..VercelConfig::default()
+        ..scoped()
     };
     Box::new(VercelProvider::new(config).unwrap())
 }
@@ -258,4 +253,9 @@ async fn a_listing_past_its_page_or_item_ceiling_fails_closed() {
 #[tokio::test]
 async fn a_sandbox_on_several_pages_is_listed_once() {
     scripted::a_sandbox_on_several_pages_is_listed_once(scripted_pages, &scripted_provider).await;
+}
+
+/// Vercel's defaults in team `team_t`, project `prj_p`.
+fn scoped() -> VercelConfig {
+    VercelConfig::default().with(vercel::TEAM_ID, "team_t").with(vercel::PROJECT_ID, "prj_p")
 }

@@ -39,9 +39,11 @@ use std::time::{Duration, Instant};
 
 mod modal_grpc_fake;
 
-use sandbox_reclaim::options::provider::{HostedSettings, HostedVendor};
+use sandbox_reclaim::options::provider::HostedSettings;
 use sandbox_reclaim::providers::build_hosted;
 use sandbox_reclaim::providers::hosted::upstash_box::UPSTASH_BOX_OWNER_LABEL_PREFIX;
+use sandbox_reclaim::providers::hosted::{blaxel, boxd, kubernetes, modal, railway, vercel};
+use sandbox_reclaim::providers::HostedVendor;
 use sandbox_reclaim::{
     reconcile, InMemorySandboxInstanceStore, ReconcileOptions, SandboxInstanceRecord, SandboxInstanceStore,
     SandboxProvider,
@@ -294,7 +296,9 @@ const BENCHES: [Bench; 12] = [
         suffix: "",
         listing: Listing::Pages,
         // The kubeconfig the fake writes (a bearer token, its CA): the server is its.
-        configure: |settings, started| settings.kubeconfig = started["kubeconfigToken"].as_str().map(str::to_owned),
+        configure: |settings, started| {
+            settings.set_option(kubernetes::KUBECONFIG, started["kubeconfigToken"].as_str().map(str::to_owned))
+        },
         registered: false,
         // A SandboxClaim; the fake gives each its Sandbox and Pod, deleted with it.
         item: |index| {
@@ -335,7 +339,7 @@ const BENCHES: [Bench; 12] = [
         listing: Listing::Pages,
         // No labels: the registry names them, and the listing takes the whole environment.
         configure: |settings, _| {
-            settings.environment_id = Some(RAILWAY_ENVIRONMENT.to_owned());
+            settings.set_option(railway::ENVIRONMENT_ID, Some(RAILWAY_ENVIRONMENT.to_owned()));
             settings.sweep_unlabelled = true;
         },
         registered: true,
@@ -355,7 +359,7 @@ const BENCHES: [Bench; 12] = [
         url_field: Some("url"),
         suffix: "",
         listing: Listing::OneAnswer,
-        configure: |settings, _| settings.org = Some(BOXD_ORG.to_owned()),
+        configure: |settings, _| settings.set_option(boxd::ORG, Some(BOXD_ORG.to_owned())),
         registered: false,
         item: |index| {
             json!({ "id": format!("0c0ffee0-0000-4000-8000-{index:012}"), "labels": { OWNER_LABEL: OWNER },
@@ -470,14 +474,16 @@ async fn run(bench: &Bench) {
     let mut settings = HostedSettings::defaults(bench.vendor);
     settings.api_key = ["--key", "--token", "--api-key"].iter().find_map(|name| flag(bench.flags, name));
     settings.api_url = bench.url_field.map(|field| format!("{}{}", started[field].as_str().unwrap(), bench.suffix));
-    settings.team_id = flag(bench.flags, "--team");
-    settings.project_id = flag(bench.flags, "--project");
-    settings.workspace = flag(bench.flags, "--workspace");
-    settings.token_id = flag(bench.flags, "--token-id");
-    settings.token_secret = flag(bench.flags, "--token-secret");
+    settings.set_option(vercel::TEAM_ID, flag(bench.flags, "--team"));
+    settings.set_option(vercel::PROJECT_ID, flag(bench.flags, "--project"));
+    settings.set_option(blaxel::WORKSPACE, flag(bench.flags, "--workspace"));
+    settings.set_option(modal::TOKEN_ID, flag(bench.flags, "--token-id"));
+    settings.set_option(modal::TOKEN_SECRET, flag(bench.flags, "--token-secret"));
     if bench.vendor == HostedVendor::Modal {
-        settings.app_id = Some(MODAL_APP.to_owned());
+        settings.set_option(modal::APP_ID, Some(MODAL_APP.to_owned()));
     }
+    // Each vendor reads only its own options: the others' stay unread.
+    settings.options.retain(|key, _| bench.vendor.spec().own_options().any(|option| option.name.node == *key));
     if let (Listing::Pages, Some(page)) = (&bench.listing, page) {
         settings.page_size = page;
     }

@@ -58,7 +58,7 @@ pub use hosted::upstash_box::{self, UpstashBoxConfig, UpstashBoxProvider};
 #[cfg(feature = "hosted")]
 pub use hosted::vercel::{self, VercelConfig, VercelProvider};
 #[cfg(feature = "hosted")]
-pub use hosted::{build_hosted, HostedConfig, HostedError, HostedProvider};
+pub use hosted::{build_hosted, HostedConfig, HostedError, HostedProvider, HostedVendor, VENDORS};
 #[cfg(all(feature = "local", unix))]
 pub use local::{Isolation, IsolationRequest, LocalConfig, LocalProvider};
 

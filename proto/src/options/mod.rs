@@ -110,23 +110,13 @@ pub enum OptionId {
     Owner,
     Host,
     Providers,
-    // A hosted provider's options (`provider_options.rs`).
+    // A hosted provider's options (`provider.rs`).
     ProviderName,
     ApiKey,
     ApiUrl,
-    TeamId,
-    ProjectId,
-    Workspace,
-    TokenId,
-    TokenSecret,
-    AppId,
-    Environment,
-    Kubeconfig,
-    Context,
-    Namespace,
-    Kind,
-    EnvironmentId,
-    Org,
+    /// A vendor's own option (a scope or a credential part), named in the
+    /// vendor's module; told apart by its name.
+    Vendor,
     PageSize,
     RequestTimeout,
     SweepUnlabelled,
@@ -140,7 +130,7 @@ pub enum OptionId {
 pub type InvalidOption = HostOptionError;
 
 /// One option's name in each host's spelling.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Name {
     pub id: OptionId,
     pub node: &'static str,

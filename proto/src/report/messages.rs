@@ -597,12 +597,11 @@ pub mod command {
         format!("[{key}]: {error}")
     }
 
-    pub fn not_a_vendor_key(vendor: &str) -> String {
-        format!(
-            "{vendor} takes no such key (team-id and project-id are Vercel's, workspace is Blaxel's; token-id, \
-             token-secret, app-id and environment are Modal's, which takes no api-key)"
-        )
+    /// A key a vendor's section does not take (another vendor's, or none's).
+    pub fn not_a_vendor_key(vendor: &str, keys: &[String]) -> String {
+        format!("{vendor} takes no such key (its keys: {})", keys.join(", "))
     }
+
     pub const SWEEP_UNLABELLED_ALONE: &str =
         "no hosted provider to apply it to: pass --e2b, --daytona and/or --vercel (or their sections in --config)";
     /// Two hosted sections name their providers alike (records name their provider).

@@ -29,8 +29,11 @@ use super::{
     listed, owner_and_key, variable, with_cursor, Entry, Get, HostedConfig, HostedProvider, Listing, Page, Scope,
     ScopeOptions, Vendor, Verb,
 };
+use crate::contract::errors::ProviderError;
 use crate::model::fleet::ListedSandbox;
-use crate::options::provider::HostedVendor;
+use crate::options::provider::{vendor_option, HostedSettings, OwnerFilter, ScopeOption, VendorSpec};
+use crate::options::Name;
+use crate::providers::HostedSandboxProvider;
 use crate::providers::InvalidInput;
 use crate::report::messages;
 
@@ -59,13 +62,39 @@ const STATUSES: &[&str] = &[
     "UNARCHIVING",
 ];
 
+/// `workspace` / `workspace`: one of Blaxel's own options.
+pub const WORKSPACE: Name = vendor_option("workspace", "workspace");
+/// Blaxel as hosts, the command and the docs see it: its row of the one
+/// vendor list (`hosted/vendors.rs`), from which the options, the Node and
+/// Python classes, the command's flag and section and README's row come.
+pub const SPEC: VendorSpec = VendorSpec {
+    key: "blaxel",
+    label: "Blaxel",
+    class: "BlaxelProvider",
+    credential_variables: &["BL_API_KEY"],
+    credential_options: &[],
+    api_url_variable: Some("BL_API_URL"),
+    api_url_doc: "BL_API_URL, else https://api.blaxel.ai/v0 (https://api.blaxel.dev/v0 when BL_ENV=dev)",
+    scope_options: &[ScopeOption { name: WORKSPACE, variable: Some("BL_WORKSPACE"), required: true }],
+    default_page_size: 100,
+    max_page_size: 200,
+    owner_filter: OwnerFilter::Client,
+    destroy_doc: "DELETE /v0/sandboxes/{name}",
+    gone_doc: "404 and `TERMINATED` (a tombstone GET still reads); `DELETING` is deleting",
+};
+
+/// A provider from a host's or the command's settings (sends nothing).
+pub(crate) fn build(settings: HostedSettings) -> Result<Box<dyn HostedSandboxProvider>, ProviderError> {
+    super::build_entry::<Blaxel>(settings)
+}
+
 /// Blaxel (the marker of [`BlaxelConfig`] and [`BlaxelProvider`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Blaxel;
 
 impl Vendor for Blaxel {
     const ENTRY: &'static Entry = &Entry {
-        vendor: HostedVendor::Blaxel,
+        spec: &SPEC,
         credential_hint: "BL_API_KEY (with BL_WORKSPACE)",
         auth: ("x-blaxel-authorization", "Bearer "),
         headers: &[("blaxel-version", API_VERSION)],
@@ -97,7 +126,7 @@ fn default_api_url() -> String {
 
 /// Every request names the workspace (`BL_WORKSPACE`, required).
 fn scope(options: &ScopeOptions<'_>) -> Result<Scope, InvalidInput> {
-    let workspace = options.workspace.map(str::to_owned).or_else(|| variable("BL_WORKSPACE"));
+    let workspace = options.get(WORKSPACE).map(str::to_owned).or_else(|| variable("BL_WORKSPACE"));
     let missing = || messages::hosted_missing_scope("Blaxel", "workspace", "BL_WORKSPACE", "workspace");
     let workspace =
         workspace.filter(|name| !name.is_empty()).ok_or_else(|| InvalidInput::new("workspace", missing()))?;
@@ -213,13 +242,15 @@ mod tests {
 
     #[test]
     fn the_workspace_is_required_and_sent_as_a_header() {
+        let none = std::collections::BTreeMap::new();
+        let given = |workspace: &str| std::collections::BTreeMap::from([(WORKSPACE.node, workspace.to_owned())]);
         if std::env::var("BL_WORKSPACE").is_err() {
-            let error = scope(&ScopeOptions::default()).unwrap_err();
+            let error = scope(&ScopeOptions { options: &none }).unwrap_err();
             assert_eq!(error.field, "workspace");
             assert!(error.to_string().contains("BL_WORKSPACE"), "{error}");
         }
-        let given = scope(&ScopeOptions { workspace: Some("ws1"), ..ScopeOptions::default() }).unwrap();
-        assert_eq!(given.headers, [("x-blaxel-workspace", "ws1".to_owned())]);
-        assert!(scope(&ScopeOptions { workspace: Some("a b"), ..ScopeOptions::default() }).is_err());
+        let scoped = scope(&ScopeOptions { options: &given("ws1") }).unwrap();
+        assert_eq!(scoped.headers, [("x-blaxel-workspace", "ws1".to_owned())]);
+        assert!(scope(&ScopeOptions { options: &given("a b") }).is_err());
     }
 }

@@ -26,12 +26,14 @@ use super::{
     listed, unscoped, variable, with_cursor, Entry, Get, HostedConfig, HostedProvider, Listing, Page as HostedPage,
     Vendor, Verb,
 };
+use crate::contract::errors::ProviderError;
 use crate::model::fleet::ListedSandbox;
-use crate::options::provider::HostedVendor;
+use crate::options::provider::{HostedSettings, OwnerFilter, VendorSpec};
+use crate::providers::HostedSandboxProvider;
 use crate::providers::{LABEL_KEY, LABEL_OWNER};
 
 /// The largest page Daytona serves.
-pub const DAYTONA_MAX_PAGE_SIZE: u32 = HostedVendor::Daytona.max_page_size();
+pub const DAYTONA_MAX_PAGE_SIZE: u32 = SPEC.max_page_size;
 
 /// Daytona's public API.
 pub const DAYTONA_PUBLIC_API_URL: &str = "https://app.daytona.io/api";
@@ -62,13 +64,37 @@ const STATES: &[&str] = &[
     "resuming",
 ];
 
+/// Daytona as hosts, the command and the docs see it: its row of the one
+/// vendor list (`hosted/vendors.rs`), from which the options, the Node and
+/// Python classes, the command's flag and section and README's row come.
+pub const SPEC: VendorSpec = VendorSpec {
+    key: "daytona",
+    label: "Daytona",
+    class: "DaytonaProvider",
+    credential_variables: &["DAYTONA_API_KEY"],
+    credential_options: &[],
+    api_url_variable: Some("DAYTONA_API_URL"),
+    api_url_doc: "DAYTONA_API_URL, else https://app.daytona.io/api",
+    scope_options: &[],
+    default_page_size: 100,
+    max_page_size: 200,
+    owner_filter: OwnerFilter::Server,
+    destroy_doc: "DELETE /sandbox/{id}",
+    gone_doc: "404; `destroying` or desiredState `destroyed` is deleting",
+};
+
+/// A provider from a host's or the command's settings (sends nothing).
+pub(crate) fn build(settings: HostedSettings) -> Result<Box<dyn HostedSandboxProvider>, ProviderError> {
+    super::build_entry::<Daytona>(settings)
+}
+
 /// Daytona (the marker of [`DaytonaConfig`] and [`DaytonaProvider`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Daytona;
 
 impl Vendor for Daytona {
     const ENTRY: &'static Entry = &Entry {
-        vendor: HostedVendor::Daytona,
+        spec: &SPEC,
         credential_hint: "DAYTONA_API_KEY",
         auth: ("authorization", "Bearer "),
         headers: &[],

@@ -24,12 +24,38 @@ use super::{
     listed, unscoped, variable, with_cursor, Entry, Get, HostedConfig, HostedProvider, Listing, Page as HostedPage,
     Vendor, Verb,
 };
+use crate::contract::errors::ProviderError;
 use crate::model::fleet::ListedSandbox;
-use crate::options::provider::HostedVendor;
+use crate::options::provider::{HostedSettings, OwnerFilter, VendorSpec};
+use crate::providers::HostedSandboxProvider;
 use crate::providers::{LABEL_KEY, LABEL_OWNER};
 
 /// The largest page E2B serves.
-pub const E2B_MAX_PAGE_SIZE: u32 = HostedVendor::E2b.max_page_size();
+pub const E2B_MAX_PAGE_SIZE: u32 = SPEC.max_page_size;
+
+/// E2B as hosts, the command and the docs see it: its row of the one
+/// vendor list (`hosted/vendors.rs`), from which the options, the Node and
+/// Python classes, the command's flag and section and README's row come.
+pub const SPEC: VendorSpec = VendorSpec {
+    key: "e2b",
+    label: "E2B",
+    class: "E2bProvider",
+    credential_variables: &["E2B_API_KEY"],
+    credential_options: &[],
+    api_url_variable: Some("E2B_API_URL"),
+    api_url_doc: "E2B_API_URL, else https://api.$E2B_DOMAIN, else https://api.e2b.app",
+    scope_options: &[],
+    default_page_size: 100,
+    max_page_size: 100,
+    owner_filter: OwnerFilter::Server,
+    destroy_doc: "DELETE /sandboxes/{id}",
+    gone_doc: "404; a listed sandbox is running or paused (both bill)",
+};
+
+/// A provider from a host's or the command's settings (sends nothing).
+pub(crate) fn build(settings: HostedSettings) -> Result<Box<dyn HostedSandboxProvider>, ProviderError> {
+    super::build_entry::<E2b>(settings)
+}
 
 /// E2B (the marker of [`E2bConfig`] and [`E2bProvider`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +63,7 @@ pub struct E2b;
 
 impl Vendor for E2b {
     const ENTRY: &'static Entry = &Entry {
-        vendor: HostedVendor::E2b,
+        spec: &SPEC,
         credential_hint: "E2B_API_KEY",
         auth: ("x-api-key", ""),
         headers: &[],

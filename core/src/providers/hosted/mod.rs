@@ -21,23 +21,20 @@
 //! which variable gave the credential. Railway's GraphQL API is the one so far.
 
 pub mod blaxel;
-#[cfg(feature = "boxd")]
 pub mod boxd;
 pub(crate) mod client;
 pub mod daytona;
 pub mod e2b;
 #[cfg(any(feature = "modal", feature = "boxd"))]
 pub(crate) mod grpc;
-#[cfg(feature = "kubernetes")]
 pub mod kubernetes;
-#[cfg(feature = "modal")]
 pub mod modal;
 pub(crate) mod paging;
 pub mod railway;
-mod registry;
 pub mod runloop;
 pub mod sprites;
 pub mod upstash_box;
+mod vendors;
 pub mod vercel;
 
 use std::fmt;
@@ -52,20 +49,22 @@ use super::{validate_id, validate_owner, validate_provider_name, HostedSandboxPr
 use crate::contract::errors::ProviderError;
 use crate::contract::SandboxProvider;
 use crate::model::fleet::ListedSandbox;
-use crate::options::provider::{HostedSettings, HostedVendor, ListingCeilings, OwnerFilter, VendorSpec};
+use crate::options::provider::{HostedSettings, ListingCeilings, OwnerFilter, VendorSpec};
+use crate::options::Name;
 use crate::report::messages;
+use std::collections::BTreeMap;
 
 pub use client::Verb;
 pub use paging::HostedError;
-pub use registry::build_hosted;
+pub use vendors::{build_hosted, HostedVendor, VENDORS};
 
 /// One hosted vendor's wire format: what the engine cannot know. (Built in
 /// this crate only: its fields read the client's answers.) What hosts see of
 /// the vendor (its key, label, variables, page sizes, owner filter) is its
-/// row in `proto/src/options/provider.rs`'s `VENDORS`.
+/// row ([`VendorSpec`]), beside the entry in the vendor's module.
 pub struct Entry {
     /// Its row: options, defaults, variables, largest page.
-    pub(crate) vendor: HostedVendor,
+    pub(crate) spec: &'static VendorSpec,
     /// What a message tells the user to set (`VERCEL_TOKEN (with VERCEL_TEAM_ID)`).
     pub(crate) credential_hint: &'static str,
     /// The credential's header (lowercase), and the text before the credential in it.
@@ -156,12 +155,17 @@ pub(crate) struct Body {
 const LOOKUP_CONCURRENCY: usize = 8;
 
 /// The scope options a provider was configured with (`None`: the vendor's variable).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct ScopeOptions<'a> {
-    pub team_id: Option<&'a str>,
-    pub project_id: Option<&'a str>,
-    pub workspace: Option<&'a str>,
-    pub environment_id: Option<&'a str>,
+    /// The vendor's own options given, by Node name (`HostedConfig::options`).
+    pub options: &'a BTreeMap<&'static str, String>,
+}
+
+impl ScopeOptions<'_> {
+    /// The vendor's own option `name`, when given (`None`: its variable).
+    pub fn get(&self, name: Name) -> Option<&str> {
+        self.options.get(name.node).map(String::as_str)
+    }
 }
 
 /// One listing page read: its sandboxes and the next cursor (`None`: the last page).
@@ -208,14 +212,10 @@ pub struct HostedConfig<V> {
     pub api_key: Option<String>,
     /// The API base URL; `None`: the SDK's own variables, else the public API.
     pub api_url: Option<String>,
-    /// The team (Vercel); `None`: `VERCEL_TEAM_ID`.
-    pub team_id: Option<String>,
-    /// The project (Vercel, required); `None`: `VERCEL_PROJECT_ID`.
-    pub project_id: Option<String>,
-    /// The workspace (Blaxel, required); `None`: `BL_WORKSPACE`.
-    pub workspace: Option<String>,
-    /// The environment (Railway, required); `None`: `RAILWAY_ENVIRONMENT_ID`.
-    pub environment_id: Option<String>,
+    /// The vendor's own options given (Vercel's `teamId` and `projectId`,
+    /// Blaxel's `workspace`, Railway's `environmentId`: the consts in the
+    /// vendor's module), by Node name; absent: the option's variable.
+    pub options: BTreeMap<&'static str, String>,
     /// Sandboxes per listing page, 1 to the vendor's largest page.
     pub page_size: u32,
     /// List every sandbox, not only those under our owner label, so the
@@ -236,8 +236,25 @@ pub struct HostedConfig<V> {
 
 impl<V: Vendor> Default for HostedConfig<V> {
     fn default() -> Self {
-        Self::from(HostedSettings::defaults(V::ENTRY.vendor))
+        Self::from(HostedSettings::defaults(V::ENTRY.spec))
     }
+}
+
+impl<V> HostedConfig<V> {
+    /// This config with the vendor's own option `name` set to `value`
+    /// (`VercelConfig::default().with(vercel::PROJECT_ID, "prj_1")`).
+    pub fn with(mut self, name: Name, value: &str) -> Self {
+        self.options.insert(name.node, value.to_owned());
+        self
+    }
+}
+
+/// An engine vendor's provider from a host's or the command's settings (its
+/// module's `build`).
+pub(crate) fn build_entry<V: Vendor>(
+    settings: HostedSettings,
+) -> Result<Box<dyn HostedSandboxProvider>, ProviderError> {
+    Ok(Box::new(HostedProvider::<V>::new(HostedConfig::from(settings))?))
 }
 
 /// The settings a host's options gave ([`HostedSettings::from_host`]), or the defaults.
@@ -248,10 +265,7 @@ impl<V> From<HostedSettings> for HostedConfig<V> {
             owner: settings.owner,
             api_key: settings.api_key,
             api_url: settings.api_url,
-            team_id: settings.team_id,
-            project_id: settings.project_id,
-            workspace: settings.workspace,
-            environment_id: settings.environment_id,
+            options: settings.options,
             page_size: settings.page_size,
             sweep_unlabelled: settings.sweep_unlabelled,
             request_timeout: settings.request_timeout,
@@ -269,10 +283,7 @@ impl<V: Vendor> fmt::Debug for HostedConfig<V> {
             .field("owner", &self.owner)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("api_url", &self.api_url)
-            .field("team_id", &self.team_id)
-            .field("project_id", &self.project_id)
-            .field("workspace", &self.workspace)
-            .field("environment_id", &self.environment_id)
+            .field("options", &self.options)
             .field("page_size", &self.page_size)
             .field("sweep_unlabelled", &self.sweep_unlabelled)
             .field("request_timeout", &self.request_timeout)
@@ -327,12 +338,7 @@ impl<V: Vendor> HostedProvider<V> {
         if largest > 0 && !(1..=largest).contains(&config.page_size) {
             return Err(InvalidInput::new("pageSize", messages::hosted_page_size(largest, config.page_size)).into());
         }
-        let scope = (entry.scope)(&ScopeOptions {
-            team_id: config.team_id.as_deref(),
-            project_id: config.project_id.as_deref(),
-            workspace: config.workspace.as_deref(),
-            environment_id: config.environment_id.as_deref(),
-        })?;
+        let scope = (entry.scope)(&ScopeOptions { options: &config.options })?;
         // The credential, and the variable it came from (`None`: the option).
         let (credential, source) = match config.api_key.clone() {
             Some(key) => (Some(key), None),
@@ -506,7 +512,7 @@ where
 impl Entry {
     /// The vendor's row (`proto/src/options/provider.rs`).
     pub(crate) fn spec(&self) -> &'static VendorSpec {
-        self.vendor.spec()
+        self.spec
     }
 }
 

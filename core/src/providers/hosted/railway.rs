@@ -59,8 +59,11 @@ use super::{
     listed, variable, Bodies, Body, Entry, Extras, Get, HostedConfig, HostedProvider, Listing, Page, Scope,
     ScopeOptions, Vendor, Verb,
 };
+use crate::contract::errors::ProviderError;
 use crate::model::fleet::ListedSandbox;
-use crate::options::provider::HostedVendor;
+use crate::options::provider::{vendor_option, HostedSettings, OwnerFilter, ScopeOption, VendorSpec};
+use crate::options::Name;
+use crate::providers::HostedSandboxProvider;
 use crate::providers::InvalidInput;
 use crate::report::messages;
 
@@ -94,6 +97,32 @@ const REFUSALS: &[&str] = &["Not Authorized", "Project Token not found"];
 /// What Railway answers a destroy of a sandbox already gone.
 const NOT_FOUND: &str = "Sandbox not found";
 
+/// `environmentId` / `environment_id`: one of Railway's own options.
+pub const ENVIRONMENT_ID: Name = vendor_option("environmentId", "environment_id");
+/// Railway as hosts, the command and the docs see it: its row of the one
+/// vendor list (`hosted/vendors.rs`), from which the options, the Node and
+/// Python classes, the command's flag and section and README's row come.
+pub const SPEC: VendorSpec = VendorSpec {
+    key: "railway",
+    label: "Railway",
+    class: "RailwayProvider",
+    credential_variables: &["RAILWAY_TOKEN", "RAILWAY_API_TOKEN"],
+    credential_options: &[],
+    api_url_variable: Some("RAILWAY_GRAPHQL_ENDPOINT"),
+    api_url_doc: "RAILWAY_GRAPHQL_ENDPOINT, else https://backboard.railway.com/graphql/v2 (GraphQL)",
+    scope_options: &[ScopeOption { name: ENVIRONMENT_ID, variable: Some("RAILWAY_ENVIRONMENT_ID"), required: true }],
+    default_page_size: 100,
+    max_page_size: 100,
+    owner_filter: OwnerFilter::Client,
+    destroy_doc: "sandboxDestroy(id, environmentId)",
+    gone_doc: "`sandbox: null` and `DESTROYED`; `DESTROYING` is deleting",
+};
+
+/// A provider from a host's or the command's settings (sends nothing).
+pub(crate) fn build(settings: HostedSettings) -> Result<Box<dyn HostedSandboxProvider>, ProviderError> {
+    super::build_entry::<Railway>(settings)
+}
+
 /// Railway (the marker of [`RailwayConfig`] and [`RailwayProvider`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Railway;
@@ -101,7 +130,7 @@ pub struct Railway;
 impl Vendor for Railway {
     // Every call is a POST of its body to the endpoint itself: the paths are empty.
     const ENTRY: &'static Entry = &Entry {
-        vendor: HostedVendor::Railway,
+        spec: &SPEC,
         credential_hint: "RAILWAY_TOKEN or RAILWAY_API_TOKEN (with RAILWAY_ENVIRONMENT_ID)",
         auth: ("authorization", "Bearer "),
         headers: &[("accept", "application/json")],
@@ -136,7 +165,7 @@ fn default_api_url() -> String {
 /// Every call names the environment (`RAILWAY_ENVIRONMENT_ID`, required),
 /// kept in the scope's `project`.
 fn scope(options: &ScopeOptions<'_>) -> Result<Scope, InvalidInput> {
-    let environment = options.environment_id.map(str::to_owned).or_else(|| variable("RAILWAY_ENVIRONMENT_ID"));
+    let environment = options.get(ENVIRONMENT_ID).map(str::to_owned).or_else(|| variable("RAILWAY_ENVIRONMENT_ID"));
     let missing =
         || messages::hosted_missing_scope("Railway", "environment", "RAILWAY_ENVIRONMENT_ID", "environmentId");
     let environment =
@@ -406,11 +435,12 @@ mod tests {
     #[test]
     fn the_environment_is_required_and_named_by_every_body() {
         if std::env::var("RAILWAY_ENVIRONMENT_ID").is_err() {
-            let error = scope(&ScopeOptions::default()).unwrap_err();
+            let error = scope(&ScopeOptions { options: &std::collections::BTreeMap::new() }).unwrap_err();
             assert_eq!(error.field, "environmentId");
             assert!(error.to_string().contains("RAILWAY_ENVIRONMENT_ID"), "{error}");
         }
-        let scope = scope(&ScopeOptions { environment_id: Some("env-1"), ..ScopeOptions::default() }).unwrap();
+        let given = std::collections::BTreeMap::from([(ENVIRONMENT_ID.node, "env-1".to_owned())]);
+        let scope = scope(&ScopeOptions { options: &given }).unwrap();
         let listing = Listing { scope: &scope, owner: None, page_size: 50 };
         let first = list_body(&listing, None);
         assert_eq!(

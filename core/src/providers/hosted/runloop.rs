@@ -30,8 +30,10 @@ use super::{
     listed, owner_and_key, unscoped, variable, with_cursor, Entry, Get, HostedConfig, HostedProvider, Listing, Page,
     Vendor, Verb,
 };
+use crate::contract::errors::ProviderError;
 use crate::model::fleet::ListedSandbox;
-use crate::options::provider::HostedVendor;
+use crate::options::provider::{HostedSettings, OwnerFilter, VendorSpec};
+use crate::providers::HostedSandboxProvider;
 
 /// Runloop's public API.
 pub const RUNLOOP_PUBLIC_API_URL: &str = "https://api.runloop.ai";
@@ -53,13 +55,37 @@ const STATUSES: &[&str] = &[
 /// Terminal: the devbox is gone for billing, though listed forever.
 const GONE: &[&str] = &["shutdown", "failure"];
 
+/// Runloop as hosts, the command and the docs see it: its row of the one
+/// vendor list (`hosted/vendors.rs`), from which the options, the Node and
+/// Python classes, the command's flag and section and README's row come.
+pub const SPEC: VendorSpec = VendorSpec {
+    key: "runloop",
+    label: "Runloop",
+    class: "RunloopProvider",
+    credential_variables: &["RUNLOOP_API_KEY"],
+    credential_options: &[],
+    api_url_variable: Some("RUNLOOP_BASE_URL"),
+    api_url_doc: "RUNLOOP_BASE_URL, else https://api.runloop.ai",
+    scope_options: &[],
+    default_page_size: 100,
+    max_page_size: 5000,
+    owner_filter: OwnerFilter::Client,
+    destroy_doc: "POST /v1/devboxes/{id}/shutdown (Runloop never deletes a devbox)",
+    gone_doc: "`shutdown` and `failure` (listed forever, never billed); `suspended` still bills",
+};
+
+/// A provider from a host's or the command's settings (sends nothing).
+pub(crate) fn build(settings: HostedSettings) -> Result<Box<dyn HostedSandboxProvider>, ProviderError> {
+    super::build_entry::<Runloop>(settings)
+}
+
 /// Runloop (the marker of [`RunloopConfig`] and [`RunloopProvider`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Runloop;
 
 impl Vendor for Runloop {
     const ENTRY: &'static Entry = &Entry {
-        vendor: HostedVendor::Runloop,
+        spec: &SPEC,
         credential_hint: "RUNLOOP_API_KEY",
         auth: ("authorization", "Bearer "),
         headers: &[],

@@ -26,12 +26,38 @@ use super::client::{encode_component, parse_rfc3339_millis, Answer};
 use super::{
     listed, unscoped, variable, with_cursor, Entry, Get, HostedConfig, HostedProvider, Listing, Page, Vendor, Verb,
 };
+use crate::contract::errors::ProviderError;
 use crate::model::fleet::ListedSandbox;
-use crate::options::provider::HostedVendor;
+use crate::options::provider::{HostedSettings, OwnerFilter, VendorSpec};
+use crate::providers::HostedSandboxProvider;
 use crate::providers::{LABEL_KEY, LABEL_OWNER};
 
 /// Sprites' public API.
 pub const SPRITES_PUBLIC_API_URL: &str = "https://api.sprites.dev";
+
+/// Sprites as hosts, the command and the docs see it: its row of the one
+/// vendor list (`hosted/vendors.rs`), from which the options, the Node and
+/// Python classes, the command's flag and section and README's row come.
+pub const SPEC: VendorSpec = VendorSpec {
+    key: "sprites",
+    label: "Sprites",
+    class: "SpritesProvider",
+    credential_variables: &["SPRITES_API_KEY", "SPRITE_TOKEN"],
+    credential_options: &[],
+    api_url_variable: Some("SPRITES_API_URL"),
+    api_url_doc: "SPRITES_API_URL, else https://api.sprites.dev",
+    scope_options: &[],
+    default_page_size: 50,
+    max_page_size: 50,
+    owner_filter: OwnerFilter::Client,
+    destroy_doc: "DELETE /v1/sprites/{name}",
+    gone_doc: "404 (no deleting status: a deleted sprite may stay listed a while)",
+};
+
+/// A provider from a host's or the command's settings (sends nothing).
+pub(crate) fn build(settings: HostedSettings) -> Result<Box<dyn HostedSandboxProvider>, ProviderError> {
+    super::build_entry::<Sprites>(settings)
+}
 
 /// Fly Sprites (the marker of [`SpritesConfig`] and [`SpritesProvider`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +65,7 @@ pub struct Sprites;
 
 impl Vendor for Sprites {
     const ENTRY: &'static Entry = &Entry {
-        vendor: HostedVendor::Sprites,
+        spec: &SPEC,
         credential_hint: "SPRITES_API_KEY (or SPRITE_TOKEN)",
         auth: ("authorization", "Bearer "),
         headers: &[],

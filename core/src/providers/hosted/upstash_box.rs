@@ -44,8 +44,10 @@ use super::client::{encode_component, Answer};
 use super::{
     listed, unscoped, variable, Entry, Extras, Get, HostedConfig, HostedProvider, Listing, Page, Vendor, Verb,
 };
+use crate::contract::errors::ProviderError;
 use crate::model::fleet::ListedSandbox;
-use crate::options::provider::HostedVendor;
+use crate::options::provider::{HostedSettings, OwnerFilter, VendorSpec};
+use crate::providers::HostedSandboxProvider;
 use crate::providers::InvalidInput;
 use crate::report::messages;
 
@@ -74,13 +76,37 @@ const GONE_STATUS: &str = "deleted";
 /// (the vendor CLI's reading: `ts < 1e12 ? ts * 1000 : ts`).
 const MILLIS_FROM: u64 = 1_000_000_000_000;
 
+/// Upstash Box as hosts, the command and the docs see it: its row of the one
+/// vendor list (`hosted/vendors.rs`), from which the options, the Node and
+/// Python classes, the command's flag and section and README's row come.
+pub const SPEC: VendorSpec = VendorSpec {
+    key: "upstash-box",
+    label: "Upstash Box",
+    class: "UpstashBoxProvider",
+    credential_variables: &["UPSTASH_BOX_API_KEY"],
+    credential_options: &[],
+    api_url_variable: Some("UPSTASH_BOX_BASE_URL"),
+    api_url_doc: "UPSTASH_BOX_BASE_URL, else https://us-east-1.box.upstash.com",
+    scope_options: &[],
+    default_page_size: 0,
+    max_page_size: 0,
+    owner_filter: OwnerFilter::Server,
+    destroy_doc: "DELETE /v2/box/{id}",
+    gone_doc: "404 and `deleted` (a deleted box still reads by GET)",
+};
+
+/// A provider from a host's or the command's settings (sends nothing).
+pub(crate) fn build(settings: HostedSettings) -> Result<Box<dyn HostedSandboxProvider>, ProviderError> {
+    super::build_entry::<UpstashBox>(settings)
+}
+
 /// Upstash Box (the marker of [`UpstashBoxConfig`] and [`UpstashBoxProvider`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UpstashBox;
 
 impl Vendor for UpstashBox {
     const ENTRY: &'static Entry = &Entry {
-        vendor: HostedVendor::UpstashBox,
+        spec: &SPEC,
         credential_hint: "UPSTASH_BOX_API_KEY",
         auth: ("x-box-api-key", ""),
         headers: &[],
@@ -244,7 +270,7 @@ mod tests {
         assert_eq!(config.name, "upstash-box");
         assert_eq!(config.owner, "sandbox-reclaim");
         assert!(check_owner(&config.owner).is_ok(), "the default owner fits a label");
-        assert!(!HostedVendor::UpstashBox.takes_page_size());
+        assert!(!SPEC.takes_page_size());
         if std::env::var_os("UPSTASH_BOX_BASE_URL").is_none() {
             assert_eq!(upstash_box_default_api_url(), UPSTASH_BOX_PUBLIC_API_URL);
         }

@@ -27,13 +27,16 @@ use super::{
     listed, variable, with_cursor, Entry, Get, HostedConfig, HostedProvider, Listing, Page as HostedPage, Scope,
     ScopeOptions, Vendor, Verb,
 };
+use crate::contract::errors::ProviderError;
 use crate::model::fleet::ListedSandbox;
-use crate::options::provider::HostedVendor;
+use crate::options::provider::{vendor_option, HostedSettings, OwnerFilter, ScopeOption, VendorSpec};
+use crate::options::Name;
+use crate::providers::HostedSandboxProvider;
 use crate::providers::{InvalidInput, LABEL_KEY, LABEL_OWNER};
 use crate::report::messages;
 
 /// The largest page Vercel serves.
-pub const VERCEL_MAX_PAGE_SIZE: u32 = HostedVendor::Vercel.max_page_size();
+pub const VERCEL_MAX_PAGE_SIZE: u32 = SPEC.max_page_size;
 
 /// Vercel's public API.
 pub const VERCEL_PUBLIC_API_URL: &str = "https://api.vercel.com";
@@ -41,13 +44,44 @@ pub const VERCEL_PUBLIC_API_URL: &str = "https://api.vercel.com";
 /// Every status the SDK declares; anything else fails the listing closed.
 const STATUSES: &[&str] = &["pending", "running", "stopping", "stopped", "failed", "aborted", "snapshotting"];
 
+/// `teamId` / `team_id`: one of Vercel's own options.
+pub const TEAM_ID: Name = vendor_option("teamId", "team_id");
+/// `projectId` / `project_id`: one of Vercel's own options.
+pub const PROJECT_ID: Name = vendor_option("projectId", "project_id");
+/// Vercel as hosts, the command and the docs see it: its row of the one
+/// vendor list (`hosted/vendors.rs`), from which the options, the Node and
+/// Python classes, the command's flag and section and README's row come.
+pub const SPEC: VendorSpec = VendorSpec {
+    key: "vercel",
+    label: "Vercel",
+    class: "VercelProvider",
+    credential_variables: &["VERCEL_TOKEN"],
+    credential_options: &[],
+    api_url_variable: None,
+    api_url_doc: "https://api.vercel.com",
+    scope_options: &[
+        ScopeOption { name: TEAM_ID, variable: Some("VERCEL_TEAM_ID"), required: false },
+        ScopeOption { name: PROJECT_ID, variable: Some("VERCEL_PROJECT_ID"), required: true },
+    ],
+    default_page_size: 50,
+    max_page_size: 50,
+    owner_filter: OwnerFilter::Server,
+    destroy_doc: "DELETE /v2/sandboxes/{name} (not stop: a stopped sandbox bills)",
+    gone_doc: "404; every listed status still bills",
+};
+
+/// A provider from a host's or the command's settings (sends nothing).
+pub(crate) fn build(settings: HostedSettings) -> Result<Box<dyn HostedSandboxProvider>, ProviderError> {
+    super::build_entry::<Vercel>(settings)
+}
+
 /// Vercel (the marker of [`VercelConfig`] and [`VercelProvider`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Vercel;
 
 impl Vendor for Vercel {
     const ENTRY: &'static Entry = &Entry {
-        vendor: HostedVendor::Vercel,
+        spec: &SPEC,
         credential_hint: "VERCEL_TOKEN (with VERCEL_TEAM_ID)",
         auth: ("authorization", "Bearer "),
         headers: &[],
@@ -80,11 +114,11 @@ pub type VercelProvider = HostedProvider<Vercel>;
 /// team (`VERCEL_TEAM_ID`; absent: the token's personal account).
 fn scope(options: &ScopeOptions<'_>) -> Result<Scope, InvalidInput> {
     let project = options
-        .project_id
+        .get(PROJECT_ID)
         .map(str::to_owned)
         .or_else(|| variable("VERCEL_PROJECT_ID"))
         .ok_or_else(|| InvalidInput::new("projectId", messages::VERCEL_NO_PROJECT))?;
-    let team = options.team_id.map(str::to_owned).or_else(|| variable("VERCEL_TEAM_ID"));
+    let team = options.get(TEAM_ID).map(str::to_owned).or_else(|| variable("VERCEL_TEAM_ID"));
     let query = team.map(|team| format!("teamId={}&", encode_component(&team))).unwrap_or_default();
     Ok(Scope { query, project, headers: Vec::new() })
 }
@@ -164,14 +198,13 @@ mod tests {
     use crate::contract::errors::ProviderError;
 
     fn config() -> VercelConfig {
-        VercelConfig {
+        let config = VercelConfig {
             api_key: Some("vercel_secret".into()),
-            team_id: Some("team_1".into()),
-            project_id: Some("prj_1".into()),
             api_url: Some("http://127.0.0.1:9".into()),
             page_size: 3,
             ..VercelConfig::default()
-        }
+        };
+        config.with(TEAM_ID, "team_1").with(PROJECT_ID, "prj_1")
     }
 
     #[test]
@@ -187,7 +220,9 @@ mod tests {
 
     #[test]
     fn a_project_is_required_and_named() {
-        let error = VercelProvider::new(VercelConfig { project_id: None, ..config() });
+        let mut unscoped = config();
+        unscoped.options.remove(PROJECT_ID.node);
+        let error = VercelProvider::new(unscoped);
         // VERCEL_PROJECT_ID may be set where the tests run; only check when it is not.
         if std::env::var("VERCEL_PROJECT_ID").is_err() {
             let error = error.unwrap_err();
