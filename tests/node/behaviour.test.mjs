@@ -401,7 +401,10 @@ test('CommonJS and ESM entry points export the very same objects', () => {
   names.push('ownerLabels');
   // One provider class per row of the core's vendor table (index.d.ts declares them from it).
   const vendors = require('../../bindings-node/lib/native.cjs').hostedVendors().map((vendor) => vendor.className);
-  assert.deepStrictEqual(vendors, ['E2bProvider', 'DaytonaProvider', 'VercelProvider', 'SpritesProvider', 'RunloopProvider', 'BlaxelProvider', 'ModalProvider']);
+  assert.deepStrictEqual(vendors, [
+    'E2bProvider', 'DaytonaProvider', 'VercelProvider', 'SpritesProvider', 'RunloopProvider', 'BlaxelProvider', 'ModalProvider',
+    'KubernetesProvider', 'UpstashBoxProvider', 'BoxdProvider', 'RailwayProvider',
+  ]);
   names.push(...vendors);
   assert.deepStrictEqual(Object.keys(cjs).sort(), [...names].sort(), 'exactly the documented exports');
   for (const name of names) {
