@@ -835,7 +835,7 @@ def vendor_rows(bodies, consts):
         for field in ["key", "label", "class", "api_url_doc", "destroy_doc", "gone_doc"]:
             m = re.search(rf'^    {field}: "((?:[^"\\]|\\.)*)",$', body, re.M)
             if not m:
-                raise SystemExit(f"gen_declarations: a VENDORS row lacks a plain `{field}`: {body[:60]!r}")
+                raise SystemExit(f"gen_declarations: a vendor row lacks a plain `{field}`: {body[:60]!r}")
             row[field] = rust_string(m.group(1))
         for field in ["default_page_size", "max_page_size"]:
             row[field] = int(re.search(rf"^    {field}: (\d+),$", body, re.M).group(1))
@@ -855,7 +855,7 @@ def vendor_rows(bodies, consts):
         # A credential of parts (Modal's token id and secret) in place of the one `apiKey`.
         row["credential"] = options("credential_options")
         if not row["credential_variables"] or ("owner_filter: OwnerFilter::" not in body):
-            raise SystemExit(f"gen_declarations: the VENDORS row of {row['key']} does not read")
+            raise SystemExit(f"gen_declarations: the vendor row of {row['key']} does not read")
         rows.append(row)
     if not rows:
         raise SystemExit("gen_declarations: no vendor rows")

@@ -42,7 +42,7 @@ impl Parser for Cli {}
 
 /// The hosted vendors the flags turned on (`--e2b`, `--sprites`, ...), in
 /// the table's order. The flags are made from the core's vendor table
-/// (`proto/src/options/provider.rs`), so a new vendor needs no line here.
+/// (each vendor's module, listed in `core/src/providers/hosted/vendors.rs`), so a new vendor needs no line here.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HostedFlags(pub Vec<HostedVendor>);
 

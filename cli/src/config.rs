@@ -86,10 +86,9 @@ impl<'de> serde::de::Visitor<'de> for SectionsVisitor {
                 let known: Vec<&str> = CONFIG_KEYS.iter().copied().chain(Vendor::keys()).collect();
                 return Err(A::Error::custom(messages::command::unknown_config_key(&key, &known)));
             };
-            let section: toml::Table = map.next_value()?;
-            let section = HostedSection::deserialize(toml::Value::Table(section)).map_err(|error| {
-                A::Error::custom(messages::command::bad_vendor_section(&key, error.to_string().trim_end()))
-            })?;
+            let table: toml::Table = map.next_value()?;
+            let section = HostedSection::read(vendor, table)
+                .map_err(|error| A::Error::custom(messages::command::bad_vendor_section(&key, &error)))?;
             sections.insert(vendor, section);
         }
         Ok(HostedSections(sections))
@@ -117,7 +116,7 @@ const CONFIG_KEYS: &[&str] = &[
 /// parts and scope options, spelled `team-id`, `kubeconfig`, ...), checked
 /// against its row in [`resolve`]; any other key is refused, naming it.
 #[derive(Default, Clone, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct HostedSection {
     /// The provider name instance records carry [default: the vendor's].
     pub name: Option<String>,
@@ -129,9 +128,37 @@ pub struct HostedSection {
     /// unlabelled one the store's registry names is swept [default: false].
     pub sweep_unlabelled: Option<bool>,
     /// The vendor's own keys (Vercel's `team-id`, Modal's `token-secret`,
-    /// Kubernetes' `namespace`, ...), by key.
-    #[serde(flatten)]
-    pub options: std::collections::BTreeMap<String, String>,
+    /// Kubernetes' `namespace`, ...): its row's options, by name.
+    #[serde(skip)]
+    pub options: Vec<(Name, String)>,
+}
+
+/// The keys every vendor's section takes (`api-key` only where the credential is one key).
+const SHARED_SECTION_KEYS: [&str; 4] = ["name", "api-key", "api-url", "sweep-unlabelled"];
+
+impl HostedSection {
+    /// `vendor`'s section: the shared keys typed, the vendor's own options
+    /// (its row says which) as strings; any other key refused, naming it
+    /// and the keys the section takes.
+    fn read(vendor: Vendor, table: toml::Table) -> Result<Self, String> {
+        let spec = vendor.spec();
+        let (shared, own): (toml::Table, toml::Table) =
+            table.into_iter().partition(|(key, _)| SHARED_SECTION_KEYS.contains(&key.as_str()));
+        let mut section = HostedSection::deserialize(toml::Value::Table(shared))
+            .map_err(|error| error.to_string().trim_end().to_owned())?;
+        for (key, value) in own {
+            let Some(option) = spec.own_options().find(|option| kebab(option.name.python) == key) else {
+                let known = section_keys(spec);
+                let known: Vec<&str> = known.iter().map(String::as_str).collect();
+                return Err(messages::command::unknown_config_key(&key, &known));
+            };
+            let toml::Value::String(value) = value else {
+                return Err(messages::command::vendor_key_not_text(&key));
+            };
+            section.options.push((option.name, value));
+        }
+        Ok(section)
+    }
 }
 
 // By hand: the key never reaches a log line or an error through `{:?}`.
@@ -141,7 +168,7 @@ impl std::fmt::Debug for HostedSection {
             .field("name", &self.name)
             .field("api_url", &self.api_url)
             .field("sweep_unlabelled", &self.sweep_unlabelled)
-            .field("options", &self.options.keys().collect::<Vec<_>>())
+            .field("options", &self.options.iter().map(|(name, _)| name.node).collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }
@@ -343,21 +370,14 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
         // The vendor's own keys (its row says which); `api-key` only where
         // the credential is one key (Modal's and Kubernetes' are not).
         let spec = vendor.spec();
-        let refused = |field: &str| {
-            let flag = key(&format!("{vendor_key}.{field}"));
-            Failure::usage(flag, messages::command::not_a_vendor_key(spec.label, &section_keys(spec)))
-        };
         if section.api_key.is_some() && !vendor.takes(provider_options::API_KEY) {
-            return Err(refused("api-key"));
-        }
-        let mut options = Vec::new();
-        for (field, value) in &section.options {
-            let option = spec.own_options().find(|option| kebab(option.name.python) == *field);
-            let Some(option) = option else { return Err(refused(field)) };
-            options.push((option.name, value.clone()));
+            let flag = key(&format!("{vendor_key}.api-key"));
+            return Err(Failure::usage(flag, messages::command::not_a_vendor_key(spec.label, &section_keys(spec))));
         }
         let texts = [("api-key", &section.api_key), ("api-url", &section.api_url)];
-        let own = section.options.iter().map(|(field, value)| (field.as_str(), Some(value.as_str())));
+        let own_keys: Vec<(String, &str)> =
+            section.options.iter().map(|(name, value)| (kebab(name.python), value.as_str())).collect();
+        let own = own_keys.iter().map(|(field, value)| (field.as_str(), Some(*value)));
         for (field, value) in texts.into_iter().map(|(field, value)| (field, value.as_deref())).chain(own) {
             if value == Some("") {
                 let flag = key(&format!("{vendor_key}.{field}"));
@@ -371,7 +391,7 @@ pub fn resolve(global: &GlobalArgs, file: ConfigFile) -> Result<Settings, Failur
             name,
             api_key: section.api_key,
             api_url: section.api_url,
-            options,
+            options: section.options,
             sweep_unlabelled,
         });
     }
@@ -618,6 +638,22 @@ mod tests {
             let file: Result<ConfigFile, _> = toml::from_str(&format!("[{section}]\nsweep-unlabeled = true\n"));
             assert!(file.unwrap_err().to_string().contains("sweep-unlabeled"), "{section}: a typo is refused");
         }
+    }
+
+    #[test]
+    fn a_section_takes_its_vendors_own_keys_and_refuses_anothers() {
+        let settings = resolved(&sqlite(), "[kubernetes]\nnamespace = \"agents\"\nkind = \"Pod\"\n").unwrap();
+        let kubernetes = &settings.hosted[0];
+        let own: Vec<(&str, &str)> =
+            kubernetes.options.iter().map(|(name, value)| (name.node, value.as_str())).collect();
+        assert_eq!(own, [("kind", "Pod"), ("namespace", "agents")]);
+        let theirs: Result<ConfigFile, _> = toml::from_str("[e2b]\nnamespace = \"agents\"\n");
+        let error = theirs.unwrap_err().to_string();
+        assert!(error.contains("unknown field `namespace`") && error.contains("`api-key`"), "{error}");
+        let typed: Result<ConfigFile, _> = toml::from_str("[boxd]\norg = 5\n");
+        assert!(typed.unwrap_err().to_string().contains("`org` must be a string"));
+        let empty = resolved(&sqlite(), "[railway]\nenvironment-id = \"\"\n").unwrap_err();
+        assert!(empty.to_string().contains("railway.environment-id"), "{empty}");
     }
 }
 

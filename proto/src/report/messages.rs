@@ -121,7 +121,7 @@ pub fn unknown_flow(flow: &str) -> String {
 }
 
 /// A binding asked for the options of a vendor the core has no hosted provider for.
-/// `keys`: every vendor's key (`options::provider::VENDORS`).
+/// `keys`: every vendor's key (the runtime crate's `providers::VENDORS`).
 pub fn unknown_vendor(vendor: &str, keys: &[&str]) -> String {
     format!("{MISUSE}: no hosted provider for {vendor:?} (the vendors are {})", keys.join(", "))
 }
@@ -595,6 +595,11 @@ pub mod command {
     /// A vendor section that does not read (`[sprites]: ...`).
     pub fn bad_vendor_section(key: &str, error: &str) -> String {
         format!("[{key}]: {error}")
+    }
+
+    /// A vendor's own key given something other than text.
+    pub fn vendor_key_not_text(key: &str) -> String {
+        format!("`{key}` must be a string")
     }
 
     /// A key a vendor's section does not take (another vendor's, or none's).

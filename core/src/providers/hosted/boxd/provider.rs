@@ -27,7 +27,7 @@ use crate::report::messages;
 pub const BOXD_PUBLIC_API_URL: &str = "https://boxd.sh:9443";
 
 /// How a [`BoxdProvider`] reaches boxd. Its `Default` is the vendor's
-/// defaults (`proto/src/options/provider.rs`).
+/// defaults (its row, [`super::SPEC`]).
 #[derive(Clone, PartialEq, Eq)]
 pub struct BoxdConfig {
     /// The name instance records carry in `provider`. Default `boxd`.

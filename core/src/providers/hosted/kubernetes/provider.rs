@@ -26,7 +26,7 @@ use crate::report::messages;
 const LABEL: &str = "Kubernetes";
 
 /// How a [`KubernetesProvider`] reaches the cluster. Its `Default` is the
-/// vendor's defaults (`proto/src/options/provider.rs`).
+/// vendor's defaults (its row, [`super::SPEC`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KubernetesConfig {
     /// The name instance records carry in `provider`. Default `kubernetes`.
