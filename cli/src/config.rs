@@ -525,6 +525,19 @@ fn check_owner(owner: &str, flag: &str) -> Result<(), Failure> {
     sandbox_reclaim::providers::validate_owner(owner).map_err(|invalid| Failure::usage(flag, invalid.reason))
 }
 
+/// A config key as the command spells it (`project_id` → `project-id`).
+fn kebab(snake: &str) -> String {
+    snake.replace('_', "-")
+}
+
+/// Every key a vendor's section takes, for the message refusing another.
+fn section_keys(spec: &VendorSpec) -> Vec<String> {
+    let api_key = spec.credential_options.is_empty().then(|| "api-key".to_owned());
+    let shared = ["name", "api-url", "sweep-unlabelled"].map(str::to_owned);
+    let own = spec.own_options().map(|option| kebab(option.name.python));
+    shared.into_iter().chain(api_key).chain(own).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -655,17 +668,4 @@ mod tests {
         let empty = resolved(&sqlite(), "[railway]\nenvironment-id = \"\"\n").unwrap_err();
         assert!(empty.to_string().contains("railway.environment-id"), "{empty}");
     }
-}
-
-/// A config key as the command spells it (`project_id` → `project-id`).
-fn kebab(snake: &str) -> String {
-    snake.replace('_', "-")
-}
-
-/// Every key a vendor's section takes, for the message refusing another.
-fn section_keys(spec: &VendorSpec) -> Vec<String> {
-    let api_key = spec.credential_options.is_empty().then(|| "api-key".to_owned());
-    let shared = ["name", "api-url", "sweep-unlabelled"].map(str::to_owned);
-    let own = spec.own_options().map(|option| kebab(option.name.python));
-    shared.into_iter().chain(api_key).chain(own).collect()
 }
