@@ -280,6 +280,8 @@ async fn throttled_deletes_wait_their_retry_after_and_failures_reach_the_ledger_
     let ledger = format!("{leaks:?}");
     assert!(ledger.contains("500") && !ledger.contains(token), "{ledger}");
     fake.faults(json!({ "failDeleteEvery": 0 })).await;
+    // The ledger's backoff (1 ms) must pass first: the store's clock is in milliseconds.
+    tokio::time::sleep(Duration::from_millis(20)).await;
     let again = reconcile(sweep_options(provider.as_ref(), &store)).await.unwrap();
     assert_eq!(again.providers[0].leaks.destroyed, 3, "{:?}", again.providers[0]);
     assert!(live_claims(&fake).await.is_empty());

@@ -316,6 +316,8 @@ async fn failed_terminates_reach_the_ledger_and_a_lagging_listing_is_harmless() 
     assert_eq!(leaks.len(), 3);
     assert!(!format!("{leaks:?}").contains(TOKEN_SECRET));
     fake.faults(json!({ "failDeleteEvery": 0 })).await;
+    // The ledger's backoff (1 ms) must pass first: the store's clock is in milliseconds.
+    tokio::time::sleep(Duration::from_millis(20)).await;
     let second = reconcile(sweep_options(provider.as_ref(), &store)).await.unwrap();
     assert_eq!(second.providers[0].leaks.destroyed, 3, "{:?}", second.providers[0]);
     assert!(fake.alive().await.is_empty());

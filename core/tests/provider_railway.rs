@@ -257,6 +257,8 @@ async fn failed_destroys_reach_the_ledger_without_the_credential_and_are_retried
     let error = provider.destroy("sb1").await.unwrap_err().to_string();
     assert!(error.contains("HTTP 500") && error.contains("Problem processing request"), "{error}");
     fake.faults(json!({ "failDestroyEvery": 0 })).await;
+    // The ledger's backoff (1 ms) must pass first: the store's clock is in milliseconds.
+    tokio::time::sleep(Duration::from_millis(20)).await;
     let second = reconcile(sweep_options(provider.as_ref(), &store)).await.unwrap();
     assert_eq!(second.providers[0].leaks.destroyed, 2, "{:?}", second.providers[0]);
     assert!(fake.alive().await.is_empty());

@@ -298,6 +298,8 @@ async fn failed_deletes_reach_the_ledger_without_the_key_and_a_lagging_listing_i
 
     fake.faults(json!({ "failDeleteEvery": 0 })).await;
     tokio::time::sleep(Duration::from_millis(20)).await;
+    // The ledger's backoff (1 ms) must pass first: the store's clock is in milliseconds.
+    tokio::time::sleep(Duration::from_millis(20)).await;
     let second = reconcile(sweep_options(provider.as_ref(), &store)).await.unwrap();
     assert_eq!(second.providers[0].leaks.destroyed, 3, "the next pass retries the ledger's entries");
     let orphans = &second.providers[0].orphans;
