@@ -737,9 +737,14 @@ fn a_railway_pass_destroys_what_the_registry_names_in_its_environment_and_retrie
     let railway = &report["report"]["providers"][0];
     assert_eq!(railway["name"], "railway", "{run}");
     assert_eq!(railway["leaks"]["destroyed"], 1, "the ledger's retry: {run}");
+    // The leak retry and the listing run side by side: the listing may still
+    // show `reg-1` (then it counts as referenced, never swept again) or not.
+    let orphans = &railway["orphans"];
+    let listed = orphans["listed"].as_u64().unwrap();
+    assert!(listed == 2 || listed == 3, "{run}");
     assert_eq!(
-        (railway["orphans"]["referenced"].as_u64(), railway["orphans"]["foreign"].as_u64()),
-        (Some(1), Some(1)),
+        (orphans["referenced"].as_u64(), orphans["foreign"].as_u64(), orphans["destroyed"].as_u64()),
+        (Some(listed - 1), Some(1), Some(0)),
         "{run}"
     );
     assert_eq!(fake.alive(), [json!("live-1"), json!("stranger-1")], "{run}");
