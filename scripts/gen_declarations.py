@@ -854,6 +854,10 @@ def vendor_rows(bodies, consts):
         row["scope"] = options("scope_options")
         # A credential of parts (Modal's token id and secret) in place of the one `apiKey`.
         row["credential"] = options("credential_options")
+        marks = re.search(r'^    marks: Marks::(\w+)(?: \{\s*field: "([\w.]+)")?', body, re.M)
+        if not marks or (marks.group(1) in ("Labels", "Pairs", "OwnerTag")) != bool(marks.group(2)):
+            raise SystemExit(f"gen_declarations: the marks of {row['key']} do not read")
+        row["marks"], row["marks_field"] = marks.group(1), marks.group(2)
         if not row["credential_variables"] or ("owner_filter: OwnerFilter::" not in body):
             raise SystemExit(f"gen_declarations: the vendor row of {row['key']} does not read")
         rows.append(row)
@@ -885,6 +889,8 @@ def vendor_summary(row, quote):
     filtering = ("the vendor filters the listing by the owner label" if row["server_filter"] else
                  "the vendor cannot filter by label, so the engine lists every sandbox and keeps those labelled for `owner`"
                  .replace("`", q))
+    if row["marks"] == "Unlabelled":
+        filtering = "its sandboxes carry no labels, so the sweep destroys only what the store's registry names"
     return [f"{row['label']} (name {q}{row['key']}{q}): destroy is {row['destroy_doc'].replace('`', q)}; gone or going "
             f"(never destroyed again): {row['gone_doc'].replace('`', q)}.",
             f"Key: {credential_doc(row, q)}; API: {row['api_url_doc']}.",
@@ -946,16 +952,84 @@ def py_vendor_all(rows):
     return [f'    "{row["class"]}",' for row in rows]
 
 
+# `ownerLabels(owner, key, vendor)`: the shapes a vendor's marks come in
+# (`Marks` in proto/src/options/provider.rs), as each host types them.
+MARK_SHAPES = [  # (variants, TypeScript, Python)
+    (("Labels",), "Record<string, string>", "dict[str, str]"),
+    (("Pairs", "OwnerTag"), "string[]", "list[str]"),
+    (("Metadata",), "{ labels: Record<string, string>; annotations: Record<string, string> }", "KubernetesMarks"),
+]
+MARK_DOCS = {
+    "Labels": "`{field}` (name/value labels)",
+    "Pairs": "`{field}` (`name=value` strings)",
+    "OwnerTag": "`{field}` (the owner only: its labels are too short for the key)",
+    "Metadata": "`metadata`, merged in (the owner a label, the key an annotation)",
+}
+
+
+def marks_docs(rows, variants, quote):
+    return [f"{row['label']} {MARK_DOCS[row['marks']].format(field=row['marks_field']).replace('`', quote)}"
+            for row in rows if row["marks"] in variants]
+
+
+def unlabelled(rows):
+    return [row["label"] for row in rows if row["marks"] == "Unlabelled"]
+
+
+def ts_owner_labels(rows):
+    out = []
+    for index, (variants, kind, _) in enumerate(MARK_SHAPES):
+        keys = " | ".join(f"'{row['key']}'" for row in rows if row["marks"] in variants)
+        lines = []
+        if index == 0:
+            lines = [f"What to set on a sandbox at create so `reconcile`'s orphan sweep knows it as `owner`'s (default "
+                     f"`'sandbox-reclaim'`) and for `key`, in the shape `vendor` takes; without `vendor` (Docker, "
+                     f"local, your own provider) name/value labels. {', '.join(unlabelled(rows))} sandboxes carry no "
+                     f"labels (a `TypeError` naming `vendor`): the sweep finds them through the store's registry."]
+        lines.append("Where it goes at create: " + "; ".join(marks_docs(rows, variants, "`")) + ".")
+        doc = textwrap.wrap(" ".join(lines), WIDTH - 3, break_on_hyphens=False)
+        vendor = f"vendor?: {keys}" if index == 0 else f"vendor: {keys}"
+        out += ["/**"] + [f" * {line}" for line in doc] + [" */",
+                f"export declare function ownerLabels(owner: string | undefined, key: string, {vendor}): {kind};"]
+    return out
+
+
+def py_owner_labels(rows):
+    out = []
+    for index, (variants, _, kind) in enumerate(MARK_SHAPES):
+        keys = ", ".join(f'"{row["key"]}"' for row in rows if row["marks"] in variants)
+        vendor = f"vendor: Literal[{keys}] | None = None" if index == 0 else f"vendor: Literal[{keys}]"
+        doc = textwrap.wrap("Where it goes at create: " + "; ".join(marks_docs(rows, variants, "``")) + ".", WIDTH - 8,
+                            break_on_hyphens=False)
+        out += ["", "", "@overload", f"def owner_labels(owner: str, key: str, {vendor}) -> {kind}:"]
+        doc[0] = '"""' + doc[0]
+        doc[-1] += '"""'
+        out += ["    " + line for line in doc]
+    return out[2:]
+
+
+def owner_filter_doc(row):
+    if row["marks"] == "Unlabelled":
+        return "none (no labels: the registry names what is ours)"
+    return "server-side" if row["server_filter"] else "client-side (every sandbox is listed)"
+
+
+def create_doc(row):
+    if row["marks"] == "Unlabelled":
+        return "nothing (its sandboxes carry no labels)"
+    return MARK_DOCS[row["marks"]].format(field=row["marks_field"])
+
+
 def readme_vendors(rows):
-    out = ["| Vendor | Flag, section, name | Variables (credential, scope, API URL) | Gone or going (never destroyed again) | Owner filter |",
-           "| --- | --- | --- | --- | --- |"]
+    out = ["| Vendor | Flag, section, name | Variables (credential, scope, API URL) | Gone or going (never destroyed again) | Owner filter | At create: `ownerLabels(owner, key, vendor)` |",
+           "| --- | --- | --- | --- | --- | --- |"]
     for row in rows:
         scope = "".join(f" + `{variable}`" for _, _, variable, _ in row["scope"] if variable)
         url = re.search(r"^(\w+), else", row["api_url_doc"])
         parts = (" + " if row["credential"] else " or ").join(f"`{name}`" for name in row["credential_variables"])
         credential = parts + scope + (f"; `{url.group(1)}`" if url else "")
         out += [f"| {row['label']} | `--{row['key']}`, `[{row['key']}]`, `{row['key']}` | {credential} | "
-                f"{row['gone_doc']} | {'server-side' if row['server_filter'] else 'client-side (every sandbox is listed)'} |"]
+                f"{row['gone_doc']} | {owner_filter_doc(row)} | {create_doc(row)} |"]
     return out
 
 
@@ -1011,7 +1085,8 @@ def main(args):
     rows = vendors(vendor_sources())
     regions[TS_FILE].append(("//", "hosted vendors", ts_vendors(rows)))
     regions[INDEX_MJS] = [("//", "hosted vendors", mjs_vendors(rows))]
-    regions[PROVIDERS_PY] = [("#", "hosted vendors", py_vendors(rows))]
+    regions[TS_FILE].append(("//", "owner labels", ts_owner_labels(rows)))
+    regions[PROVIDERS_PY] = [("#", "hosted vendors", py_vendors(rows)), ("#", "owner labels", py_owner_labels(rows))]
     regions[INIT_PY] = [("#", "hosted vendors", py_vendor_imports(rows)), ("#", "hosted vendors all", py_vendor_all(rows))]
     regions[README] = [("<!--", "hosted vendors", readme_vendors(rows))]
     wanted = {}

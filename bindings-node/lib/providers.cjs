@@ -256,16 +256,20 @@ const hostedClasses = Object.fromEntries(
 );
 
 /**
- * The labels (E2B metadata, Daytona labels) to pass when an app creates a
- * sandbox through a vendor SDK, so `reconcile` knows it as `owner`'s.
+ * What to set on a sandbox at create so `reconcile` knows it as `owner`'s and
+ * for `key`: name/value labels, or with `vendor` (a hosted vendor's key) in
+ * the shape that vendor takes (the core decides; index.d.ts lists them).
  * @param {string | undefined} owner default `'sandbox-reclaim'`
  * @param {string} key the sandbox key
- * @returns {Record<string, string>}
+ * @param {string} [vendor] `'e2b'`, `'upstash-box'`, `'kubernetes'`, ...
+ * @returns {Record<string, string> | string[] | {labels: Record<string, string>, annotations: Record<string, string>}}
  */
-function ownerLabels(owner, key) {
+function ownerLabels(owner, key, vendor) {
   if (owner !== undefined) checkString(owner, 'owner');
   checkString(key, 'key');
-  return nativeCallSync(() => native.ownerLabels(owner, key));
+  if (vendor === undefined) return nativeCallSync(() => native.ownerLabels(owner, key));
+  checkString(vendor, 'vendor');
+  return JSON.parse(nativeCallSync(() => native.vendorOwnerLabelsJson(owner, key, vendor)));
 }
 
 /** A facade over a native hosted provider the command crate built (the hosted command's `--e2b`, ...). */

@@ -11,7 +11,7 @@ use napi_derive::napi;
 use sandbox_reclaim::options::provider::HostedSettings;
 use sandbox_reclaim::options::{Dialect, HostOptionError, HostOptions};
 use sandbox_reclaim::providers::HostedVendor;
-use sandbox_reclaim::providers::{build_hosted, owner_labels as core_owner_labels};
+use sandbox_reclaim::providers::{build_hosted, owner_labels as core_owner_labels, vendor_owner_labels};
 use sandbox_reclaim::report::messages;
 use sandbox_reclaim::{HostedSandboxProvider, Labels, ListedSandbox, DEFAULT_OWNER};
 
@@ -242,4 +242,13 @@ fn thrown(coded: Coded) -> napi::Error<String> {
 pub fn owner_labels(owner: Option<String>, key: String) -> Result<Labels, String> {
     let owner = owner.unwrap_or_else(|| DEFAULT_OWNER.to_owned());
     core_owner_labels(&owner, &key).map_err(|invalid| thrown(provider_error(invalid.into())))
+}
+
+/// What a sandbox of `vendor` carries so the sweep knows it, in the shape
+/// the vendor takes at create, as JSON (`ownerLabels`' third argument parses it).
+#[napi]
+pub fn vendor_owner_labels_json(owner: Option<String>, key: String, vendor: String) -> Result<String, String> {
+    let owner = owner.unwrap_or_else(|| DEFAULT_OWNER.to_owned());
+    let marks = vendor_owner_labels(&vendor, &owner, &key).map_err(|invalid| thrown(provider_error(invalid.into())))?;
+    Ok(serde_json::to_string(&marks).expect("labels serialise"))
 }

@@ -56,7 +56,15 @@ export async function usage(): Promise<void> {
   void new E2bProvider({ sweepUnlabelled: true });
   await reconcile({ providers: [e2b, daytona, vercel, docker], instances: sqlite });
   const metadata: Record<string, string> = ownerLabels('team-a', 'thread-1:sandbox');
-  void [swept, metadata, e2b.apiUrl];
+  // Each vendor's shape, typed by its overload.
+  const e2bMetadata: Record<string, string> = ownerLabels('team-a', 'thread-1:sandbox', 'e2b');
+  const boxLabels: string[] = ownerLabels(undefined, 'thread-1:sandbox', 'upstash-box');
+  const { labels, annotations } = ownerLabels('team-a', 'thread-1:sandbox', 'kubernetes');
+  // @ts-expect-error Railway sandboxes carry no labels
+  ownerLabels('team-a', 'thread-1:sandbox', 'railway');
+  // @ts-expect-error Sprites labels are strings, not a map
+  const spritesMap: Record<string, string> = ownerLabels('team-a', 'k', 'sprites');
+  void [swept, metadata, e2b.apiUrl, e2bMetadata, boxLabels, labels, annotations, spritesMap];
   await sqlite.close();
   void [isolation, handles, exitCode, summary, leaks, count, code, owner];
   // @ts-expect-error stores are opened, not constructed

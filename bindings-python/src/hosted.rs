@@ -13,6 +13,7 @@ use sandbox_reclaim::options::{Dialect, HostOptionError, HostOptions, Problem};
 use sandbox_reclaim::providers::HostedVendor;
 use sandbox_reclaim::providers::{
     build_hosted, creation_labels as core_creation_labels, owner_labels as core_owner_labels,
+    vendor_owner_labels as core_vendor_owner_labels,
 };
 use sandbox_reclaim::report::messages;
 use sandbox_reclaim::{HostedSandboxProvider, Labels};
@@ -108,6 +109,15 @@ pub fn host_hosted_providers(plan: &str) -> PyResult<Vec<HostedProvider>> {
 #[pyo3(signature = (owner, key, /))]
 pub fn owner_labels(owner: &str, key: &str) -> PyResult<Labels> {
     core_owner_labels(owner, key).map_err(|invalid| invalid_input(&invalid))
+}
+
+/// What a sandbox of `vendor` carries so the sweep knows it, in the shape
+/// the vendor takes at create, as JSON (`owner_labels` parses it).
+#[pyfunction]
+#[pyo3(signature = (owner, key, vendor, /))]
+pub fn vendor_owner_labels_json(owner: &str, key: &str, vendor: &str) -> PyResult<String> {
+    let marks = core_vendor_owner_labels(vendor, owner, key).map_err(|invalid| invalid_input(&invalid))?;
+    Ok(serde_json::to_string(&marks).expect("labels serialise"))
 }
 
 /// The labels to set at create when the key is not known yet, with the creation time.

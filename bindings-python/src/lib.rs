@@ -49,7 +49,7 @@ mod _native {
     #[pymodule_export]
     use super::hosted::{
         creation_labels, default_store_path, host_hosted_providers, hosted_option_names, hosted_provider,
-        hosted_vendors, owner_labels, HostedProvider,
+        hosted_vendors, owner_labels, vendor_owner_labels_json, HostedProvider,
     };
     #[pymodule_export]
     use super::inline::{bind_inline_helpers, InlineSteps};

@@ -26,8 +26,8 @@ if (!sandboxId) {
 }
 
 // Where the app creates sandboxes through Daytona's SDK, it labels them, so
-// the sweep knows them as ours: `daytona.create({ labels: ownerLabels(owner, key) })`.
-console.log('labels to pass at create:', ownerLabels('sandbox-reclaim', 'thread-1:sandbox'));
+// the sweep knows them as ours: `daytona.create({ labels: ownerLabels(owner, key, 'daytona') })`.
+console.log('labels to pass at create:', ownerLabels('sandbox-reclaim', 'thread-1:sandbox', 'daytona'));
 
 const work = mkdtempSync(join(tmpdir(), 'sandbox-reclaim-hosted-'));
 const instances = await SqliteSandboxInstanceStore.open(join(work, 'instances.db'));

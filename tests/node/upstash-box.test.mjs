@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import * as binding from '../../bindings-node/index.mjs';
 import { startFakeUpstashBox } from '../fakes/upstash-box.mjs';
 
-const { UpstashBoxProvider, InMemorySandboxInstanceStore, reclaimSandbox, reconcile, listLeaks } = binding;
+const { UpstashBoxProvider, InMemorySandboxInstanceStore, reclaimSandbox, reconcile, listLeaks, ownerLabels } = binding;
 
 const KEY = 'box_node_secret_key';
 const OWNER = 'sandbox-reclaim';
@@ -43,6 +43,17 @@ async function withFake(body) {
     await fake.close();
   }
 }
+
+test('upstash-box: a box created with ownerLabels(owner, key, \'upstash-box\') is listed as the owner\'s, another owner\'s is not', async () => {
+  await withFake(async (fake) => {
+    const labels = ownerLabels('team-a', 'thread-1:sandbox', 'upstash-box');
+    assert.deepStrictEqual(labels, ['sr:team-a']);
+    fake.seed([{ ...box('box_made'), labels }, box('box_theirs', 'team-b')]);
+    const listed = await make(fake, { owner: 'team-a' }).list();
+    assert.deepStrictEqual(listed.map((sandbox) => [sandbox.id, sandbox.owner]), [['box_made', 'team-a']]);
+    assert.throws(() => ownerLabels('a-team-name-too-long', 'k', 'upstash-box'), { name: 'TypeError', message: /`owner`.*at most 20/ });
+  });
+});
 
 test('upstash-box: bad options are TypeErrors naming the field, before any request', async () => {
   await withFake(async (fake) => {

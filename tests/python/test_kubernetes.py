@@ -35,6 +35,7 @@ from sandbox_reclaim import (
     SandboxProviderError,
     SweepStatus,
     list_leaks,
+    owner_labels,
     reclaim_sandbox,
     reconcile,
 )
@@ -114,6 +115,17 @@ async def test_token_and_certificate_kubeconfigs_list_our_claims_in_one_namespac
         assert all(sandbox.owner == "sandbox-reclaim" and not sandbox.deleting for sandbox in listed)
     every = await provider(fake, namespace="*").list_sandboxes()
     assert "agents_far" in [sandbox.id for sandbox in every]
+
+
+async def test_a_claim_created_with_owner_labels_is_listed_as_ours_with_its_key(fake: Fake) -> None:
+    # What an app merges into the claim's metadata at create: the key (no
+    # label value) goes in an annotation, and the listing reads it from there.
+    marks = owner_labels("team-a", "thread:1/sandbox", "kubernetes")
+    fake.seed([{**claim("made"), **marks}, claim("other", "team-b")])
+    listed = await provider(fake, owner="team-a").list_sandboxes()
+    assert [(sandbox.id, sandbox.owner, sandbox.key) for sandbox in listed] == [
+        ("default_made", "team-a", "thread:1/sandbox")
+    ]
 
 
 async def test_a_wrong_token_is_refused_never_printed(fake: Fake, tmp_path: Path) -> None:

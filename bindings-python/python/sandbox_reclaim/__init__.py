@@ -48,6 +48,7 @@ from ._providers import (
     DEFAULT_OWNER,
     DockerProvider,
     LocalProvider,
+    KubernetesMarks,
     owner_labels,
 )
 
@@ -178,6 +179,7 @@ __all__ = [
     "SqliteSandboxInstanceStore",
     "SweepStatus",
     "list_leaks",
+    "KubernetesMarks",
     "owner_labels",
     "reclaim_all",
     "reclaim_sandbox",

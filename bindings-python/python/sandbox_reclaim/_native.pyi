@@ -11,7 +11,7 @@ from sandbox_reclaim._records import AuditEntry, DueLeak, LeakEntry, NewLeak, Sa
 from typing import Any, List, SupportsFloat, SupportsIndex, final
 from typing_extensions import disjoint_base
 
-__all__ = ["HostLoop", "HostedProvider", "InMemoryLeakLedgerStore", "InMemorySandboxInstanceStore", "InlineSteps", "ManagedProvider", "SqlStore", "_bind_error_types", "_bind_record_types", "_shutdown", "abandon", "bind_inline_helpers", "check_record_whole", "complete", "complete_leaks", "connect_postgres", "creation_labels", "default_store_path", "destroy_timeout_message", "docker_provider", "host_check_module", "host_emit", "host_fail", "host_hosted_providers", "host_managed_providers", "host_open", "host_plan", "hosted_option_names", "hosted_provider", "hosted_vendors", "local_provider", "open_sqlite", "option_names", "owner_labels", "protocol", "reclaim_deadline", "reclaim_failed_message", "respell_options", "run_cli", "scoped_read_methods", "scoped_reads", "start_reclaim", "start_reclaim_all", "start_reconcile", "start_retry", "stop", "timeout"]
+__all__ = ["HostLoop", "HostedProvider", "InMemoryLeakLedgerStore", "InMemorySandboxInstanceStore", "InlineSteps", "ManagedProvider", "SqlStore", "_bind_error_types", "_bind_record_types", "_shutdown", "abandon", "bind_inline_helpers", "check_record_whole", "complete", "complete_leaks", "connect_postgres", "creation_labels", "default_store_path", "destroy_timeout_message", "docker_provider", "host_check_module", "host_emit", "host_fail", "host_hosted_providers", "host_managed_providers", "host_open", "host_plan", "hosted_option_names", "hosted_provider", "hosted_vendors", "local_provider", "open_sqlite", "option_names", "owner_labels", "protocol", "reclaim_deadline", "reclaim_failed_message", "respell_options", "run_cli", "scoped_read_methods", "scoped_reads", "start_reclaim", "start_reclaim_all", "start_reconcile", "start_retry", "stop", "timeout", "vendor_owner_labels_json"]
 
 @final
 class HostLoop:
@@ -678,4 +678,10 @@ def stop(run: SupportsIndex, now: SupportsIndex, /) -> tuple[Any, ...]:
 def timeout(run: SupportsIndex, now: SupportsIndex, /) -> tuple[Any, ...]:
     """
     Tells run `run` the time (its deadline was reached).
+    """
+
+def vendor_owner_labels_json(owner: str, key: str, vendor: str, /) -> str:
+    """
+    What a sandbox of `vendor` carries so the sweep knows it, in the shape
+    the vendor takes at create, as JSON (`owner_labels` parses it).
     """

@@ -45,6 +45,8 @@ pub use hosted::daytona::{self, DaytonaConfig, DaytonaProvider};
 pub use hosted::e2b::{self, E2bConfig, E2bProvider};
 #[cfg(feature = "kubernetes")]
 pub use hosted::kubernetes::{self, KubernetesConfig, KubernetesProvider};
+#[cfg(feature = "hosted")]
+pub use hosted::marks::{vendor_owner_labels, OwnerMarks};
 #[cfg(feature = "modal")]
 pub use hosted::modal::{self, ModalConfig, ModalProvider};
 #[cfg(feature = "hosted")]

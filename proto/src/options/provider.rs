@@ -77,6 +77,50 @@ pub enum OwnerFilter {
     Client,
 }
 
+/// What a vendor's sandboxes carry, set at create, for the sweep to know one
+/// as ours and for which key: the shape `ownerLabels(owner, key, vendor)`
+/// gives, and the create argument it goes in (`field`, for the docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marks {
+    /// Name/value labels, the owner and the key (E2B's `metadata`).
+    Labels { field: &'static str },
+    /// Plain strings, `name=value`, the owner and the key (Sprites' `labels`).
+    Pairs { field: &'static str },
+    /// One plain string, `prefix` then the owner, of at most `max_chars`
+    /// (letters, digits, `.`, `_`, `-`, `:`): the vendor's labels are too
+    /// short for the key (Upstash Box's).
+    OwnerTag { field: &'static str, prefix: &'static str, max_chars: usize },
+    /// Object metadata: the owner a label (so a label value), the key an
+    /// annotation (a key is rarely a label value).
+    Metadata,
+    /// Nothing: the vendor's sandboxes carry no labels, so the sweep knows
+    /// them only through the store's registry (Railway's).
+    Unlabelled,
+}
+
+impl Marks {
+    /// Whether `owner` can be written in this shape (the one rule for the
+    /// marks and for the owner a vendor's provider is built with).
+    pub fn owner_fits(self, owner: &str) -> bool {
+        let bytes = owner.as_bytes();
+        match self {
+            Marks::OwnerTag { prefix, max_chars, .. } => {
+                let fits = |byte: &u8| byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'_' | b'-' | b':');
+                !bytes.is_empty() && prefix.len() + bytes.len() <= max_chars && bytes.iter().all(fits)
+            }
+            // A Kubernetes label value: at most 63, alphanumeric at both ends,
+            // `-`, `_`, `.` inside.
+            Marks::Metadata => {
+                let inner = |byte: &u8| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.');
+                let ends = bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+                    && bytes.last().is_some_and(u8::is_ascii_alphanumeric);
+                bytes.len() <= 63 && ends && bytes.iter().all(inner)
+            }
+            Marks::Labels { .. } | Marks::Pairs { .. } | Marks::Unlabelled => true,
+        }
+    }
+}
+
 /// One hosted vendor as hosts, the command and the docs see it.
 #[derive(Debug, PartialEq, Eq)]
 pub struct VendorSpec {
@@ -108,6 +152,8 @@ pub struct VendorSpec {
     pub default_page_size: u32,
     pub max_page_size: u32,
     pub owner_filter: OwnerFilter,
+    /// What its sandboxes carry for the sweep, set at create.
+    pub marks: Marks,
     /// How destroy ends a sandbox, for the docs (`DELETE /v1/sprites/{name}`).
     pub destroy_doc: &'static str,
     /// What the vendor calls gone or going: never destroyed again.
@@ -311,6 +357,7 @@ mod tests {
         default_page_size: 50,
         max_page_size: 100,
         owner_filter: OwnerFilter::Server,
+        marks: Marks::Labels { field: "labels" },
         destroy_doc: "DELETE /x/{id}",
         gone_doc: "404",
     };
@@ -331,6 +378,7 @@ mod tests {
         default_page_size: 0,
         max_page_size: 0,
         owner_filter: OwnerFilter::Client,
+        marks: Marks::Labels { field: "labels" },
         destroy_doc: "Terminate",
         gone_doc: "NOT_FOUND",
     };

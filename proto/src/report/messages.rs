@@ -327,6 +327,23 @@ pub const MODAL_NO_LISTING_SCOPE: &str = "no Modal app to list sandboxes within:
      app the sandboxes were created in). Modal deprecates listing without an app, which scans a whole environment; \
      to do so anyway, pass `environment` or set MODAL_ENVIRONMENT. Nothing is swept";
 
+/// `ownerLabels` for a vendor that is none of the hosted vendors.
+pub fn owner_labels_vendor(vendor: &str, keys: &[&str]) -> String {
+    format!(
+        "no hosted vendor {vendor:?} (the vendors are {}); leave `vendor` out for Docker, local or a provider of \
+         your own (name/value labels)",
+        keys.join(", ")
+    )
+}
+
+/// `ownerLabels` for a vendor whose sandboxes carry no labels.
+pub fn vendor_unlabelled(vendor: &str) -> String {
+    format!(
+        "{vendor} sandboxes carry no labels, so there is nothing to set at create: the orphan sweep finds what a \
+         deleted record named through the store's registry (write records as usual)"
+    )
+}
+
 /// An owner that cannot be part of a vendor's owner label (Upstash Box: `sr:<owner>`, labels at most 20 of `[A-Za-z0-9._:-]`).
 pub fn hosted_owner_label_unfit(vendor: &str, max_label: usize, prefix: &str, max_owner: usize, owner: &str) -> String {
     format!(
@@ -381,6 +398,38 @@ pub fn kubernetes_no_config(why: &str) -> String {
 /// Kubernetes: a kubeconfig that does not read, or lacks what it must name.
 pub fn kubernetes_bad_config(what: &str, why: &str) -> String {
     format!("the Kubernetes {what} cannot be used: {why}")
+}
+
+/// Kubernetes: why no credentials were found (for [`kubernetes_no_config`]).
+pub const KUBERNETES_EMPTY_KUBECONFIG: &str = "the `kubeconfig` option is empty";
+pub const KUBERNETES_NOTHING_FOUND: &str =
+    "KUBECONFIG is not set, ~/.kube/config does not exist, KUBERNETES_SERVICE_HOST is not set";
+
+/// Kubernetes: which kubeconfig did not read (for [`kubernetes_bad_config`]).
+pub fn kubernetes_kubeconfig_at(path: &str) -> String {
+    format!("kubeconfig {path}")
+}
+pub const KUBERNETES_KUBECONFIG_IN_VARIABLE: &str = "kubeconfig in KUBECONFIG";
+/// A kubeconfig that does not parse: never the YAML parser's text, which may
+/// quote the file (and a token in it).
+pub const KUBERNETES_KUBECONFIG_UNPARSED: &str = "it does not parse as a kubeconfig (YAML)";
+
+/// Kubernetes: why the context cannot be used (for [`kubernetes_bad_config`]).
+pub fn kubernetes_context_without_kubeconfig(context: &str) -> String {
+    format!("{context:?} was given, but there is no kubeconfig (in a cluster, the service account is used)")
+}
+pub const KUBERNETES_NO_CURRENT_CONTEXT: &str = "the kubeconfig has no current-context: pass the `context` option";
+pub fn kubernetes_no_context(name: &str) -> String {
+    format!("the kubeconfig has no context {name:?}")
+}
+pub fn kubernetes_context_without_server(name: &str, cluster: &str) -> String {
+    format!("context {name:?} names cluster {cluster:?}, which has no server")
+}
+
+/// Kubernetes: a listed object that does not read (the listing fails closed).
+pub const KUBERNETES_OBJECT_WITHOUT_NAME: &str = "an object without metadata.name";
+pub fn kubernetes_object_without(name: &str, field: &str) -> String {
+    format!("object {name:?} has no {field}")
 }
 
 /// Kubernetes: a `kind` the provider does not sweep.

@@ -31,7 +31,7 @@ use super::{
 };
 use crate::contract::errors::ProviderError;
 use crate::model::fleet::ListedSandbox;
-use crate::options::provider::{vendor_option, HostedSettings, OwnerFilter, ScopeOption, VendorSpec};
+use crate::options::provider::{vendor_option, HostedSettings, Marks, OwnerFilter, ScopeOption, VendorSpec};
 use crate::options::Name;
 use crate::providers::HostedSandboxProvider;
 use crate::providers::InvalidInput;
@@ -79,6 +79,7 @@ pub const SPEC: VendorSpec = VendorSpec {
     default_page_size: 100,
     max_page_size: 200,
     owner_filter: OwnerFilter::Client,
+    marks: Marks::Labels { field: "metadata.labels" },
     destroy_doc: "DELETE /v0/sandboxes/{name}",
     gone_doc: "404 and `TERMINATED` (a tombstone GET still reads); `DELETING` is deleting",
 };

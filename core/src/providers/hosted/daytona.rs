@@ -28,7 +28,7 @@ use super::{
 };
 use crate::contract::errors::ProviderError;
 use crate::model::fleet::ListedSandbox;
-use crate::options::provider::{HostedSettings, OwnerFilter, VendorSpec};
+use crate::options::provider::{HostedSettings, Marks, OwnerFilter, VendorSpec};
 use crate::providers::HostedSandboxProvider;
 use crate::providers::{LABEL_KEY, LABEL_OWNER};
 
@@ -79,6 +79,7 @@ pub const SPEC: VendorSpec = VendorSpec {
     default_page_size: 100,
     max_page_size: 200,
     owner_filter: OwnerFilter::Server,
+    marks: Marks::Labels { field: "labels" },
     destroy_doc: "DELETE /sandbox/{id}",
     gone_doc: "404; `destroying` or desiredState `destroyed` is deleting",
 };

@@ -26,7 +26,7 @@ use super::{
 };
 use crate::contract::errors::ProviderError;
 use crate::model::fleet::ListedSandbox;
-use crate::options::provider::{HostedSettings, OwnerFilter, VendorSpec};
+use crate::options::provider::{HostedSettings, Marks, OwnerFilter, VendorSpec};
 use crate::providers::HostedSandboxProvider;
 use crate::providers::{LABEL_KEY, LABEL_OWNER};
 
@@ -48,6 +48,7 @@ pub const SPEC: VendorSpec = VendorSpec {
     default_page_size: 100,
     max_page_size: 100,
     owner_filter: OwnerFilter::Server,
+    marks: Marks::Labels { field: "metadata" },
     destroy_doc: "DELETE /sandboxes/{id}",
     gone_doc: "404; a listed sandbox is running or paused (both bill)",
 };

@@ -28,6 +28,7 @@ pub mod e2b;
 #[cfg(any(feature = "modal", feature = "boxd"))]
 pub(crate) mod grpc;
 pub mod kubernetes;
+pub mod marks;
 pub mod modal;
 pub(crate) mod paging;
 pub mod railway;

@@ -61,7 +61,7 @@ use super::{
 };
 use crate::contract::errors::ProviderError;
 use crate::model::fleet::ListedSandbox;
-use crate::options::provider::{vendor_option, HostedSettings, OwnerFilter, ScopeOption, VendorSpec};
+use crate::options::provider::{vendor_option, HostedSettings, Marks, OwnerFilter, ScopeOption, VendorSpec};
 use crate::options::Name;
 use crate::providers::HostedSandboxProvider;
 use crate::providers::InvalidInput;
@@ -114,6 +114,7 @@ pub const SPEC: VendorSpec = VendorSpec {
     default_page_size: 100,
     max_page_size: 100,
     owner_filter: OwnerFilter::Client,
+    marks: Marks::Unlabelled,
     destroy_doc: "sandboxDestroy(id, environmentId)",
     gone_doc: "`sandbox: null` and `DESTROYED`; `DESTROYING` is deleting",
 };

@@ -32,7 +32,7 @@ use super::{
 };
 use crate::contract::errors::ProviderError;
 use crate::model::fleet::ListedSandbox;
-use crate::options::provider::{HostedSettings, OwnerFilter, VendorSpec};
+use crate::options::provider::{HostedSettings, Marks, OwnerFilter, VendorSpec};
 use crate::providers::HostedSandboxProvider;
 
 /// Runloop's public API.
@@ -70,6 +70,7 @@ pub const SPEC: VendorSpec = VendorSpec {
     default_page_size: 100,
     max_page_size: 5000,
     owner_filter: OwnerFilter::Client,
+    marks: Marks::Labels { field: "metadata" },
     destroy_doc: "POST /v1/devboxes/{id}/shutdown (Runloop never deletes a devbox)",
     gone_doc: "`shutdown` and `failure` (listed forever, never billed); `suspended` still bills",
 };

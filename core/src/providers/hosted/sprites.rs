@@ -28,7 +28,7 @@ use super::{
 };
 use crate::contract::errors::ProviderError;
 use crate::model::fleet::ListedSandbox;
-use crate::options::provider::{HostedSettings, OwnerFilter, VendorSpec};
+use crate::options::provider::{HostedSettings, Marks, OwnerFilter, VendorSpec};
 use crate::providers::HostedSandboxProvider;
 use crate::providers::{LABEL_KEY, LABEL_OWNER};
 
@@ -50,6 +50,7 @@ pub const SPEC: VendorSpec = VendorSpec {
     default_page_size: 50,
     max_page_size: 50,
     owner_filter: OwnerFilter::Client,
+    marks: Marks::Pairs { field: "labels" },
     destroy_doc: "DELETE /v1/sprites/{name}",
     gone_doc: "404 (no deleting status: a deleted sprite may stay listed a while)",
 };

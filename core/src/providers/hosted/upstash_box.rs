@@ -46,10 +46,9 @@ use super::{
 };
 use crate::contract::errors::ProviderError;
 use crate::model::fleet::ListedSandbox;
-use crate::options::provider::{HostedSettings, OwnerFilter, VendorSpec};
+use crate::options::provider::{HostedSettings, Marks, OwnerFilter, VendorSpec};
 use crate::providers::HostedSandboxProvider;
 use crate::providers::InvalidInput;
-use crate::report::messages;
 
 /// Upstash Box's public API (both SDKs' default).
 pub const UPSTASH_BOX_PUBLIC_API_URL: &str = "https://us-east-1.box.upstash.com";
@@ -91,6 +90,11 @@ pub const SPEC: VendorSpec = VendorSpec {
     default_page_size: 0,
     max_page_size: 0,
     owner_filter: OwnerFilter::Server,
+    marks: Marks::OwnerTag {
+        field: "labels",
+        prefix: UPSTASH_BOX_OWNER_LABEL_PREFIX,
+        max_chars: UPSTASH_BOX_MAX_LABEL_CHARS,
+    },
     destroy_doc: "DELETE /v2/box/{id}",
     gone_doc: "404 and `deleted` (a deleted box still reads by GET)",
 };
@@ -150,21 +154,7 @@ pub fn upstash_box_owner_label(owner: &str) -> Result<String, InvalidInput> {
 /// letters, digits, `.`, `_`, `-` and `:`. (For the engine's owner check when
 /// the provider is built.)
 pub(crate) fn check_owner(owner: &str) -> Result<(), InvalidInput> {
-    let fits = |byte: u8| byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'_' | b'-' | b':');
-    if owner.is_empty() || owner.len() > UPSTASH_BOX_MAX_OWNER_CHARS || !owner.bytes().all(fits) {
-        return Err(InvalidInput::new("owner", owner_unfit_message(owner)));
-    }
-    Ok(())
-}
-
-fn owner_unfit_message(owner: &str) -> String {
-    messages::hosted_owner_label_unfit(
-        "Upstash Box",
-        UPSTASH_BOX_MAX_LABEL_CHARS,
-        UPSTASH_BOX_OWNER_LABEL_PREFIX,
-        UPSTASH_BOX_MAX_OWNER_CHARS,
-        owner,
-    )
+    super::marks::check_owner(&SPEC, owner)
 }
 
 /// `GET /v2/box`, under our owner label (percent-encoded, as the SDKs send

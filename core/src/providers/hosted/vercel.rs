@@ -29,7 +29,7 @@ use super::{
 };
 use crate::contract::errors::ProviderError;
 use crate::model::fleet::ListedSandbox;
-use crate::options::provider::{vendor_option, HostedSettings, OwnerFilter, ScopeOption, VendorSpec};
+use crate::options::provider::{vendor_option, HostedSettings, Marks, OwnerFilter, ScopeOption, VendorSpec};
 use crate::options::Name;
 use crate::providers::HostedSandboxProvider;
 use crate::providers::{InvalidInput, LABEL_KEY, LABEL_OWNER};
@@ -66,6 +66,7 @@ pub const SPEC: VendorSpec = VendorSpec {
     default_page_size: 50,
     max_page_size: 50,
     owner_filter: OwnerFilter::Server,
+    marks: Marks::Labels { field: "tags" },
     destroy_doc: "DELETE /v2/sandboxes/{name} (not stop: a stopped sandbox bills)",
     gone_doc: "404; every listed status still bills",
 };

@@ -48,7 +48,7 @@ mod wire;
 pub use self::provider::*;
 
 use crate::contract::errors::ProviderError;
-use crate::options::provider::{vendor_option, HostedSettings, OwnerFilter, ScopeOption, VendorSpec};
+use crate::options::provider::{vendor_option, HostedSettings, Marks, OwnerFilter, ScopeOption, VendorSpec};
 use crate::options::Name;
 use crate::providers::HostedSandboxProvider;
 
@@ -69,6 +69,7 @@ pub const SPEC: VendorSpec = VendorSpec {
     default_page_size: 0,
     max_page_size: 0,
     owner_filter: OwnerFilter::Server,
+    marks: Marks::Labels { field: "labels" },
     destroy_doc: "DestroyVm (listed by ListVms within `org`)",
     gone_doc: "NOT_FOUND and status `destroyed`",
 };

@@ -35,7 +35,7 @@ mod source;
 pub use self::provider::*;
 
 use crate::contract::errors::ProviderError;
-use crate::options::provider::{vendor_option, HostedSettings, OwnerFilter, ScopeOption, VendorSpec};
+use crate::options::provider::{vendor_option, HostedSettings, Marks, OwnerFilter, ScopeOption, VendorSpec};
 use crate::options::Name;
 use crate::providers::HostedSandboxProvider;
 
@@ -66,6 +66,7 @@ pub const SPEC: VendorSpec = VendorSpec {
     default_page_size: 100,
     max_page_size: 500,
     owner_filter: OwnerFilter::Server,
+    marks: Marks::Metadata,
     destroy_doc: "DELETE of the SandboxClaim (or Sandbox, Pod) `{namespace}_{name}`, propagationPolicy Foreground",
     gone_doc: "404; an object with a deletionTimestamp is deleting",
 };

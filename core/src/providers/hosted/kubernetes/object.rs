@@ -89,15 +89,7 @@ pub fn split_id(id: &str) -> Result<(&str, &str), InvalidInput> {
 
 /// An owner our label selector can name: a label value.
 pub fn check_owner(owner: &str) -> Result<(), InvalidInput> {
-    let bytes = owner.as_bytes();
-    let inner_ok = bytes.iter().all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.'));
-    let ends_ok =
-        bytes.first().is_some_and(u8::is_ascii_alphanumeric) && bytes.last().is_some_and(u8::is_ascii_alphanumeric);
-    if bytes.len() <= 63 && inner_ok && ends_ok {
-        Ok(())
-    } else {
-        Err(InvalidInput::new("owner", messages::kubernetes_owner(owner)))
-    }
+    super::super::marks::check_owner(&super::SPEC, owner)
 }
 
 /// RFC 1123 label: what a namespace is.
@@ -122,14 +114,16 @@ fn is_dns_subdomain(text: &str) -> bool {
 /// closed).
 pub fn listed(object: &DynamicObject, namespace_fallback: Option<&str>) -> Result<ListedSandbox, String> {
     let meta = &object.metadata;
-    let name = meta.name.as_deref().ok_or("an object without metadata.name")?;
+    let name = meta.name.as_deref().ok_or(messages::KUBERNETES_OBJECT_WITHOUT_NAME)?;
     let namespace = meta
         .namespace
         .as_deref()
         .or(namespace_fallback)
-        .ok_or_else(|| format!("object {name:?} has no metadata.namespace"))?;
-    let created =
-        meta.creation_timestamp.as_ref().ok_or_else(|| format!("object {name:?} has no creationTimestamp"))?;
+        .ok_or_else(|| messages::kubernetes_object_without(name, "metadata.namespace"))?;
+    let created = meta
+        .creation_timestamp
+        .as_ref()
+        .ok_or_else(|| messages::kubernetes_object_without(name, "creationTimestamp"))?;
     let labels = meta.labels.as_ref();
     let label = |key: &str| labels.and_then(|labels| labels.get(key)).cloned();
     let annotation = |key: &str| meta.annotations.as_ref().and_then(|notes| notes.get(key)).cloned();

@@ -43,24 +43,36 @@ pub(super) fn resolve(kubeconfig: Option<&str>, context: Option<&str>) -> Result
         Some("") => {
             return Err(InvalidInput::new(
                 "kubeconfig",
-                messages::kubernetes_no_config("the `kubeconfig` option is empty"),
+                messages::kubernetes_no_config(messages::KUBERNETES_EMPTY_KUBECONFIG),
             ))
         }
-        Some(path) => Some(Kubeconfig::read_from(path).map_err(|error| bad(&format!("kubeconfig {path}"), error))?),
-        None => match Kubeconfig::from_env().map_err(|error| bad("kubeconfig in KUBECONFIG", error))? {
-            Some(config) => Some(config),
-            None => home_config()
-                .map(|path| {
-                    Kubeconfig::read_from(&path).map_err(|error| bad(&format!("kubeconfig {}", path.display()), error))
-                })
-                .transpose()?,
-        },
+        Some(path) => {
+            Some(Kubeconfig::read_from(path).map_err(|error| bad(&messages::kubernetes_kubeconfig_at(path), error))?)
+        }
+        None => {
+            match Kubeconfig::from_env().map_err(|error| bad(messages::KUBERNETES_KUBECONFIG_IN_VARIABLE, error))? {
+                Some(config) => Some(config),
+                None => home_config()
+                    .map(|path| {
+                        Kubeconfig::read_from(&path).map_err(|error| {
+                            bad(&messages::kubernetes_kubeconfig_at(&path.display().to_string()), error)
+                        })
+                    })
+                    .transpose()?,
+            }
+        }
     };
     match config {
         Some(config) => from_kubeconfig(config, context),
         None if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() => {
             if let Some(context) = context {
-                return Err(InvalidInput::new("context", messages::kubernetes_bad_config("context", &format!("{context:?} was given, but there is no kubeconfig (in a cluster, the service account is used)"))));
+                return Err(InvalidInput::new(
+                    "context",
+                    messages::kubernetes_bad_config(
+                        "context",
+                        &messages::kubernetes_context_without_kubeconfig(context),
+                    ),
+                ));
             }
             let host = std::env::var("KUBERNETES_SERVICE_HOST").unwrap_or_default();
             let port = std::env::var("KUBERNETES_SERVICE_PORT").unwrap_or_else(|_| "443".to_owned());
@@ -70,12 +82,9 @@ pub(super) fn resolve(kubeconfig: Option<&str>, context: Option<&str>) -> Result
             let namespace = if namespace.is_empty() { "default".to_owned() } else { namespace };
             Ok(Resolved { source: Source::InCluster, server: format!("https://{host}:{port}"), namespace })
         }
-        None => Err(InvalidInput::new(
-            "kubeconfig",
-            messages::kubernetes_no_config(
-                "KUBECONFIG is not set, ~/.kube/config does not exist, KUBERNETES_SERVICE_HOST is not set",
-            ),
-        )),
+        None => {
+            Err(InvalidInput::new("kubeconfig", messages::kubernetes_no_config(messages::KUBERNETES_NOTHING_FOUND)))
+        }
     }
 }
 
@@ -90,16 +99,16 @@ fn from_kubeconfig(config: Kubeconfig, context: Option<&str>) -> Result<Resolved
     let bad_context = |why: String| InvalidInput::new("context", messages::kubernetes_bad_config("context", &why));
     let name = match context.or(config.current_context.as_deref()) {
         Some(name) if !name.is_empty() => name.to_owned(),
-        _ => return Err(bad_context("the kubeconfig has no current-context: pass the `context` option".to_owned())),
+        _ => return Err(bad_context(messages::KUBERNETES_NO_CURRENT_CONTEXT.to_owned())),
     };
     let named = config.contexts.iter().find(|named| named.name == name);
     let Some(found) = named.and_then(|named| named.context.as_ref()) else {
-        return Err(bad_context(format!("the kubeconfig has no context {name:?}")));
+        return Err(bad_context(messages::kubernetes_no_context(&name)));
     };
     let cluster =
         config.clusters.iter().find(|cluster| cluster.name == found.cluster).and_then(|named| named.cluster.as_ref());
     let Some(server) = cluster.and_then(|cluster| cluster.server.clone()) else {
-        return Err(bad_context(format!("context {name:?} names cluster {:?}, which has no server", found.cluster)));
+        return Err(bad_context(messages::kubernetes_context_without_server(&name, &found.cluster)));
     };
     let namespace =
         found.namespace.clone().filter(|namespace| !namespace.is_empty()).unwrap_or_else(|| "default".to_owned());
@@ -110,7 +119,7 @@ fn from_kubeconfig(config: Kubeconfig, context: Option<&str>) -> Result<Resolved
 /// the file (and a token in it).
 fn describe(error: &KubeconfigError) -> String {
     match error {
-        KubeconfigError::Parse(_) => "it does not parse as a kubeconfig (YAML)".to_owned(),
+        KubeconfigError::Parse(_) => messages::KUBERNETES_KUBECONFIG_UNPARSED.to_owned(),
         other => other.to_string(),
     }
 }

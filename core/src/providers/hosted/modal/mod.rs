@@ -51,7 +51,7 @@ mod wire;
 pub use self::provider::*;
 
 use crate::contract::errors::ProviderError;
-use crate::options::provider::{vendor_option, HostedSettings, OwnerFilter, ScopeOption, VendorSpec};
+use crate::options::provider::{vendor_option, HostedSettings, Marks, OwnerFilter, ScopeOption, VendorSpec};
 use crate::options::Name;
 use crate::providers::HostedSandboxProvider;
 
@@ -84,6 +84,7 @@ pub const SPEC: VendorSpec = VendorSpec {
     default_page_size: 0,
     max_page_size: 0,
     owner_filter: OwnerFilter::Server,
+    marks: Marks::Labels { field: "tags" },
     destroy_doc: "SandboxTerminate, or SandboxTerminateV2 for a V2 id (listed by SandboxListV2 within `appId`)",
     gone_doc: "NOT_FOUND and a finished sandbox (its terminate is success)",
 };
