@@ -3,7 +3,7 @@
 //! Kubernetes, Upstash Box, Railway, boxd), each on its local fake
 //! (tests/fakes/<vendor>.mjs under node; the gRPC fakes, modal_fake.py and
 //! boxd_fake.py, under `SANDBOX_RECLAIM_FAKE_PYTHON`, default `.venv`'s
-//! python): pages of 100 (or the vendor's largest page, when smaller; Modal's
+//! python; Modal and boxd also on an in-process one, below): pages of 100 (or the vendor's largest page, when smaller; Modal's
 //! page is the server's, 100 on the fake; Upstash Box and boxd do not page:
 //! one answer holds all 10,000), 20 ms per request, destroys 20 ms,
 //! concurrency 64. Prints one line per vendor: the wall time against the
@@ -20,14 +20,15 @@
 //! lists the whole environment too (Railway's owner filter is client-side)
 //! and then reads registered ids by get, at most 1,000 candidates a pass.
 //!
-//! Modal has two rows. The Python fake (grpclib) is the proven one, but one
-//! core of pure-Python HTTP/2 cannot serve the calls a second the ideal
-//! needs, so its row is fake-bound; the second row runs the same pass
-//! against an in-process tonic fake (`modal_grpc_fake.rs`, on a thread of its
-//! own), which measures our side. Its peak RSS includes that fake's state.
-//! boxd's row is fake-bound too: its proven fake (grpc.aio behind a
-//! one-port Python proxy) spends four to five times our side's CPU on the
-//! pass, more than a core at the ideal's pace (docs/performance.md).
+//! Modal and boxd have two rows each. Their Python fakes are the proven
+//! ones, but their rows are fake-bound: for Modal, one core of pure-Python
+//! HTTP/2 (grpclib) cannot serve the calls a second the ideal needs; boxd's
+//! (grpc.aio behind a one-port Python proxy) spends four to five times our
+//! side's CPU on the pass, more than a core at the ideal's pace
+//! (docs/performance.md). Each vendor's second row runs the same pass
+//! against an in-process tonic fake (`modal_grpc_fake.rs`,
+//! `boxd_grpc_fake.rs`, on a thread of its own), which measures our side.
+//! Its peak RSS includes that fake's state.
 //!
 //! Each vendor runs in a child process of this example (`hosted_bench
 //! --vendor <key>`), so each line's peak RSS (VmHWM) is that vendor's pass
@@ -37,6 +38,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod boxd_grpc_fake;
 mod modal_grpc_fake;
 
 use sandbox_reclaim::options::provider::HostedSettings;
@@ -67,7 +69,7 @@ enum Fake {
     Node,
     /// tests/fakes/<script> under `SANDBOX_RECLAIM_FAKE_PYTHON`.
     Python(&'static str),
-    /// `modal_grpc_fake`, in this process.
+    /// The vendor's tonic fake (`modal_grpc_fake`, `boxd_grpc_fake`), in this process.
     Tonic,
 }
 
@@ -132,7 +134,7 @@ fn modal_id(index: usize) -> String {
     format!("sb-{time}{index:016}")
 }
 
-const BENCHES: [Bench; 12] = [
+const BENCHES: [Bench; 13] = [
     Bench {
         vendor: HostedVendor::E2b,
         key: "e2b",
@@ -367,6 +369,26 @@ const BENCHES: [Bench; 12] = [
         },
         extra_requests: 0,
     },
+    Bench {
+        vendor: HostedVendor::Boxd,
+        key: "boxd-tonic",
+        label: "boxd",
+        fake: Fake::Tonic,
+        fake_note: " (in-process tonic)",
+        // A session token (`BOXD_TOKEN`'s kind), sent as is: every call is gRPC.
+        flags: &["--token", "boxd_bench", "--orgs", BOXD_ORG],
+        seed_route: "vms",
+        url_field: Some("url"),
+        suffix: "",
+        listing: Listing::OneAnswer,
+        configure: |settings, _| settings.set_option(boxd::ORG, Some(BOXD_ORG.to_owned())),
+        registered: false,
+        item: |index| {
+            json!({ "id": format!("0c0ffee0-0000-4000-8000-{index:012}"), "labels": { OWNER_LABEL: OWNER },
+                    "org": BOXD_ORG, "created_at": LONG_AGO_MS / 1000 })
+        },
+        extra_requests: 0,
+    },
 ];
 
 /// `field` of /proc/self/status (`VmHWM`, `VmRSS`) in MiB.
@@ -395,10 +417,11 @@ fn flag(flags: &[&'static str], name: &str) -> Option<String> {
     flags.get(at + 1).map(|value| (*value).to_owned())
 }
 
-/// A started fake: a child process, or the in-process one.
+/// A started fake: a child process, or an in-process one.
 enum Running {
     Process(Child),
-    InProcess(modal_grpc_fake::ModalGrpcFake),
+    Modal(modal_grpc_fake::ModalGrpcFake),
+    Boxd(boxd_grpc_fake::BoxdGrpcFake),
 }
 
 /// Starts `bench`'s fake, seeded with the sandboxes, 20 ms per request: the
@@ -406,14 +429,22 @@ enum Running {
 async fn start_fake(bench: &Bench, sandboxes: Vec<Value>) -> (Value, Running) {
     if bench.fake == Fake::Tonic {
         let credential = |name| flag(bench.flags, name).expect("the bench's credential");
+        let latency = Duration::from_millis(LATENCY_MS);
+        if bench.vendor == HostedVendor::Boxd {
+            let orgs = flag(bench.flags, "--orgs").unwrap_or_default();
+            let orgs = orgs.split(',').filter(|org| !org.is_empty()).map(str::to_owned).collect();
+            let config = boxd_grpc_fake::Config { token: credential("--token"), orgs, latency };
+            let fake = boxd_grpc_fake::start(config, &sandboxes);
+            return (json!({ "url": fake.url }), Running::Boxd(fake));
+        }
         let config = modal_grpc_fake::Config {
             token_id: credential("--token-id"),
             token_secret: credential("--token-secret"),
-            latency: Duration::from_millis(LATENCY_MS),
+            latency,
             page_size: PAGE as usize,
         };
         let fake = modal_grpc_fake::start(config, &sandboxes);
-        return (json!({ "url": fake.url }), Running::InProcess(fake));
+        return (json!({ "url": fake.url }), Running::Modal(fake));
     }
     let fakes = format!("{}/../tests/fakes", env!("CARGO_MANIFEST_DIR"));
     let (program, script) = match bench.fake {
@@ -533,7 +564,8 @@ async fn run(bench: &Bench) {
             let _ = fake.kill();
             let _ = fake.wait();
         }
-        Running::InProcess(fake) => assert_eq!(fake.terminated(), SANDBOXES as u64, "the fake's count"),
+        Running::Modal(fake) => assert_eq!(fake.terminated(), SANDBOXES as u64, "the fake's count"),
+        Running::Boxd(fake) => assert_eq!(fake.destroyed(), SANDBOXES as u64, "the fake's count"),
     }
 }
 
