@@ -10,8 +10,8 @@
 #      Reuses the addon `npm run build` made (make test runs test-node first;
 #      run alone, this builds it, a no-op when it is up to date).
 #   2. Python sdist: `maturin sdist`, its contents, then `pip install` of it in
-#      a fresh venv, which compiles it from source (one build, LTO off to save
-#      time), an import + reclaim smoke test against what pip installed, and
+#      a fresh venv, which compiles it from source (its own crates; the
+#      crates.io ones test-python built are reused), an import + reclaim smoke test against what pip installed, and
 #      its `sandbox-reclaim` console script's --help.
 #   3. .github/workflows: actionlint, with shellcheck for the `run:` scripts.
 #
@@ -66,10 +66,12 @@ done
 ! grep -q '^bindings-node/' <<<"$listing" || die "the sdist carries the Node binding"
 echo "sdist $(basename "$sdist"): $(wc -c <"$sdist") bytes, $(wc -l <<<"$listing") files"
 python3 -m venv "$work/venv"
-# Cargo's own target dir under target/ (gitignored) keeps crates.io builds
-# between local runs; the sdist's own crates are compiled from its sources.
+# The workspace's target dir, release profile as it is: the crates.io crates
+# are those `maturin develop --release` (scripts/test-python.sh) already
+# built, same lockfile and features, so only the sdist's own crates are
+# compiled from its sources (a separate dir rebuilt every crate: ~10 min of CI).
 start=$SECONDS
-CARGO_TARGET_DIR=$root/target/sdist-check CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+CARGO_TARGET_DIR=$root/target \
   "$work/venv/bin/python" -m pip install --quiet --no-cache-dir "$sdist" >"$work/pip.log" 2>&1 \
   || { tail -n 40 "$work/pip.log" >&2; die "pip install of the sdist failed"; }
 echo "pip install built the sdist from source in $((SECONDS - start)) s"
