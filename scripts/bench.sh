@@ -31,6 +31,8 @@ echo; echo "== fleet passes (Rust): reclaimAll 2,000 × 20 ms at concurrency 64 
 cargo run --quiet --release -p sandbox-reclaim --features sqlite,postgres --example fleet_bench
 echo; echo "== scale (Rust, issue #38): one reconcile pass over 200 and over 10,000 listed sandboxes on SQLite and PostgreSQL stores of 10,000 and 1,000,000 records (plus 4x registry rows, 100,000 ledger entries, 1,000,000 audit rows): time, ratio and peak memory growth"
 cargo run --quiet --release -p sandbox-reclaim --features sqlite,postgres --example scale_bench
+echo; echo "== prune (Rust, issue #38): pruning 4,000,000 expired registry rows and 1,000,000 audit rows of a SQLite store in bounded batches, while another process upserts: the upserts' latency alone and during the prune"
+cargo run --quiet --release -p sandbox-reclaim --features sqlite,postgres --example prune_bench
 echo; echo "== hosted providers (Rust): reconcile over 10,000 sandboxes for every vendor (E2B, Daytona, Vercel, Sprites, Runloop, Blaxel, Modal, Kubernetes, Upstash Box, Railway, boxd) on its local fake (pages of 100, or the vendor's largest or only page; 20 ms per request) at 64; Modal twice: on the proven Python fake (its row is fake-bound) and on an in-process tonic fake (our side); boxd's Python fake is fake-bound too"
 ensure_fake_python
 cargo run --quiet --release -p sandbox-reclaim --features hosted,modal,kubernetes,boxd --example hosted_bench

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use sandbox_reclaim::stores::postgres::PRUNE_BATCH as PG_PRUNE_BATCH;
 use sandbox_reclaim::stores::sqlite::{ScopedSql, PRUNE_BATCH};
 use sandbox_reclaim::{
     AuditEntry, FleetStore, InMemorySandboxInstanceStore, LeakReason, NewLeak, SandboxInstanceRecord,
@@ -432,7 +433,7 @@ async fn a_version_4_postgres_schema_queues_what_its_deleted_records_named() {
 
 /// Expired rows of the provider pruned (more than two batches' worth), so
 /// prune ran more than one batch; and what it keeps.
-const EXPIRED: usize = 2 * PRUNE_BATCH + 7;
+const EXPIRED: usize = 2 * if PRUNE_BATCH > PG_PRUNE_BATCH { PRUNE_BATCH } else { PG_PRUNE_BATCH } + 7;
 
 /// `count` rows per kind: the provider's expired (at 100) and fresh (at
 /// 5000) rows, and another provider's expired ones, in the registry and the
@@ -534,7 +535,16 @@ fn statements(sql: &ScopedSql, ids: &[String], now: i64) -> Vec<(&'static str, S
     let (provider, listed) = (Bind::Text("docker".to_owned()), Bind::Ids(ids.to_vec()));
     let month_ago = Bind::Int(now - 30 * 86_400_000);
     let batch = Bind::Int(PRUNE_BATCH as i64);
-    vec![
+    let rowids = Bind::Ids((1..=ids.len()).map(|n| n.to_string()).collect());
+    let mut by_row = Vec::new();
+    if let Some(gone) = &sql.lookup_gone_rows {
+        by_row.push(("lookup_gone_rows", gone.clone(), vec![provider.clone(), rowids.clone(), listed.clone()]));
+    }
+    if let Some(checked) = &sql.lookup_checked_rows {
+        let binds = vec![provider.clone(), rowids, listed.clone(), Bind::Int(now)];
+        by_row.push(("lookup_checked_rows", checked.clone(), binds));
+    }
+    let mut all = vec![
         ("sweep_mark", sql.sweep_mark.clone(), vec![]),
         (
             "referenced_among",
@@ -558,7 +568,9 @@ fn statements(sql: &ScopedSql, ids: &[String], now: i64) -> Vec<(&'static str, S
             vec![provider.clone(), month_ago.clone(), month_ago.clone(), batch.clone()],
         ),
         ("prune_audit", sql.prune_audit.clone(), vec![provider, month_ago, batch]),
-    ]
+    ];
+    all.extend(by_row);
+    all
 }
 
 /// 500 listed ids, as a sweep's batch: live, deleted and unknown ones.
@@ -570,7 +582,15 @@ fn listed_ids(seeded: u64) -> Vec<String> {
 
 /// The statements whose cost must follow the asked ids: each table is read
 /// by key (an asked id), never by a range of the provider's rows.
-const BY_ID: [&str; 5] = ["referenced_among", "registered_among", "lookup_gone", "lookup_checked", "unqueue_destroyed"];
+const BY_ID: [&str; 7] = [
+    "referenced_among",
+    "registered_among",
+    "lookup_gone",
+    "lookup_checked",
+    "unqueue_destroyed",
+    "lookup_gone_rows",
+    "lookup_checked_rows",
+];
 
 /// Every node of a PostgreSQL JSON plan: (node type, relation, index).
 fn plan_nodes(plan: &Value, nodes: &mut Vec<(String, String, String)>) {
@@ -661,6 +681,42 @@ async fn postgres_scoped_queries_run_on_indexes() {
     drop_schema(&schema).await;
 }
 
+/// SQLite's write-back goes by the rowids its candidates read handed out,
+/// and only to rows still holding an asked id: a row whose rowid another
+/// sandbox's row took meanwhile is not touched; an id never handed out is
+/// written by id.
+#[tokio::test]
+async fn sqlite_write_back_by_rowid_touches_only_the_asked_rows() {
+    let path = temp_db_path("scoped_rowid");
+    let store = SqliteSandboxInstanceStore::open(&path).await.unwrap();
+    let t = wall_now() + 86_400_000;
+    gone(&store, "ka", "a", t + 1_000).await;
+    gone(&store, "kb", "b", t + 2_000).await;
+    assert_eq!(store.lookup_candidates("docker", 0, 10).await.unwrap(), ["b", "a"]);
+    // The row a's candidate was read from now holds z (same rowid).
+    store_support::sqlite_exec(
+        &path,
+        "UPDATE sandbox_registry SET provider_sandbox_id = 'z' WHERE provider_sandbox_id = 'a'",
+    )
+    .await;
+    gone(&store, "kc", "c", t + 3_000).await;
+    store.lookup_checked("docker", &owned(&["a", "c"]), &owned(&["b"]), 5).await.unwrap();
+    let mut connection = sqlx::sqlite::SqliteConnectOptions::new().filename(&path).connect().await.unwrap();
+    let rows: Vec<(String, Option<i64>, bool)> = sqlx::query_as(
+        "SELECT provider_sandbox_id, lookup_at, resolved_at IS NOT NULL FROM sandbox_registry ORDER BY provider_sandbox_id",
+    )
+    .fetch_all(&mut connection)
+    .await
+    .unwrap();
+    let queued_at = |id: &str| rows.iter().find(|row| row.0 == id).map(|row| (row.1.is_some(), row.2));
+    assert_eq!(queued_at("z"), Some((true, false)), "another sandbox's row: untouched ({rows:?})");
+    assert_eq!(queued_at("c"), Some((false, true)), "never handed out: resolved by id ({rows:?})");
+    assert_eq!(rows.iter().find(|row| row.0 == "b").map(|row| row.1), Some(Some(5)), "checked by rowid ({rows:?})");
+    drop(connection);
+    store.close().await;
+    remove_db(&path);
+}
+
 /// SQLite's plan of one statement: its `detail` lines.
 async fn sqlite_plan(path: &Path, sql: &str, binds: Vec<Bind>) -> Vec<String> {
     let mut connection = sqlx::sqlite::SqliteConnectOptions::new().filename(path).connect().await.unwrap();
@@ -701,7 +757,9 @@ async fn sqlite_scoped_queries_run_on_indexes() {
             let scans_ours = detail.starts_with("SCAN ") && !detail.contains("VIRTUAL TABLE");
             assert!(!scans_ours, "{name} scans a table ({detail}): {plan:?}\n{sql}");
             assert!(!detail.contains("TEMP B-TREE"), "{name} sorts what it read ({detail}): {plan:?}\n{sql}");
-            let by_id = !detail.starts_with("SEARCH ") || detail.contains("provider_sandbox_id=?");
+            // By key: an asked id, or (SQLite's write-back) a handed-out rowid.
+            let by_key = ["provider_sandbox_id=?", "(rowid=?)"];
+            let by_id = !detail.starts_with("SEARCH ") || by_key.iter().any(|key| detail.contains(key));
             assert!(by_id || !BY_ID.contains(&name), "{name} reads a range ({detail}): {plan:?}\n{sql}");
         }
         // The mark is one row read by its key (`INTEGER PRIMARY KEY`, the rowid).

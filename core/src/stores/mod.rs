@@ -26,6 +26,8 @@ mod sql;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use sql::StoreOpenError;
 
+#[cfg(feature = "sqlite")]
+mod candidate_rows;
 #[cfg(feature = "postgres")]
 mod coalesce;
 #[cfg(feature = "sqlite")]

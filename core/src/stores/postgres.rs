@@ -14,12 +14,20 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 use super::coalesce::Coalesce;
 use super::ordered::KeyedOrder;
+use super::sql::PruneBatches;
+pub use super::sql::ScopedSql;
 use super::sql::{
     audit_from_row, backend, due_in_order, held, leak_from_row, ledger_text, prune_in_batches, record_from_row,
     scheduled_from_row, sorted_ids, sql_int, sql_limit, storable_ids, storable_key, storable_name, summaries,
     validate_leak, AuditText, Migration, StoreOpenError, AUDIT_COLUMNS,
 };
-pub use super::sql::{ScopedSql, PRUNE_BATCH, PRUNE_MAX_BATCHES};
+
+/// Rows one prune batch deletes: a few milliseconds of row locks (a
+/// PostgreSQL delete blocks no other row's writer).
+pub const PRUNE_BATCH: usize = 5_000;
+/// Batches of one table a prune call runs at most (500,000 rows).
+pub const PRUNE_MAX_BATCHES: usize = 100;
+const PRUNING: PruneBatches = PruneBatches { rows: PRUNE_BATCH, most: PRUNE_MAX_BATCHES, pause: false };
 use crate::contract::errors::StoreError;
 use crate::contract::FleetStore;
 use crate::contract::LeakLedger;
@@ -422,6 +430,8 @@ fn scoped_sql(tables: &Tables) -> ScopedSql {
         ),
         lookup_gone: format!("UPDATE {registry} AS r SET lookup_at = NULL, resolved_at = {DB_NOW_MILLIS} {queued}"),
         lookup_checked: format!("UPDATE {registry} AS r SET lookup_at = $3 {queued}"),
+        lookup_gone_rows: None,
+        lookup_checked_rows: None,
         unqueue_destroyed: format!(
             "UPDATE {registry} SET lookup_at = NULL WHERE sandbox_hash = {} AND lookup_at IS NOT NULL",
             sandbox_hash("$1", "$2")
@@ -1077,13 +1087,13 @@ impl FleetStore for PostgresSandboxInstanceStore {
         // In batches, each one statement (so its own short transaction): no
         // write waits behind a long prune.
         let (sql, batch) = (&self.queries.scoped, sql_limit(PRUNE_BATCH));
-        prune_in_batches(|| async move {
+        prune_in_batches(PRUNING, || async move {
             let query = sqlx::query(&sql.prune_registry).bind(provider).bind(sql_int(registry_before));
             let done = query.bind(sql_int(audit_before)).bind(batch).execute(&self.pool).await.map_err(backend)?;
             Ok(done.rows_affected())
         })
         .await?;
-        prune_in_batches(|| async move {
+        prune_in_batches(PRUNING, || async move {
             let query = sqlx::query(&sql.prune_audit).bind(provider).bind(sql_int(audit_before)).bind(batch);
             Ok(query.execute(&self.pool).await.map_err(backend)?.rows_affected())
         })

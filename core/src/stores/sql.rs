@@ -326,15 +326,21 @@ pub(crate) fn summaries(rows: Vec<(String, i64, i64)>) -> Vec<crate::model::ledg
         .collect()
 }
 
-/// Rows one prune batch deletes, each batch its own short transaction: small
-/// enough that no write waits long behind one, large enough that a day's
-/// expired rows go in a few batches.
-pub const PRUNE_BATCH: usize = 5_000;
-
-/// Batches of one table a prune call runs at most (500,000 rows): a pass's
-/// prune stays bounded however far behind the store is; the next pass's
-/// prune takes the rest.
-pub const PRUNE_MAX_BATCHES: usize = 100;
+/// How a store prunes one table: rows a batch (each batch its own short
+/// transaction), batches a call (so a pass's prune stays bounded however far
+/// behind the store is; the next pass's prune takes the rest), and whether
+/// it pauses between batches.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PruneBatches {
+    pub rows: usize,
+    pub most: usize,
+    /// Pause after each batch as long as it took, so the prune holds the
+    /// write lock at most half the time (SQLite: a writer of another process
+    /// waiting in its busy handler, which retries after 1, 2, 5, 10... ms,
+    /// finds the lock free within about a batch; without the pause the prune
+    /// took it back first every time and upserts waited seconds).
+    pub pause: bool,
+}
 
 /// The SQL of a store's scoped reads and bounded writes, exactly as it issues
 /// them (for plan checks). Parameters, in order: `referenced_among`
@@ -344,7 +350,9 @@ pub const PRUNE_MAX_BATCHES: usize = 100;
 /// ids, now), `unqueue_destroyed` (provider, id), `prune_registry`
 /// (provider, registry_before, audit_before, batch), `prune_audit`
 /// (provider, audit_before, batch). `ids` is a JSON array on SQLite, a
-/// `text[]` on PostgreSQL.
+/// `text[]` on PostgreSQL. SQLite's write-back also goes by rowid, for the
+/// ids its candidates read handed out: `lookup_gone_rows` (provider, rowids,
+/// ids), `lookup_checked_rows` (provider, rowids, ids, now); `None` elsewhere.
 #[doc(hidden)]
 #[derive(Debug, Clone)]
 pub struct ScopedSql {
@@ -354,6 +362,8 @@ pub struct ScopedSql {
     pub lookup_candidates: String,
     pub lookup_gone: String,
     pub lookup_checked: String,
+    pub lookup_gone_rows: Option<String>,
+    pub lookup_checked_rows: Option<String>,
     pub unqueue_destroyed: String,
     pub prune_registry: String,
     pub prune_audit: String,
@@ -372,16 +382,20 @@ pub(crate) fn sorted_ids(mut ids: Vec<String>) -> Vec<String> {
     ids
 }
 
-/// Runs `batch` (which deletes at most [`PRUNE_BATCH`] rows and says how
-/// many it did) until one deletes fewer, or [`PRUNE_MAX_BATCHES`] ran.
-pub(crate) async fn prune_in_batches<F, Fut>(mut batch: F) -> Result<(), StoreError>
+/// Runs `batch` (which deletes at most `how.rows` rows and says how many it
+/// did) until one deletes fewer, or `how.most` ran.
+pub(crate) async fn prune_in_batches<F, Fut>(how: PruneBatches, mut batch: F) -> Result<(), StoreError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<u64, StoreError>>,
 {
-    for _ in 0..PRUNE_MAX_BATCHES {
-        if batch().await? < PRUNE_BATCH as u64 {
+    for _ in 0..how.most {
+        let started = std::time::Instant::now();
+        if batch().await? < how.rows as u64 {
             break;
+        }
+        if how.pause {
+            tokio::time::sleep(started.elapsed().max(std::time::Duration::from_millis(1))).await;
         }
     }
     Ok(())

@@ -13,14 +13,24 @@ use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqlitePool, SqlitePoolOptions};
 use sqlx::{ConnectOptions, Connection};
 
+use super::candidate_rows::CandidateRows;
 use super::group_commit::{BatchCommit, GroupCommit, Write};
 use super::ordered::KeyedOrder;
+use super::sql::PruneBatches;
+pub use super::sql::ScopedSql;
 use super::sql::{
     audit_from_row, backend, due_in_order, held, leak_from_row, ledger_text, prune_in_batches, record_from_row,
     scheduled_from_row, sorted_ids, sql_int, sql_limit, storable_ids, storable_key, storable_name, summaries,
     validate_leak, AuditText, Migration, StoreOpenError, AUDIT_COLUMNS,
 };
-pub use super::sql::{ScopedSql, PRUNE_BATCH, PRUNE_MAX_BATCHES};
+
+/// Rows one prune batch deletes: about 3 ms of the write lock at millions of
+/// rows, so a writer of another process waits about that long behind one.
+pub const PRUNE_BATCH: usize = 1_000;
+/// Batches of one table a prune call runs at most (500,000 rows, as on
+/// PostgreSQL): the pauses between them make a full call about twice its work.
+pub const PRUNE_MAX_BATCHES: usize = 500;
+const PRUNING: PruneBatches = PruneBatches { rows: PRUNE_BATCH, most: PRUNE_MAX_BATCHES, pause: true };
 use crate::contract::errors::StoreError;
 use crate::contract::FleetStore;
 use crate::contract::LeakLedger;
@@ -85,6 +95,10 @@ static SCOPED: std::sync::LazyLock<ScopedSql> = std::sync::LazyLock::new(|| {
     // `+lookup_at`: found by key (the asked ids), never by walking the queue's index.
     let queued =
         "provider = ?1 AND provider_sandbox_id IN (SELECT value FROM json_each(?2)) AND +lookup_at IS NOT NULL";
+    // By the rowids the candidates read handed out (`?2`), each row checked
+    // to still be one of the asked ids (`?3`): see `candidate_rows`.
+    let rows = "rowid IN (SELECT value FROM json_each(?2)) AND +provider = ?1 \
+         AND +provider_sandbox_id IN (SELECT value FROM json_each(?3)) AND +lookup_at IS NOT NULL";
     ScopedSql {
         // The count of record deletions so far (the triggers keep it).
         sweep_mark: format!("SELECT deletions FROM {MARKS_TABLE} WHERE id = 1"),
@@ -100,7 +114,7 @@ static SCOPED: std::sync::LazyLock<ScopedSql> = std::sync::LazyLock::new(|| {
         // whole registry). A row a record or leak entry names again is
         // skipped (the triggers keep the queue, this read does not trust it).
         lookup_candidates: format!(
-            "SELECT r.provider_sandbox_id FROM {REGISTRY_TABLE} AS r INDEXED BY {REGISTRY_TABLE}_lookup_queue \
+            "SELECT r.rowid, r.provider_sandbox_id FROM {REGISTRY_TABLE} AS r INDEXED BY {REGISTRY_TABLE}_lookup_queue \
              WHERE r.provider = ?1 AND r.lookup_at IS NOT NULL AND r.last_seen >= ?2 \
              AND NOT EXISTS (SELECT 1 FROM {INSTANCES_TABLE} AS i \
              WHERE i.provider = r.provider AND i.provider_sandbox_id = r.provider_sandbox_id) \
@@ -112,6 +126,10 @@ static SCOPED: std::sync::LazyLock<ScopedSql> = std::sync::LazyLock::new(|| {
             "UPDATE {REGISTRY_TABLE} SET lookup_at = NULL, resolved_at = {SQLITE_NOW_MILLIS} WHERE {queued}"
         ),
         lookup_checked: format!("UPDATE {REGISTRY_TABLE} SET lookup_at = ?3 WHERE {queued}"),
+        lookup_gone_rows: Some(format!(
+            "UPDATE {REGISTRY_TABLE} SET lookup_at = NULL, resolved_at = {SQLITE_NOW_MILLIS} WHERE {rows}"
+        )),
+        lookup_checked_rows: Some(format!("UPDATE {REGISTRY_TABLE} SET lookup_at = ?4 WHERE {rows}")),
         unqueue_destroyed: format!(
             "UPDATE {REGISTRY_TABLE} SET lookup_at = NULL \
              WHERE provider = ?1 AND provider_sandbox_id = ?2 AND lookup_at IS NOT NULL"
@@ -165,6 +183,8 @@ pub struct SqliteSandboxInstanceStore {
     writes: std::sync::Arc<GroupCommit>,
     /// Writes to one key commit in the order they were issued ([`KeyedOrder`]).
     order: std::sync::Arc<KeyedOrder>,
+    /// The lookup candidates' rowids, for their write-back ([`CandidateRows`]).
+    candidates: std::sync::Arc<CandidateRows>,
 }
 
 impl SqliteSandboxInstanceStore {
@@ -217,7 +237,8 @@ impl SqliteSandboxInstanceStore {
             .connect_with(connect)
             .await
             .map_err(StoreOpenError::Connect)?;
-        Ok(Self { pool, path: path.to_owned(), writes: Default::default(), order: Default::default() })
+        let (writes, order, candidates) = Default::default();
+        Ok(Self { pool, path: path.to_owned(), writes, order, candidates })
     }
 
     /// The file this store lives in.
@@ -771,13 +792,15 @@ impl FleetStore for SqliteSandboxInstanceStore {
         if limit == 0 || !storable_name(provider) {
             return Ok(Vec::new());
         }
-        sqlx::query_scalar(&SCOPED.lookup_candidates)
+        let rows: Vec<(i64, String)> = sqlx::query_as(&SCOPED.lookup_candidates)
             .bind(provider)
             .bind(sql_int(since))
             .bind(sql_limit(limit))
             .fetch_all(&self.pool)
             .await
-            .map_err(backend)
+            .map_err(backend)?;
+        self.candidates.remember(provider, &rows);
+        Ok(rows.into_iter().map(|(_, id)| id).collect())
     }
 
     async fn lookup_checked(
@@ -791,11 +814,34 @@ impl FleetStore for SqliteSandboxInstanceStore {
         if !storable_name(provider) || (gone.is_empty() && checked.is_empty()) {
             return Ok(());
         }
+        let (gone, checked) = (self.candidates.take(provider, &gone), self.candidates.take(provider, &checked));
+        let by_row = |sql: &'static Option<String>| sql.as_deref().expect("SQLite's write-back by rowid");
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(backend)?;
-        let query = sqlx::query(&SCOPED.lookup_gone).bind(provider).bind(serde_json::json!(gone).to_string());
-        query.execute(&mut *tx).await.map_err(backend)?;
-        let query = sqlx::query(&SCOPED.lookup_checked).bind(provider).bind(serde_json::json!(checked).to_string());
-        query.bind(sql_int(now)).execute(&mut *tx).await.map_err(backend)?;
+        if !gone.by_row.is_empty() {
+            let query = sqlx::query(by_row(&SCOPED.lookup_gone_rows)).bind(provider);
+            query
+                .bind(serde_json::json!(gone.rowids).to_string())
+                .bind(serde_json::json!(gone.by_row).to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+        }
+        if !gone.by_id.is_empty() {
+            let query = sqlx::query(&SCOPED.lookup_gone).bind(provider).bind(serde_json::json!(gone.by_id).to_string());
+            query.execute(&mut *tx).await.map_err(backend)?;
+        }
+        if !checked.by_row.is_empty() {
+            let query = sqlx::query(by_row(&SCOPED.lookup_checked_rows)).bind(provider);
+            let query = query
+                .bind(serde_json::json!(checked.rowids).to_string())
+                .bind(serde_json::json!(checked.by_row).to_string());
+            query.bind(sql_int(now)).execute(&mut *tx).await.map_err(backend)?;
+        }
+        if !checked.by_id.is_empty() {
+            let query =
+                sqlx::query(&SCOPED.lookup_checked).bind(provider).bind(serde_json::json!(checked.by_id).to_string());
+            query.bind(sql_int(now)).execute(&mut *tx).await.map_err(backend)?;
+        }
         tx.commit().await.map_err(backend)
     }
 
@@ -906,12 +952,12 @@ impl FleetStore for SqliteSandboxInstanceStore {
         // and the audit's (provider, at) index.
         let batch = sql_limit(PRUNE_BATCH);
         let (registry, audit) = (&SCOPED.prune_registry, &SCOPED.prune_audit);
-        prune_in_batches(|| {
+        prune_in_batches(PRUNING, || {
             let query = sqlx::query(registry).bind(provider).bind(sql_int(registry_before));
             own_transaction(&self.pool, query.bind(sql_int(audit_before)).bind(batch))
         })
         .await?;
-        prune_in_batches(|| {
+        prune_in_batches(PRUNING, || {
             own_transaction(&self.pool, sqlx::query(audit).bind(provider).bind(sql_int(audit_before)).bind(batch))
         })
         .await
