@@ -2,7 +2,9 @@
 //! sandbox's id (`<namespace>_<name>`), and an object as a listed sandbox.
 //! No I/O.
 
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::{ApiResource, GroupVersionKind, ObjectMeta};
+use kube::core::ListMeta;
+use serde::Deserialize;
 
 use crate::model::fleet::ListedSandbox;
 use crate::providers::{InvalidInput, LABEL_KEY, LABEL_OWNER};
@@ -106,13 +108,37 @@ fn is_dns_subdomain(text: &str) -> bool {
     (1..=253).contains(&text.len()) && text.split('.').all(is_dns_label)
 }
 
+/// What a sweep reads of an object: its metadata. The rest (spec, status,
+/// on real clusters often most of it) is skipped while parsing, never held:
+/// kube's `DynamicObject` kept it as a JSON tree, and its flattened fields
+/// buffered the whole answer once more (most of our CPU on a pass).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Object {
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+}
+
+/// One listing page, read the same way: the continue token and the objects.
+#[derive(Debug, Deserialize)]
+pub struct Page {
+    #[serde(default)]
+    pub metadata: ListMeta,
+    /// `null` reads as no objects, as kube reads it.
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub items: Vec<Object>,
+}
+
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<Object>, D::Error> {
+    Ok(Option::<Vec<Object>>::deserialize(deserializer)?.unwrap_or_default())
+}
+
 /// An object as a listed sandbox: `deleting` once it has a
 /// `deletionTimestamp` (never deleted again); its age from
 /// `creationTimestamp`; owner and key from its labels (the key also from an
 /// annotation, where a key that is no label value goes). An object without
 /// a namespace, a name or a creation time does not read (the listing fails
 /// closed).
-pub fn listed(object: &DynamicObject, namespace_fallback: Option<&str>) -> Result<ListedSandbox, String> {
+pub fn listed(object: &Object, namespace_fallback: Option<&str>) -> Result<ListedSandbox, String> {
     let meta = &object.metadata;
     let name = meta.name.as_deref().ok_or(messages::KUBERNETES_OBJECT_WITHOUT_NAME)?;
     let namespace = meta
@@ -146,6 +172,20 @@ mod tests {
         for bad in ["agents", "_x", "agents_", "Agents_x", "a_b_c", "ns_-x", "ns_x..y", ""] {
             assert!(split_id(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_page_reads_only_metadata_and_fails_on_a_malformed_one() {
+        let text = serde_json::json!({"kind": "SandboxClaimList", "metadata": {"continue": "next"},
+            "items": [{"kind": "SandboxClaim", "metadata": {"name": "c-1", "namespace": "agents",
+                "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {LABEL_OWNER: "o"}},
+                "spec": {"big": [1, 2, 3]}, "status": {}}]});
+        let page: Page = serde_json::from_str(&text.to_string()).unwrap();
+        assert_eq!(page.metadata.continue_.as_deref(), Some("next"));
+        let sandbox = listed(&page.items[0], None).unwrap();
+        assert_eq!((sandbox.id.as_str(), sandbox.owner.as_deref()), ("agents_c-1", Some("o")));
+        assert!(serde_json::from_str::<Page>(r#"{"items":null}"#).unwrap().items.is_empty());
+        assert!(serde_json::from_str::<Page>(r#"{"items":"not a list"}"#).is_err());
     }
 
     #[test]

@@ -6,8 +6,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams};
-use kube::Client;
+use kube::api::{DeleteParams, DynamicObject, GetParams, ListParams};
+use kube::core::Request;
+use kube::{Client, Resource};
+use serde::de::DeserializeOwned;
 use tokio::sync::OnceCell;
 
 pub use super::object::{sandbox_id, Kind, Namespaces};
@@ -111,10 +113,12 @@ impl fmt::Debug for KubernetesProvider {
     }
 }
 
-/// A request's failure before it is classified: kube's error, or no answer in time.
+/// A request's failure before it is classified: kube's error, no answer in
+/// time, or no client (the credentials did not load).
 enum Refused {
     Kube(kube::Error),
     TimedOut,
+    Config(ProviderError),
 }
 
 impl KubernetesProvider {
@@ -171,14 +175,23 @@ impl KubernetesProvider {
         Ok(client.clone())
     }
 
-    /// The kind's API in `namespace` (`None`: every namespace).
-    async fn api(&self, namespace: Option<&str>) -> Result<Api<DynamicObject>, ProviderError> {
-        let client = self.client().await?;
-        let resource = self.kind.resource();
-        Ok(match namespace {
-            Some(namespace) => Api::namespaced_with(client, namespace, &resource),
-            None => Api::all_with(client, &resource),
-        })
+    /// Sends the request `build` makes on the kind's path in `namespace`
+    /// (`None`: every namespace) and parses its answer as `T`: only what a
+    /// sweep reads ([`object::Object`]), never kube's `DynamicObject`.
+    async fn send<T, B>(&self, namespace: Option<&str>, build: B) -> Result<T, Refused>
+    where
+        T: DeserializeOwned,
+        B: Fn(&Request) -> Result<http::Request<Vec<u8>>, kube::core::request::Error>,
+    {
+        let client = self.client().await.map_err(Refused::Config)?;
+        let request = Request::new(DynamicObject::url_path(&self.kind.resource(), namespace));
+        let text = self
+            .call(|| {
+                let (client, built) = (client.clone(), build(&request));
+                async move { client.request_text(built.map_err(kube::Error::BuildRequest)?).await }
+            })
+            .await?;
+        serde_json::from_str(&text).map_err(|error| Refused::Kube(kube::Error::SerdeError(error)))
     }
 
     /// The listing's namespace, or `None` for every namespace.
@@ -230,6 +243,7 @@ impl KubernetesProvider {
     /// (the command stops), never a credential in the text.
     fn refused(&self, method: &str, path: &str, refused: Refused) -> ProviderError {
         match refused {
+            Refused::Config(error) => error,
             Refused::TimedOut => {
                 let cause = format!("no answer within {:?}", self.request_timeout);
                 failed(messages::hosted_transport(LABEL, method, path, &cause))
@@ -257,7 +271,6 @@ impl KubernetesProvider {
     /// answers `410` to a continued request.
     async fn list_page(&self, cursor: Option<String>, expired: &AtomicBool) -> Result<PageRead, ProviderError> {
         let namespace = self.listed_namespace();
-        let api = self.api(namespace).await?;
         let mut params = ListParams::default().limit(self.page_size);
         if !self.sweep_unlabelled {
             params = params.labels(&format!("{LABEL_OWNER}={}", self.owner));
@@ -267,7 +280,7 @@ impl KubernetesProvider {
             params = params.continue_token(cursor);
         }
         let path = self.path(namespace, None);
-        let list = match self.call(|| api.list(&params)).await {
+        let list: object::Page = match self.send(namespace, |request| request.list(&params)).await {
             Ok(list) => list,
             Err(Refused::Kube(kube::Error::Api(status))) if status.code == 410 && continued => {
                 expired.store(true, Ordering::SeqCst);
@@ -287,11 +300,11 @@ impl KubernetesProvider {
     /// One object by id: as listed, or `None` when it is gone (`404`).
     async fn look_up(&self, id: &str) -> Result<Option<ListedSandbox>, ProviderError> {
         let (namespace, name) = object::split_id(id)?;
-        let api = self.api(Some(namespace)).await?;
         let path = self.path(Some(namespace), Some(name));
-        match self.call(|| api.get_opt(name)).await {
-            Ok(None) => Ok(None),
-            Ok(Some(found)) => object::listed(&found, Some(namespace))
+        let found = self.send::<object::Object, _>(Some(namespace), |request| request.get(name, &GetParams::default()));
+        match found.await {
+            Err(Refused::Kube(kube::Error::Api(status))) if status.code == 404 => Ok(None),
+            Ok(found) => object::listed(&found, Some(namespace))
                 .map(|listed| Some(ListedSandbox { id: id.to_owned(), ..listed }))
                 .map_err(|why| failed(messages::hosted_malformed(LABEL, "GET", &path, &why))),
             Err(refused) => Err(self.refused("GET", &path, refused)),
@@ -308,9 +321,8 @@ impl HostedSandboxProvider for KubernetesProvider {
     /// One listing of a single object: what a sweep needs (list on the kind).
     async fn check_access(&self) -> Result<(), ProviderError> {
         let namespace = self.listed_namespace();
-        let api = self.api(namespace).await?;
         let params = ListParams::default().limit(1);
-        match self.call(|| api.list(&params)).await {
+        match self.send::<object::Page, _>(namespace, |request| request.list(&params)).await {
             Ok(_) => Ok(()),
             Err(refused) => Err(self.refused("GET", &self.path(namespace, None), refused)),
         }
@@ -328,9 +340,9 @@ impl SandboxProvider for KubernetesProvider {
     /// is success.
     async fn destroy(&self, provider_sandbox_id: &str) -> Result<(), ProviderError> {
         let (namespace, name) = object::split_id(provider_sandbox_id)?;
-        let api = self.api(Some(namespace)).await?;
         let params = DeleteParams::foreground();
-        match self.call(|| api.delete(name, &params)).await {
+        // The answer (the object, or a Status) is not read beyond its code.
+        match self.send::<serde::de::IgnoredAny, _>(Some(namespace), |request| request.delete(name, &params)).await {
             Ok(_) => Ok(()),
             Err(Refused::Kube(kube::Error::Api(status))) if status.code == 404 => Ok(()),
             Err(refused) => Err(self.refused("DELETE", &self.path(Some(namespace), Some(name)), refused)),
