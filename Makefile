@@ -5,7 +5,7 @@
 # Each suite's script installs what it needs (npm packages locally, a Python
 # venv in .venv, Debian packages via apt-get) and starts/stops its services.
 
-.PHONY: test demo bench soak lint test-rust test-node test-python test-reference test-packaging test-live
+.PHONY: test demo bench soak fleet-sim lint test-rust test-node test-python test-reference test-packaging test-live
 
 test:
 	bash scripts/test.sh
@@ -24,6 +24,12 @@ bench:
 # `soak: live_destroyed=N orphans_left=N repeat_destroys=N pauses=N kills=N`.
 soak:
 	bash scripts/soak.sh
+
+# By hand (issue #38): 8 reconcile processes of the three languages on one
+# PostgreSQL of 1,000,000 records, 100,000 listed on four vendors' fakes;
+# SIM_PROCS, SIM_RECORDS, SIM_LISTED change the sizes (bench/sim/fleet_sim.py).
+fleet-sim:
+	bash scripts/fleet-sim.sh
 
 # By hand only (never in make test or CI): the hosted providers against the
 # real E2B, Daytona and Vercel APIs, each vendor with its credentials set

@@ -46,7 +46,7 @@ pytest_tests python "$venv/bin/python" tests/python tests/cross -q -p no:cachepr
 
 echo "== mypy --strict (package, examples, tests, bench)"
 (cd bindings-python/python && "$venv/bin/mypy" --strict -p sandbox_reclaim)
-"$venv/bin/mypy" --strict examples/python tests/python tests/packaging bench/python
+"$venv/bin/mypy" --strict examples/python tests/python tests/packaging bench/python bench/sim
 MYPYPATH=tests/python "$venv/bin/mypy" --strict tests/cross
 
 echo "== wheel: the manylinux2014 wheel PyPI gets, checked, installed into a fresh venv"
